@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what Braid needs on Debian 12 (only what is missing), configures Meson once and
+# builds. Idempotent: a second run installs nothing and rebuilds only what changed.
+# Usage: scripts/setup.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+PACKAGES=(g++ meson ninja-build pkg-config libgtest-dev libopenmpi-dev openmpi-bin clang-format)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "# installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  meson setup "$BUILD_DIR" --buildtype=release >/dev/null
+fi
+ninja -C "$BUILD_DIR" >/dev/null

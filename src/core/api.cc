@@ -1,0 +1,291 @@
+// The C entry points: argument checks, then the communicator's machinery. Bad arguments
+// are refused here, before anything moves, with a message naming the argument.
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "core/bootstrap.h"
+#include "core/comm.h"
+#include "core/error.h"
+#include "core/stream.h"
+
+using braid::fail;
+
+namespace {
+
+braidResult_t checkComm(const braidComm* comm, const char* fn) {
+  if (!comm) return fail(braidInvalidArgument, "%s: comm is NULL", fn);
+  if (comm->magic != braidComm::kMagic)
+    return fail(braidInvalidArgument, "%s: comm is not a live communicator (destroyed?)", fn);
+  return braidSuccess;
+}
+
+braidResult_t checkTypeOp(const char* fn, braidDataType_t dtype, braidRedOp_t op) {
+  if (static_cast<int>(dtype) < 0 || dtype >= braidNumTypes)
+    return fail(braidInvalidArgument, "%s: datatype %d is not a braidDataType_t (0..%d)", fn,
+                static_cast<int>(dtype), braidNumTypes - 1);
+  if (static_cast<int>(op) < 0 || op >= braidNumOps)
+    return fail(braidInvalidArgument, "%s: op %d is not a braidRedOp_t (0..%d)", fn,
+                static_cast<int>(op), braidNumOps - 1);
+  return braidSuccess;
+}
+
+// Keeps the message for braidGetLastError(comm) as well as the thread's.
+braidResult_t record(braidComm* comm, braidResult_t res) {
+  if (res != braidSuccess && comm && comm->magic == braidComm::kMagic)
+    comm->lastError = braid::lastError();
+  return res;
+}
+
+}  // namespace
+
+extern "C" {
+
+braidResult_t braidGetVersion(int* version) {
+  if (!version) return fail(braidInvalidArgument, "braidGetVersion: version is NULL");
+  *version = BRAID_VERSION_CODE;
+  return braidSuccess;
+}
+
+braidResult_t braidGetUniqueId(braidUniqueId* uniqueId) {
+  if (!uniqueId) return fail(braidInvalidArgument, "braidGetUniqueId: uniqueId is NULL");
+  return braid::createUniqueId(uniqueId);
+}
+
+braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank) {
+  braid::setLogRank(-1);
+  if (!comm) return fail(braidInvalidArgument, "braidCommInitRank: comm is NULL");
+  *comm = nullptr;
+  if (nranks < 1)
+    return fail(braidInvalidArgument, "braidCommInitRank: nranks is %d; it must be >= 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return fail(braidInvalidArgument,
+                "braidCommInitRank: rank %d is out of range; it must be in [0, nranks=%d)", rank,
+                nranks);
+  braid::UniqueIdData data;
+  BRAID_TRY(braid::decodeUniqueId(commId, &data));
+  return braid::commInit(comm, nranks, commId, rank);
+}
+
+braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist) {
+  (void)devlist;  // GPUs come with the CUDA build; host ranks have no device
+  if (!comms) return fail(braidInvalidArgument, "braidCommInitAll: comms is NULL");
+  if (ndev < 1)
+    return fail(braidInvalidArgument, "braidCommInitAll: ndev is %d; it must be >= 1", ndev);
+  braidUniqueId id;
+  BRAID_TRY(braidGetUniqueId(&id));
+  std::vector<braidResult_t> results(ndev, braidSuccess);
+  std::vector<std::string> messages(ndev);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ndev; ++r) {
+    threads.emplace_back([&, r] {
+      results[r] = braidCommInitRank(&comms[r], ndev, id, r);
+      if (results[r] != braidSuccess) messages[r] = braid::lastError();
+      braid::setLogRank(-1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ndev; ++r) {
+    if (results[r] != braidSuccess) {
+      for (int k = 0; k < ndev; ++k)
+        if (results[k] == braidSuccess && comms[k]) braidCommDestroy(comms[k]);
+      for (int k = 0; k < ndev; ++k) comms[k] = nullptr;
+      return fail(results[r], "braidCommInitAll: %s", messages[r].c_str());
+    }
+  }
+  return braidSuccess;
+}
+
+braidResult_t braidCommDestroy(braidComm_t comm) {
+  BRAID_TRY(checkComm(comm, "braidCommDestroy"));
+  {
+    std::lock_guard<std::mutex> lock(comm->mu);  // waits for a running collective
+    comm->magic = 0;
+  }
+  delete comm;
+  return braidSuccess;
+}
+
+braidResult_t braidCommCount(const braidComm_t comm, int* count) {
+  BRAID_TRY(checkComm(comm, "braidCommCount"));
+  if (!count) return fail(braidInvalidArgument, "braidCommCount: count is NULL");
+  *count = comm->nranks;
+  return braidSuccess;
+}
+
+braidResult_t braidCommUserRank(const braidComm_t comm, int* rank) {
+  BRAID_TRY(checkComm(comm, "braidCommUserRank"));
+  if (!rank) return fail(braidInvalidArgument, "braidCommUserRank: rank is NULL");
+  *rank = comm->rank;
+  return braidSuccess;
+}
+
+const char* braidGetErrorString(braidResult_t result) {
+  switch (result) {
+    case braidSuccess:
+      return "no error";
+    case braidUnhandledCudaError:
+      return "unhandled cuda error";
+    case braidSystemError:
+      return "unhandled system error";
+    case braidInternalError:
+      return "internal error - please report this issue to the Braid developers";
+    case braidInvalidArgument:
+      return "invalid argument";
+    case braidInvalidUsage:
+      return "invalid usage";
+    case braidRemoteError:
+      return "remote process exited or there was a network error";
+    case braidInProgress:
+      return "Braid operation in progress";
+    case braidTimeout:
+      return "timed out (BRAID_TIMEOUT)";
+    default:
+      return "unknown result code";
+  }
+}
+
+const char* braidGetLastError(braidComm_t comm) {
+  if (comm && comm->magic == braidComm::kMagic && !comm->lastError.empty())
+    return comm->lastError.c_str();
+  return braid::lastError();
+}
+
+braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                             braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
+                             braidStream_t stream) {
+  BRAID_TRY(checkComm(comm, "braidAllReduce"));
+  BRAID_TRY(record(comm, checkTypeOp("braidAllReduce", datatype, op)));
+  size_t size = braidTypeSize(datatype);
+  if (count > SIZE_MAX / size / 2)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidAllReduce: count %zu of %zu-byte elements overflows the "
+                             "address space",
+                             count, size));
+  if (count == 0) return braidSuccess;
+  if (!sendbuff)
+    return record(
+        comm, fail(braidInvalidArgument, "braidAllReduce: sendbuff is NULL with count %zu", count));
+  if (!recvbuff)
+    return record(
+        comm, fail(braidInvalidArgument, "braidAllReduce: recvbuff is NULL with count %zu", count));
+  braid::CollArgs args;
+  args.coll = braid::Collective::kAllReduce;
+  args.count = count;
+  args.dtype = datatype;
+  args.op = op;
+  if (!stream) return record(comm, braid::runCollective(comm, args, sendbuff, recvbuff));
+  return braid::streamEnqueue(stream,
+                              [=] { return braid::runCollective(comm, args, sendbuff, recvbuff); });
+}
+
+braidResult_t braidUniqueIdToString(const braidUniqueId* id,
+                                    char out[2 * BRAID_UNIQUE_ID_BYTES + 1]) {
+  if (!id || !out) return fail(braidInvalidArgument, "braidUniqueIdToString: id or out is NULL");
+  static const char* hex = "0123456789abcdef";
+  for (int i = 0; i < BRAID_UNIQUE_ID_BYTES; ++i) {
+    unsigned char b = static_cast<unsigned char>(id->internal[i]);
+    out[2 * i] = hex[b >> 4];
+    out[2 * i + 1] = hex[b & 15];
+  }
+  out[2 * BRAID_UNIQUE_ID_BYTES] = '\0';
+  return braidSuccess;
+}
+
+braidResult_t braidUniqueIdFromString(const char* text, braidUniqueId* id) {
+  if (!text || !id)
+    return fail(braidInvalidArgument, "braidUniqueIdFromString: text or id is NULL");
+  if (std::strlen(text) != 2 * BRAID_UNIQUE_ID_BYTES)
+    return fail(braidInvalidArgument,
+                "unique id text has %zu characters; it must be %d hex digits (BRAID_UNIQUE_ID)",
+                std::strlen(text), 2 * BRAID_UNIQUE_ID_BYTES);
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (int i = 0; i < BRAID_UNIQUE_ID_BYTES; ++i) {
+    int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      return fail(braidInvalidArgument, "unique id text has a non-hex character at position %d",
+                  hi < 0 ? 2 * i : 2 * i + 1);
+    id->internal[i] = static_cast<char>(hi << 4 | lo);
+  }
+  return braidSuccess;
+}
+
+size_t braidTypeSize(braidDataType_t datatype) {
+  switch (datatype) {
+    case braidInt8:
+    case braidUint8:
+    case braidFloat8e4m3:
+    case braidFloat8e5m2:
+      return 1;
+    case braidFloat16:
+    case braidBfloat16:
+      return 2;
+    case braidInt32:
+    case braidUint32:
+    case braidFloat32:
+      return 4;
+    case braidInt64:
+    case braidUint64:
+    case braidFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+const char* braidTypeName(braidDataType_t datatype) {
+  switch (datatype) {
+    case braidInt8:
+      return "int8";
+    case braidUint8:
+      return "uint8";
+    case braidInt32:
+      return "int32";
+    case braidUint32:
+      return "uint32";
+    case braidInt64:
+      return "int64";
+    case braidUint64:
+      return "uint64";
+    case braidFloat16:
+      return "half";
+    case braidFloat32:
+      return "float";
+    case braidFloat64:
+      return "double";
+    case braidBfloat16:
+      return "bfloat16";
+    case braidFloat8e4m3:
+      return "f8e4m3";
+    case braidFloat8e5m2:
+      return "f8e5m2";
+    default:
+      return "unknown";
+  }
+}
+
+const char* braidOpName(braidRedOp_t op) {
+  switch (op) {
+    case braidSum:
+      return "sum";
+    case braidProd:
+      return "prod";
+    case braidMax:
+      return "max";
+    case braidMin:
+      return "min";
+    case braidAvg:
+      return "avg";
+    default:
+      return "unknown";
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,59 @@
+// The communicator: ranks, their connections, and the cache of compiled plans.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "braid/braid.h"
+#include "core/executor.h"
+#include "transport/shm.h"
+#include "transport/transport.h"
+
+namespace braid {
+
+// What each rank tells the others during init.
+struct PeerCard {
+  std::string hostId;
+  int pid = 0;
+  std::string shmName;
+
+  std::string encode() const;
+  static bool decode(const std::string& text, PeerCard* out);
+};
+
+// This host's identity: BRAID_HOST_ID, else hostname plus boot id.
+std::string localHostId();
+
+}  // namespace braid
+
+struct braidComm {
+  static constexpr uint64_t kMagic = 0x6d6d6f6344696172ull;
+  uint64_t magic = kMagic;
+  int rank = 0;
+  int nranks = 1;
+  std::vector<braid::PeerCard> peers;
+  std::unique_ptr<braid::ShmSegment> segment;  // my inbound FIFOs
+  std::vector<std::unique_ptr<braid::ShmSegment>> peerSegments;
+  std::vector<std::unique_ptr<braid::Connection>> connections;  // by peer rank; null for self
+  std::vector<braid::Connection*> connPtrs;  // same, as raw pointers for the executor
+  std::vector<uint64_t> sendSeq, recvSeq;    // message sequence numbers per peer
+  uint64_t opCount = 0;                      // collectives issued, for messages
+  std::mutex mu;                             // one collective at a time per communicator
+  std::string lastError;
+  // Compiled plans by (collective, algorithm, count, dtype, op, root).
+  std::map<std::tuple<int, const void*, size_t, int, int, int>, std::unique_ptr<braid::Plan>> plans;
+};
+
+namespace braid {
+braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank);
+// Runs one collective on comm now (the caller holds no lock).
+braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* sendbuff,
+                            void* recvbuff);
+}  // namespace braid

@@ -1,0 +1,30 @@
+// Environment configuration, read once per process. The compat layer's NCCL_ names are
+// honoured where a BRAID_ name is unset.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/error.h"
+
+namespace braid {
+
+struct Config {
+  LogLevel debugLevel = LogLevel::kWarn;  // BRAID_DEBUG: WARN | INFO | TRACE | NONE
+  std::string debugSubsys;                // BRAID_DEBUG_SUBSYS: comma list, ^ excludes; empty = all
+  double timeoutSec = 300;                // BRAID_TIMEOUT: bound of every wait, seconds
+  std::string socketIfname;               // BRAID_SOCKET_IFNAME (NCCL syntax)
+  std::string hostId;                     // BRAID_HOST_ID: overrides hostname + boot id
+  std::string algo;                       // BRAID_ALGO
+  size_t buffSize = 2u << 20;             // BRAID_BUFFSIZE: shm bytes per peer connection
+  size_t chunkSize = 128u << 10;          // BRAID_CHUNKSIZE: bytes per pipelined step
+
+  bool subsysEnabled(const char* subsys) const;
+};
+
+const Config& config();
+
+// BRAID_<name>, else NCCL_<name>, else nullptr.
+const char* getEnv(const char* name);
+
+}  // namespace braid

@@ -1,0 +1,251 @@
+#include "core/executor.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "kernels/reduce.h"
+
+namespace braid {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Progress of one queue: which step is at its head, and how many bytes of it are done.
+struct Cursor {
+  size_t index = 0;
+  size_t bytesDone = 0;
+};
+
+const char* kindName(StepKind k) {
+  switch (k) {
+    case StepKind::kSend:
+      return "send";
+    case StepKind::kRecv:
+      return "recv";
+    case StepKind::kRecvReduce:
+      return "recv-reduce";
+    case StepKind::kCopy:
+      return "copy";
+  }
+  return "?";
+}
+
+class Run {
+ public:
+  Run(Plan* plan, const ExecContext& ctx) : plan_(*plan), ctx_(ctx) {
+    bases_[0] = static_cast<char*>(const_cast<void*>(ctx.sendbuff));
+    bases_[1] = static_cast<char*>(ctx.recvbuff);
+    bases_[2] = plan->scratch.data();
+  }
+
+  braidResult_t go() {
+    std::fill(plan_.done.begin(), plan_.done.end(), 0);
+    sendCur_.assign(plan_.sends.size(), Cursor{});
+    recvCur_.assign(plan_.recvs.size(), Cursor{});
+    localCur_ = 0;
+    remaining_ = plan_.schedule.steps.size();
+    const double timeout = config().timeoutSec;
+    Clock::time_point idleSince{};
+    unsigned idle = 0;
+    while (remaining_ > 0) {
+      bool progressed = false;
+      for (size_t q = 0; q < plan_.sends.size(); ++q) progressed |= progressSend(q);
+      for (size_t q = 0; q < plan_.recvs.size(); ++q) {
+        braidResult_t res = progressRecv(q, &progressed);
+        if (res != braidSuccess) return res;
+      }
+      progressed |= progressLocal();
+      if (progressed) {
+        idle = 0;
+        continue;
+      }
+      // Spin briefly, then yield the core: ranks may outnumber cores.
+      if (++idle < 64) continue;
+      if (idle == 64) idleSince = Clock::now();
+      sched_yield();
+      if ((idle & 255) == 0) {
+        double waited = std::chrono::duration<double>(Clock::now() - idleSince).count();
+        if (waited > 0.05) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        if (waited > timeout) return timeoutError(waited);
+      }
+    }
+    return braidSuccess;
+  }
+
+ private:
+  bool ready(const Step& s) const {
+    for (int32_t d : s.deps)
+      if (d >= 0 && !plan_.done[d]) return false;
+    return true;
+  }
+  char* addr(const BufRef& b) const {
+    return bases_[static_cast<int>(b.buf)] + b.offset * ctx_.elemSize;
+  }
+  void finish(int32_t idx) {
+    plan_.done[idx] = 1;
+    --remaining_;
+  }
+
+  bool progressSend(size_t q) {
+    const Plan::Queue& queue = plan_.sends[q];
+    Cursor& cur = sendCur_[q];
+    Connection* conn = ctx_.connections[queue.peer];
+    bool progressed = false;
+    while (cur.index < queue.steps.size()) {
+      int32_t idx = queue.steps[cur.index];
+      const Step& s = plan_.schedule.steps[idx];
+      if (!ready(s)) break;
+      size_t cap = 0;
+      void* buf = conn->sendReserve(&cap);
+      if (!buf) break;
+      size_t total = s.count * ctx_.elemSize;
+      size_t n = std::min(cap, total - cur.bytesDone);
+      std::memcpy(buf, addr(s.src) + cur.bytesDone, n);
+      conn->sendCommit(n, ctx_.sendSeq[queue.peer]);
+      cur.bytesDone += n;
+      progressed = true;
+      if (cur.bytesDone == total) {
+        ++ctx_.sendSeq[queue.peer];
+        cur.bytesDone = 0;
+        ++cur.index;
+        finish(idx);
+      }
+    }
+    return progressed;
+  }
+
+  braidResult_t progressRecv(size_t q, bool* progressed) {
+    const Plan::Queue& queue = plan_.recvs[q];
+    Cursor& cur = recvCur_[q];
+    Connection* conn = ctx_.connections[queue.peer];
+    while (cur.index < queue.steps.size()) {
+      int32_t idx = queue.steps[cur.index];
+      const Step& s = plan_.schedule.steps[idx];
+      if (!ready(s)) break;
+      size_t bytes = 0;
+      uint64_t seq = 0;
+      const void* data = conn->recvPeek(&bytes, &seq);
+      if (!data) break;
+      size_t total = s.count * ctx_.elemSize;
+      if (seq != ctx_.recvSeq[queue.peer] || bytes > total - cur.bytesDone ||
+          bytes % ctx_.elemSize != 0)
+        return fail(braidInvalidUsage,
+                    "%s #%llu: rank %d sent a piece of %zu bytes as message %llu, but this rank "
+                    "expects message %llu with %zu bytes left: the ranks called different "
+                    "collectives or counts",
+                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount), queue.peer, bytes,
+                    static_cast<unsigned long long>(seq),
+                    static_cast<unsigned long long>(ctx_.recvSeq[queue.peer]),
+                    total - cur.bytesDone);
+      char* dst = addr(s.dst) + cur.bytesDone;
+      if (s.kind == StepKind::kRecv) {
+        std::memcpy(dst, data, bytes);
+      } else {
+        kernels::reduce(ctx_.dtype, ctx_.op, dst, addr(s.src) + cur.bytesDone, data,
+                        bytes / ctx_.elemSize, s.divisor);
+      }
+      conn->recvRelease();
+      cur.bytesDone += bytes;
+      *progressed = true;
+      if (cur.bytesDone == total) {
+        ++ctx_.recvSeq[queue.peer];
+        cur.bytesDone = 0;
+        ++cur.index;
+        finish(idx);
+      }
+    }
+    return braidSuccess;
+  }
+
+  bool progressLocal() {
+    bool progressed = false;
+    while (localCur_ < plan_.locals.size()) {
+      int32_t idx = plan_.locals[localCur_];
+      const Step& s = plan_.schedule.steps[idx];
+      if (!ready(s)) break;
+      if (s.divisor > 1)
+        kernels::divide(ctx_.dtype, addr(s.dst), addr(s.src), s.count, s.divisor);
+      else if (addr(s.dst) != addr(s.src))
+        std::memmove(addr(s.dst), addr(s.src), s.count * ctx_.elemSize);
+      ++localCur_;
+      finish(idx);
+      progressed = true;
+    }
+    return progressed;
+  }
+
+  braidResult_t timeoutError(double waited) {
+    // Name the first queue that is stuck on its peer.
+    for (size_t q = 0; q < plan_.recvs.size(); ++q) {
+      if (recvCur_[q].index < plan_.recvs[q].steps.size()) {
+        int32_t idx = plan_.recvs[q].steps[recvCur_[q].index];
+        return fail(braidTimeout,
+                    "%s #%llu timed out after %.0f s (BRAID_TIMEOUT) waiting to receive from rank "
+                    "%d (step %d of %zu, %s of %zu elements): rank %d is late, stalled or dead",
+                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount), waited,
+                    plan_.recvs[q].peer, idx, plan_.schedule.steps.size(),
+                    kindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count,
+                    plan_.recvs[q].peer);
+      }
+    }
+    for (size_t q = 0; q < plan_.sends.size(); ++q) {
+      if (sendCur_[q].index < plan_.sends[q].steps.size())
+        return fail(braidTimeout,
+                    "%s #%llu timed out after %.0f s (BRAID_TIMEOUT) waiting for rank %d to drain "
+                    "its receive buffer: rank %d is late, stalled or dead",
+                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount), waited,
+                    plan_.sends[q].peer, plan_.sends[q].peer);
+    }
+    return fail(braidTimeout, "%s #%llu timed out after %.0f s", ctx_.what,
+                static_cast<unsigned long long>(ctx_.opCount), waited);
+  }
+
+  Plan& plan_;
+  const ExecContext& ctx_;
+  char* bases_[3];
+  std::vector<Cursor> sendCur_, recvCur_;
+  size_t localCur_ = 0;
+  size_t remaining_ = 0;
+};
+
+}  // namespace
+
+void compilePlan(Plan* plan, size_t elemSize) {
+  const Schedule& s = plan->schedule;
+  auto queueFor = [](std::vector<Plan::Queue>* qs, int peer) -> Plan::Queue& {
+    for (Plan::Queue& q : *qs)
+      if (q.peer == peer) return q;
+    qs->push_back(Plan::Queue{peer, {}});
+    return qs->back();
+  };
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const Step& st = s.steps[i];
+    int32_t idx = static_cast<int32_t>(i);
+    switch (st.kind) {
+      case StepKind::kSend:
+        queueFor(&plan->sends, st.peer).steps.push_back(idx);
+        break;
+      case StepKind::kRecv:
+      case StepKind::kRecvReduce:
+        queueFor(&plan->recvs, st.peer).steps.push_back(idx);
+        break;
+      case StepKind::kCopy:
+        plan->locals.push_back(idx);
+        break;
+    }
+  }
+  plan->done.assign(s.steps.size(), 0);
+  plan->scratch.assign(s.scratchElems * elemSize, 0);
+}
+
+braidResult_t execute(Plan* plan, const ExecContext& ctx) {
+  Run run(plan, ctx);
+  return run.go();
+}
+
+}  // namespace braid

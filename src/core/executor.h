@@ -1,0 +1,50 @@
+// The executor: runs one rank's schedule over its connections.
+//
+// A schedule is compiled once into a Plan (per-peer send and receive queues, local steps,
+// completion flags) and cached by the communicator, so a call walks precomputed steps with
+// no allocation. Every queue advances as far as its dependencies and the connection's free
+// space allow; pieces of consecutive steps are in flight together, which is the pipelining.
+// Receive-reduce steps reduce straight out of the connection's buffer.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "braid/braid.h"
+#include "transport/transport.h"
+
+namespace braid {
+
+struct Plan {
+  Schedule schedule;
+  struct Queue {
+    int peer;
+    std::vector<int32_t> steps;  // indices into schedule.steps, in posting order
+  };
+  std::vector<Queue> sends, recvs;
+  std::vector<int32_t> locals;
+  std::vector<uint8_t> done;  // per step, reset each run
+  std::vector<char> scratch;
+};
+
+void compilePlan(Plan* plan, size_t elemSize);
+
+struct ExecContext {
+  int rank;
+  int nranks;
+  braidDataType_t dtype;
+  braidRedOp_t op;
+  size_t elemSize;
+  const char* what;  // "all-reduce", for messages
+  uint64_t opCount;  // the call's sequence number, for messages
+  const void* sendbuff;
+  void* recvbuff;
+  Connection* const* connections;  // by peer
+  uint64_t* sendSeq;
+  uint64_t* recvSeq;
+};
+
+braidResult_t execute(Plan* plan, const ExecContext& ctx);
+
+}  // namespace braid

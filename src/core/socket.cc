@@ -1,0 +1,222 @@
+#include "core/socket.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+
+namespace braid {
+namespace {
+
+int msUntil(Deadline d) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - Clock::now()).count();
+  if (left < 0) return 0;
+  return left > 1000 ? 1000 : static_cast<int>(left);
+}
+
+// NCCL_SOCKET_IFNAME matching: "^" excludes, "=" requires exact names, else prefixes.
+bool ifnameMatches(const std::string& spec, const char* name) {
+  if (spec.empty()) return true;
+  bool exclude = spec[0] == '^';
+  std::string list = exclude ? spec.substr(1) : spec;
+  bool exact = !list.empty() && list[0] == '=';
+  if (exact) list = list.substr(1);
+  bool hit = false;
+  size_t pos = 0;
+  while (true) {
+    size_t comma = list.find(',', pos);
+    std::string item =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty() && (exact ? item == name : strncmp(name, item.c_str(), item.size()) == 0))
+      hit = true;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return exclude ? !hit : hit;
+}
+
+}  // namespace
+
+Deadline deadlineAfter(double seconds) {
+  return Clock::now() + std::chrono::microseconds(static_cast<long long>(seconds * 1e6));
+}
+
+braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname) {
+  const std::string& spec = config().socketIfname;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0)
+    return fail(braidSystemError, "getifaddrs failed: %s", strerror(errno));
+  const ifaddrs* chosen = nullptr;
+  for (int pass = 0; pass < 2 && !chosen; ++pass) {
+    for (const ifaddrs* it = list; it; it = it->ifa_next) {
+      if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET) continue;
+      if (!(it->ifa_flags & IFF_UP)) continue;
+      bool loop = it->ifa_flags & IFF_LOOPBACK;
+      if (spec.empty() && pass == 0 && loop) continue;  // loopback only as a last resort
+      if (!spec.empty() && !ifnameMatches(spec, it->ifa_name)) continue;
+      chosen = it;
+      break;
+    }
+    if (!spec.empty()) break;
+  }
+  if (!chosen) {
+    freeifaddrs(list);
+    return fail(braidSystemError,
+                "no IPv4 interface matches BRAID_SOCKET_IFNAME=\"%s\"; list interfaces with "
+                "`ip -4 addr` and set it to one of them",
+                spec.c_str());
+  }
+  *addr = reinterpret_cast<const sockaddr_in*>(chosen->ifa_addr)->sin_addr;
+  *ifname = chosen->ifa_name;
+  freeifaddrs(list);
+  return braidSuccess;
+}
+
+std::string addressString(const sockaddr_in& sa) {
+  char buf[INET_ADDRSTRLEN] = {0};
+  inet_ntop(AF_INET, &sa.sin_addr, buf, sizeof(buf));
+  return std::string(buf) + ":" + std::to_string(ntohs(sa.sin_port));
+}
+
+braidResult_t listenOn(const in_addr& addr, int* fd, sockaddr_in* bound) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return fail(braidSystemError, "socket() failed: %s", strerror(errno));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr = addr;
+  sa.sin_port = 0;
+  if (bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || listen(s, 1024) != 0) {
+    int e = errno;
+    close(s);
+    return fail(braidSystemError, "cannot listen on %s: %s", addressString(sa).c_str(),
+                strerror(e));
+  }
+  socklen_t len = sizeof(*bound);
+  getsockname(s, reinterpret_cast<sockaddr*>(bound), &len);
+  *fd = s;
+  return braidSuccess;
+}
+
+braidResult_t acceptBefore(int listenFd, Deadline deadline, int* fd) {
+  while (true) {
+    pollfd p{listenFd, POLLIN, 0};
+    int r = poll(&p, 1, msUntil(deadline));
+    if (r > 0) {
+      int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (s >= 0) {
+        int one = 1;
+        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        *fd = s;
+        return braidSuccess;
+      }
+      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
+        return fail(braidSystemError, "accept failed: %s", strerror(errno));
+    } else if (r < 0 && errno != EINTR) {
+      return fail(braidSystemError, "poll on listening socket failed: %s", strerror(errno));
+    }
+    if (Clock::now() >= deadline) return braidTimeout;
+  }
+}
+
+braidResult_t connectTo(const sockaddr_in& sa, Deadline deadline, int* fd) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return fail(braidSystemError, "socket() failed: %s", strerror(errno));
+  int one = 1;
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  int flags = fcntl(s, F_GETFL);
+  fcntl(s, F_SETFL, flags | O_NONBLOCK);
+  int r = connect(s, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
+  if (r != 0 && errno == EINPROGRESS) {
+    pollfd p{s, POLLOUT, 0};
+    while (true) {
+      r = poll(&p, 1, msUntil(deadline));
+      if (r > 0) break;
+      if (r < 0 && errno != EINTR) break;
+      if (Clock::now() >= deadline) {
+        close(s);
+        return fail(braidTimeout, "connecting to %s timed out", addressString(sa).c_str());
+      }
+    }
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+    errno = err;
+    r = err == 0 ? 0 : -1;
+  }
+  if (r != 0) {
+    int e = errno;
+    close(s);
+    return fail(braidRemoteError,
+                "cannot connect to %s: %s (is the process that called braidGetUniqueId still "
+                "running, and is this id from the current run?)",
+                addressString(sa).c_str(), strerror(e));
+  }
+  fcntl(s, F_SETFL, flags);
+  *fd = s;
+  return braidSuccess;
+}
+
+braidResult_t sendAll(int fd, const void* buf, size_t len, Deadline deadline) {
+  const char* p = static_cast<const char*>(buf);
+  while (len > 0) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EINTR)
+      return fail(braidRemoteError, "send failed: %s", strerror(errno));
+    pollfd pf{fd, POLLOUT, 0};
+    poll(&pf, 1, msUntil(deadline));
+    if (Clock::now() >= deadline) return fail(braidTimeout, "send timed out");
+  }
+  return braidSuccess;
+}
+
+braidResult_t recvAll(int fd, void* buf, size_t len, Deadline deadline) {
+  char* p = static_cast<char*>(buf);
+  while (len > 0) {
+    ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return braidRemoteError;  // orderly close; caller names the peer
+    if (errno != EAGAIN && errno != EINTR)
+      return fail(braidRemoteError, "recv failed: %s", strerror(errno));
+    pollfd pf{fd, POLLIN, 0};
+    poll(&pf, 1, msUntil(deadline));
+    if (Clock::now() >= deadline) return braidTimeout;
+  }
+  return braidSuccess;
+}
+
+braidResult_t randomBytes(void* buf, size_t len) {
+  char* p = static_cast<char*>(buf);
+  while (len > 0) {
+    ssize_t n = getrandom(p, len, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(braidSystemError, "getrandom failed: %s", strerror(errno));
+    }
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return braidSuccess;
+}
+
+}  // namespace braid

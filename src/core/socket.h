@@ -1,0 +1,37 @@
+// Blocking TCP helpers with deadlines, for the bootstrap (and later the tcp transport).
+// IPv4; every wait is bounded by a deadline so nothing hangs forever.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "braid/braid.h"
+
+namespace braid {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+Deadline deadlineAfter(double seconds);
+
+// The address to listen on: BRAID_SOCKET_IFNAME's interface (NCCL syntax: "eth,ib" prefixes,
+// "^lo" excludes, "=eth0" exact), else the first up non-loopback IPv4 interface, else
+// 127.0.0.1. *ifname receives the interface's name.
+braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname);
+
+std::string addressString(const sockaddr_in& sa);
+
+// Listens on addr with an ephemeral port; *bound gets the actual address and port.
+braidResult_t listenOn(const in_addr& addr, int* fd, sockaddr_in* bound);
+braidResult_t acceptBefore(int listenFd, Deadline deadline, int* fd);
+braidResult_t connectTo(const sockaddr_in& sa, Deadline deadline, int* fd);
+// Full-length transfers; braidRemoteError on EOF or reset, braidTimeout past deadline.
+braidResult_t sendAll(int fd, const void* buf, size_t len, Deadline deadline);
+braidResult_t recvAll(int fd, void* buf, size_t len, Deadline deadline);
+
+// Random bytes from the kernel (getrandom).
+braidResult_t randomBytes(void* buf, size_t len);
+
+}  // namespace braid

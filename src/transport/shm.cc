@@ -1,0 +1,176 @@
+#include "transport/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/socket.h"
+
+namespace braid {
+namespace {
+
+constexpr size_t kLine = 64;
+
+struct SegmentHeader {
+  uint64_t magic;
+  uint32_t nfifos;
+  uint32_t slots;
+  uint64_t slotBytes;
+  uint64_t fifoBytes;
+};
+constexpr uint64_t kSegMagic = 0x4d48532d44495242ull;  // "BRAID-SHM"
+
+size_t fifoBytesFor(int slots, size_t slotBytes) {
+  return 2 * kLine + static_cast<size_t>(slots) * (kLine + slotBytes);
+}
+
+}  // namespace
+
+struct ShmConnection::Fifo {
+  alignas(kLine) std::atomic<uint64_t> head;
+  alignas(kLine) std::atomic<uint64_t> tail;
+  struct alignas(kLine) CellHeader {
+    uint64_t seq;
+    uint64_t bytes;
+  };
+  CellHeader* cell(int i, size_t slotBytes) {
+    char* base = reinterpret_cast<char*>(this) + 2 * kLine;
+    return reinterpret_cast<CellHeader*>(base + static_cast<size_t>(i) * (kLine + slotBytes));
+  }
+};
+static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free);
+
+braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
+                                 std::unique_ptr<ShmSegment>* out) {
+  slotBytes = (slotBytes + kLine - 1) / kLine * kLine;
+  size_t fifoBytes = fifoBytesFor(slots, slotBytes);
+  size_t bytes = kLine + static_cast<size_t>(nfifos) * fifoBytes;
+  std::unique_ptr<ShmSegment> s(new ShmSegment());
+  uint8_t rnd[12];
+  BRAID_TRY(randomBytes(rnd, sizeof(rnd)));
+  char name[64];
+  int n = snprintf(name, sizeof(name), "/braid-");
+  for (uint8_t b : rnd) n += snprintf(name + n, sizeof(name) - n, "%02x", b);
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return fail(braidSystemError, "shm_open(%s) failed: %s (is /dev/shm mounted and writable?)",
+                name, strerror(errno));
+  s->name_ = name;
+  s->owner_ = true;
+  s->linked_ = true;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    int e = errno;
+    ::close(fd);
+    return fail(braidSystemError, "ftruncate of %s to %zu bytes failed: %s (/dev/shm full?)", name,
+                bytes, strerror(e));
+  }
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED)
+    return fail(braidSystemError, "mmap of %s failed: %s", name, strerror(errno));
+  s->base_ = base;
+  s->bytes_ = bytes;
+  auto* h = static_cast<SegmentHeader*>(base);
+  h->nfifos = static_cast<uint32_t>(nfifos);
+  h->slots = static_cast<uint32_t>(slots);
+  h->slotBytes = slotBytes;
+  h->fifoBytes = fifoBytes;
+  for (int i = 0; i < nfifos; ++i) {
+    auto* f = static_cast<ShmConnection::Fifo*>(s->fifo(i));
+    new (&f->head) std::atomic<uint64_t>(0);
+    new (&f->tail) std::atomic<uint64_t>(0);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kSegMagic;
+  *out = std::move(s);
+  return braidSuccess;
+}
+
+braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegment>* out) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return fail(braidSystemError,
+                "cannot open a peer's shared memory %s: %s (different /dev/shm namespace, e.g. "
+                "containers? set BRAID_HOST_ID to tell the hosts apart)",
+                name.c_str(), strerror(errno));
+  off_t size = lseek(fd, 0, SEEK_END);
+  void* base =
+      size > 0 ? mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+               : MAP_FAILED;
+  ::close(fd);
+  if (base == MAP_FAILED)
+    return fail(braidSystemError, "mmap of peer segment %s failed: %s", name.c_str(),
+                strerror(errno));
+  std::unique_ptr<ShmSegment> s(new ShmSegment());
+  s->name_ = name;
+  s->base_ = base;
+  s->bytes_ = static_cast<size_t>(size);
+  if (static_cast<SegmentHeader*>(base)->magic != kSegMagic)
+    return fail(braidInternalError, "peer segment %s is not initialised", name.c_str());
+  *out = std::move(s);
+  return braidSuccess;
+}
+
+ShmSegment::~ShmSegment() {
+  unlink();
+  if (base_) munmap(base_, bytes_);
+}
+
+void ShmSegment::unlink() {
+  if (owner_ && linked_) shm_unlink(name_.c_str());
+  linked_ = false;
+}
+
+void* ShmSegment::fifo(int index) const {
+  auto* h = static_cast<SegmentHeader*>(base_);
+  return static_cast<char*>(base_) + kLine + static_cast<size_t>(index) * h->fifoBytes;
+}
+int ShmSegment::slots() const {
+  return static_cast<int>(static_cast<SegmentHeader*>(base_)->slots);
+}
+size_t ShmSegment::slotBytes() const { return static_cast<SegmentHeader*>(base_)->slotBytes; }
+
+ShmConnection::ShmConnection(void* sendFifo, void* recvFifo, int slots, size_t slotBytes)
+    : send_(static_cast<Fifo*>(sendFifo)),
+      recv_(static_cast<Fifo*>(recvFifo)),
+      slots_(slots),
+      slotBytes_(slotBytes) {}
+
+void* ShmConnection::sendReserve(size_t* capacity) {
+  if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) {
+    sendTailSeen_ = send_->tail.load(std::memory_order_acquire);
+    if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) return nullptr;
+  }
+  *capacity = slotBytes_;
+  return send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_) + 1;
+}
+
+void ShmConnection::sendCommit(size_t bytes, uint64_t seq) {
+  Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
+  c->seq = seq;
+  c->bytes = bytes;
+  ++sendHead_;
+  send_->head.store(sendHead_, std::memory_order_release);
+}
+
+const void* ShmConnection::recvPeek(size_t* bytes, uint64_t* seq) {
+  if (recvTail_ == recvHeadSeen_) {
+    recvHeadSeen_ = recv_->head.load(std::memory_order_acquire);
+    if (recvTail_ == recvHeadSeen_) return nullptr;
+  }
+  Fifo::CellHeader* c = recv_->cell(static_cast<int>(recvTail_ % slots_), slotBytes_);
+  *bytes = c->bytes;
+  *seq = c->seq;
+  return c + 1;
+}
+
+void ShmConnection::recvRelease() {
+  ++recvTail_;
+  recv_->tail.store(recvTail_, std::memory_order_release);
+}
+
+}  // namespace braid
