@@ -1,0 +1,421 @@
+// Host reduction kernels.
+//
+// Each (dtype, op, divide-or-not) combination instantiates one loop template whose op is a
+// functor, so GCC at -O3 vectorises the integer, fp32 and fp64 loops. The four aliasing
+// cases (dst == a == b, dst == a, dst == b, disjoint) get separate loops whose pointers are
+// __restrict, which the contract allows and which spares the compiler a runtime overlap
+// check that an exact alias (in place) would fail. fp16, bf16 and fp8 are processed in
+// blocks of kBlock elements: decode a block of each input to fp32, combine in fp32, encode
+// back; the fp32 step vectorises and each element is rounded once.
+#include "kernels/reduce.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace braid::kernels {
+namespace {
+
+// ---- Conversions --------------------------------------------------------------------
+
+// cond ? a : b without a branch. A plain ?: lets GCC sink the fp32 arithmetic of one arm
+// into a branch, and under the default -ftrapping-math it then will not if-convert that
+// branch back, so the conversion loops would not vectorise.
+inline uint32_t select(bool cond, uint32_t a, uint32_t b) {
+  const uint32_t mask = 0u - uint32_t(cond);
+  return (a & mask) | (b & ~mask);
+}
+
+// Rounds a non-NaN magnitude, given as fp32 bits with the sign cleared, to a format with
+// kMant stored mantissa bits and exponent bias kBias; ties to even. The result is the
+// format's code without sign and may lie beyond its largest finite code (the caller clamps).
+// Normal results round in the integer domain: adding half an ulp minus one, plus the lsb,
+// carries into the exponent exactly when rounding up crosses a binade. Subnormal results
+// come from adding a magic constant whose ulp is the format's smallest subnormal, so the
+// FPU does the rounding (this assumes the default round-to-nearest mode, as all Braid
+// arithmetic does; flush-to-zero cannot disturb it because the sum is normal). Both paths
+// are computed and one selected, which keeps conversion loops free of branches.
+template <int kMant, int kBias>
+inline uint32_t roundMagnitude(uint32_t u) {
+  constexpr int kShift = 23 - kMant;
+  constexpr uint32_t kMinNormal = uint32_t(128 - kBias) << 23;
+  constexpr uint32_t kRebias = uint32_t(127 - kBias) << 23;
+  constexpr uint32_t kMagic = uint32_t(151 - kBias - kMant) << 23;
+  const uint32_t v = u - kRebias;  // wraps for subnormal results, which do not use it
+  const uint32_t normal = (v + ((1u << (kShift - 1)) - 1) + ((v >> kShift) & 1)) >> kShift;
+  const uint32_t subnormal =
+      std::bit_cast<uint32_t>(std::bit_cast<float>(u) + std::bit_cast<float>(kMagic)) - kMagic;
+  return select(u >= kMinNormal, normal, subnormal);
+}
+
+inline float decodeHalf(uint16_t h) {
+  constexpr uint32_t kExpMask = 0x7c00u << 13;
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const uint32_t shifted = uint32_t(h & 0x7fff) << 13;
+  const uint32_t exp = shifted & kExpMask;
+  const uint32_t normal = shifted + ((127 - 15) << 23);
+  const uint32_t infNan = normal + ((128 - 16) << 23);
+  // A subnormal's mantissa, placed under exponent 2^-14, minus 2^-14 is exact in fp32.
+  const float subnormal =
+      std::bit_cast<float>(normal + (1u << 23)) - std::bit_cast<float>(113u << 23);
+  const uint32_t mag =
+      select(exp == kExpMask, infNan, select(exp == 0, std::bit_cast<uint32_t>(subnormal), normal));
+  return std::bit_cast<float>(mag | sign);
+}
+
+inline uint16_t encodeHalf(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (x >> 16) & 0x8000;
+  const uint32_t u = x & 0x7fffffff;
+  uint32_t r = roundMagnitude<10, 15>(u);
+  r = r > 0x7c00 ? 0x7c00 : r;                                  // overflow: infinity
+  r = select(u > 0x7f800000, 0x7e00 | ((u >> 13) & 0x3ff), r);  // NaN stays a quiet NaN
+  return uint16_t(r | sign);
+}
+
+inline float decodeBf16(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+
+inline uint16_t encodeBf16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  // bf16 shares fp32's exponent range, so rounding the low half covers subnormals and
+  // overflow to infinity alike.
+  const uint32_t rounded = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+  const uint32_t nan = (x >> 16) | 0x40;
+  return uint16_t(select((x & 0x7fffffff) > 0x7f800000, nan, rounded));
+}
+
+// Exact fp32 value of an fp8 code; kHasInf selects E5M2's IEEE-style top exponent over
+// E4M3's, where only S.1111.111 is special (NaN).
+template <int kMant, int kBias, bool kHasInf>
+constexpr float fp8Value(unsigned v) {
+  constexpr int kMaxExp = (1 << (7 - kMant)) - 1;
+  constexpr int kMantMask = (1 << kMant) - 1;
+  const int e = int(v >> kMant) & kMaxExp;
+  const int m = int(v) & kMantMask;
+  float mag;
+  if (kHasInf && e == kMaxExp) {
+    mag = m == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  } else if (!kHasInf && e == kMaxExp && m == kMantMask) {
+    mag = std::numeric_limits<float>::quiet_NaN();
+  } else {
+    mag = float(e != 0 ? (1 << kMant) + m : m);
+    for (int p = (e != 0 ? e : 1) - kBias - kMant; p != 0; p += p > 0 ? -1 : 1) {
+      mag = p > 0 ? mag * 2 : mag / 2;
+    }
+  }
+  return (v & 0x80) != 0 ? -mag : mag;
+}
+
+template <int kMant, int kBias, bool kHasInf>
+constexpr std::array<float, 256> fp8Table() {
+  std::array<float, 256> t{};
+  for (unsigned v = 0; v < 256; ++v) t[v] = fp8Value<kMant, kBias, kHasInf>(v);
+  return t;
+}
+
+constexpr std::array<float, 256> kE4m3Values = fp8Table<3, 7, false>();
+constexpr std::array<float, 256> kE5m2Values = fp8Table<2, 15, true>();
+
+// Saturating fp8 narrowing; kMaxCode is the largest finite code without sign.
+template <int kMant, int kBias, uint32_t kMaxCode>
+inline uint8_t encodeFp8(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (x >> 24) & 0x80;
+  const uint32_t u = x & 0x7fffffff;
+  uint32_t r = roundMagnitude<kMant, kBias>(u);
+  r = r > kMaxCode ? kMaxCode : r;  // satfinite, infinities included
+  r = select(u > 0x7f800000, 0x7f, r);
+  return uint8_t(r | sign);
+}
+
+// A Codec names an element's storage type and its conversions to and from fp32.
+struct HalfCodec {
+  using Bits = uint16_t;
+  static float decode(Bits v) { return decodeHalf(v); }
+  static Bits encode(float f) { return encodeHalf(f); }
+};
+struct Bf16Codec {
+  using Bits = uint16_t;
+  static float decode(Bits v) { return decodeBf16(v); }
+  static Bits encode(float f) { return encodeBf16(f); }
+};
+struct E4m3Codec {
+  using Bits = uint8_t;
+  static float decode(Bits v) { return kE4m3Values[v]; }
+  static Bits encode(float f) { return encodeFp8<3, 7, 0x7e>(f); }
+};
+struct E5m2Codec {
+  using Bits = uint8_t;
+  static float decode(Bits v) { return kE5m2Values[v]; }
+  static Bits encode(float f) { return encodeFp8<2, 15, 0x7b>(f); }
+};
+
+// ---- Operators ----------------------------------------------------------------------
+
+// Integer sum and product run in an unsigned type at least as wide as unsigned int: narrower
+// unsigned operands would promote to int, whose overflow is undefined. Converting the
+// wrapped result back to a signed type is modular since C++20.
+template <typename T>
+using WrapType =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+struct Sum {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      return T(WrapType<T>(a) + WrapType<T>(b));
+    } else {
+      return a + b;
+    }
+  }
+};
+
+struct Prod {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      return T(WrapType<T>(a) * WrapType<T>(b));
+    } else {
+      return a * b;
+    }
+  }
+};
+
+// NaN-propagating max/min (see reduce.h). NCCL's device FuncMax uses fmax-like or plain
+// comparisons depending on type and version; Braid picks propagation so that a NaN in any
+// rank's data is visible in the result, whichever order the algorithm combines in.
+struct Max {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      return a > b ? a : b;
+    } else {
+      return (a > b || std::isnan(a)) ? a : b;
+    }
+  }
+};
+
+struct Min {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      return a < b ? a : b;
+    } else {
+      return (a < b || std::isnan(a)) ? a : b;
+    }
+  }
+};
+
+// The first operand; divide() runs the combine loops with it and a == b.
+struct Keep {
+  template <typename T>
+  T operator()(T a, T /*b*/) const {
+    return a;
+  }
+};
+
+struct NoDivide {
+  template <typename T>
+  T operator()(T x) const {
+    return x;
+  }
+};
+
+// Integers: C's truncating division, done in 64 bits so that no narrow type's value or the
+// divisor can overflow. Floating point: one IEEE division in the compute type.
+struct Divide {
+  int divisor;
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+      return T(int64_t(x) / int64_t(divisor));
+    } else if constexpr (std::is_integral_v<T>) {
+      return T(uint64_t(x) / uint64_t(divisor));
+    } else {
+      return x / T(divisor);
+    }
+  }
+};
+
+// ---- Loops --------------------------------------------------------------------------
+
+template <typename T, typename Op, typename Post>
+void combineDisjoint(T* __restrict dst, const T* __restrict a, const T* __restrict b, size_t count,
+                     Op op, Post post) {
+  for (size_t i = 0; i < count; ++i) dst[i] = post(op(a[i], b[i]));
+}
+
+// x is both an input and the output; kXIsB keeps the operands in their (a, b) order.
+template <bool kXIsB, typename T, typename Op, typename Post>
+void combineInPlace(T* __restrict x, const T* __restrict other, size_t count, Op op, Post post) {
+  for (size_t i = 0; i < count; ++i) {
+    x[i] = post(kXIsB ? op(other[i], x[i]) : op(x[i], other[i]));
+  }
+}
+
+template <typename T, typename Op, typename Post>
+void combineSelf(T* x, size_t count, Op op, Post post) {
+  for (size_t i = 0; i < count; ++i) x[i] = post(op(x[i], x[i]));
+}
+
+template <typename T, typename Op, typename Post>
+void combineNative(void* dstv, const void* av, const void* bv, size_t count, Op op, Post post) {
+  T* dst = static_cast<T*>(dstv);
+  const T* a = static_cast<const T*>(av);
+  const T* b = static_cast<const T*>(bv);
+  if (dst == a && dst == b) {
+    combineSelf(dst, count, op, post);
+  } else if (dst == a) {
+    combineInPlace<false>(dst, b, count, op, post);
+  } else if (dst == b) {
+    combineInPlace<true>(dst, a, count, op, post);
+  } else {
+    combineDisjoint(dst, a, b, count, op, post);
+  }
+}
+
+// Block size for the narrow formats: large enough to amortise the loop overheads, small
+// enough that the two fp32 buffers stay in L1.
+constexpr size_t kBlock = 64;
+
+// Each block is read entirely before it is written, so dst may equal a or b exactly.
+template <typename Codec, typename Op, typename Post>
+void combineNarrow(void* dstv, const void* av, const void* bv, size_t count, Op op, Post post) {
+  using Bits = typename Codec::Bits;
+  Bits* dst = static_cast<Bits*>(dstv);
+  const Bits* a = static_cast<const Bits*>(av);
+  const Bits* b = static_cast<const Bits*>(bv);
+  float fa[kBlock];
+  float fb[kBlock];
+  for (size_t start = 0; start < count; start += kBlock) {
+    const size_t n = std::min(kBlock, count - start);
+    for (size_t i = 0; i < n; ++i) fa[i] = Codec::decode(a[start + i]);
+    for (size_t i = 0; i < n; ++i) fb[i] = Codec::decode(b[start + i]);
+    for (size_t i = 0; i < n; ++i) fa[i] = post(op(fa[i], fb[i]));
+    for (size_t i = 0; i < n; ++i) dst[start + i] = Codec::encode(fa[i]);
+  }
+}
+
+bool isKnownType(braidDataType_t dtype) {
+  return static_cast<unsigned>(dtype) < static_cast<unsigned>(braidNumTypes);
+}
+
+size_t elementSize(braidDataType_t dtype) {
+  switch (dtype) {
+    case braidInt8:
+    case braidUint8:
+    case braidFloat8e4m3:
+    case braidFloat8e5m2:
+      return 1;
+    case braidFloat16:
+    case braidBfloat16:
+      return 2;
+    case braidInt32:
+    case braidUint32:
+    case braidFloat32:
+      return 4;
+    case braidInt64:
+    case braidUint64:
+    case braidFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+template <typename Op, typename Post>
+bool combineByType(braidDataType_t dtype, void* dst, const void* a, const void* b, size_t count,
+                   Op op, Post post) {
+  switch (dtype) {
+    case braidInt8:
+      combineNative<int8_t>(dst, a, b, count, op, post);
+      return true;
+    case braidUint8:
+      combineNative<uint8_t>(dst, a, b, count, op, post);
+      return true;
+    case braidInt32:
+      combineNative<int32_t>(dst, a, b, count, op, post);
+      return true;
+    case braidUint32:
+      combineNative<uint32_t>(dst, a, b, count, op, post);
+      return true;
+    case braidInt64:
+      combineNative<int64_t>(dst, a, b, count, op, post);
+      return true;
+    case braidUint64:
+      combineNative<uint64_t>(dst, a, b, count, op, post);
+      return true;
+    case braidFloat32:
+      combineNative<float>(dst, a, b, count, op, post);
+      return true;
+    case braidFloat64:
+      combineNative<double>(dst, a, b, count, op, post);
+      return true;
+    case braidFloat16:
+      combineNarrow<HalfCodec>(dst, a, b, count, op, post);
+      return true;
+    case braidBfloat16:
+      combineNarrow<Bf16Codec>(dst, a, b, count, op, post);
+      return true;
+    case braidFloat8e4m3:
+      combineNarrow<E4m3Codec>(dst, a, b, count, op, post);
+      return true;
+    case braidFloat8e5m2:
+      combineNarrow<E5m2Codec>(dst, a, b, count, op, post);
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <typename Op>
+bool combineWithDivisor(braidDataType_t dtype, void* dst, const void* a, const void* b,
+                        size_t count, Op op, int divisor) {
+  if (divisor > 1) return combineByType(dtype, dst, a, b, count, op, Divide{divisor});
+  return combineByType(dtype, dst, a, b, count, op, NoDivide{});
+}
+
+}  // namespace
+
+bool reduce(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, const void* b,
+            size_t count, int divisor) {
+  if (!isKnownType(dtype)) return false;
+  switch (op) {
+    case braidSum:
+    case braidAvg:
+      return combineWithDivisor(dtype, dst, a, b, count, Sum{}, divisor);
+    case braidProd:
+      return combineWithDivisor(dtype, dst, a, b, count, Prod{}, divisor);
+    case braidMax:
+      return combineWithDivisor(dtype, dst, a, b, count, Max{}, divisor);
+    case braidMin:
+      return combineWithDivisor(dtype, dst, a, b, count, Min{}, divisor);
+    default:
+      return false;
+  }
+}
+
+bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int divisor) {
+  if (!isKnownType(dtype) || divisor < 1) return false;
+  if (divisor == 1) {
+    // A copy, not a decode-encode round trip, so signalling NaN payloads survive too.
+    if (dst != src && count > 0) std::memcpy(dst, src, count * elementSize(dtype));
+    return true;
+  }
+  return combineByType(dtype, dst, src, src, count, Keep{}, Divide{divisor});
+}
+
+float halfToFloat(uint16_t h) { return decodeHalf(h); }
+uint16_t floatToHalf(float f) { return encodeHalf(f); }
+float bf16ToFloat(uint16_t h) { return decodeBf16(h); }
+uint16_t floatToBf16(float f) { return encodeBf16(f); }
+float fp8e4m3ToFloat(uint8_t v) { return kE4m3Values[v]; }
+uint8_t floatToFp8e4m3(float f) { return E4m3Codec::encode(f); }
+float fp8e5m2ToFloat(uint8_t v) { return kE5m2Values[v]; }
+uint8_t floatToFp8e5m2(float f) { return E5m2Codec::encode(f); }
+
+}  // namespace braid::kernels
