@@ -76,7 +76,8 @@ typedef enum {
   braidMax = 2,
   braidMin = 3,
   braidAvg = 4,
-  braidNumOps = 5
+  braidNumOps = 5,
+  braidMaxRedOp = 0x7fffffff  ///< ops from braidRedOpCreatePreMulSum lie in [braidNumOps, this]
 } braidRedOp_t;
 
 /// 128 opaque bytes: the bootstrap root's address and port and a random secret.
@@ -143,6 +144,100 @@ const char* braidGetLastError(braidComm_t comm);
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                              braidStream_t stream);
+
+/// Reduce-scatter: recvbuff[i] on rank r = op over ranks of sendbuff[r * recvcount + i].
+/// @param sendbuff nranks * recvcount elements
+/// @param recvbuff recvcount elements; in place when recvbuff == sendbuff + rank * recvcount
+/// (NCCL's ncclReduceScatter.)
+braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                 braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
+                                 braidStream_t stream);
+
+/// All-gather: recvbuff[j * sendcount + i] = rank j's sendbuff[i], on every rank.
+/// @param sendbuff sendcount elements; in place when sendbuff == recvbuff + rank * sendcount
+/// @param recvbuff nranks * sendcount elements
+/// (NCCL's ncclAllGather.)
+braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                             braidDataType_t datatype, braidComm_t comm, braidStream_t stream);
+
+/// Broadcast: recvbuff = root's sendbuff (count elements) on every rank. sendbuff is read
+/// only on root (may be NULL elsewhere). braidInvalidArgument if root is out of range.
+braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                             braidDataType_t datatype, int root, braidComm_t comm,
+                             braidStream_t stream);
+/// In-place broadcast (NCCL's legacy ncclBcast).
+braidResult_t braidBcast(void* buff, size_t count, braidDataType_t datatype, int root,
+                         braidComm_t comm, braidStream_t stream);
+
+/// Reduce: root's recvbuff[i] = op over ranks of sendbuff[i]. recvbuff is written only on
+/// root (may be NULL elsewhere).
+braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count,
+                          braidDataType_t datatype, braidRedOp_t op, int root, braidComm_t comm,
+                          braidStream_t stream);
+
+/// All-to-all: block j (count elements) of rank i's sendbuff lands in block i of rank j's
+/// recvbuff. Both buffers hold nranks * count elements; they must not overlap.
+braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                            braidDataType_t datatype, braidComm_t comm, braidStream_t stream);
+
+/// All-to-all with per-peer counts and displacements (MPI_Alltoallv's meaning, in elements):
+/// sendbuff[sdispls[j] .. + sendcounts[j]) goes to rank j, which receives it at
+/// recvbuff[rdispls[i] .. + recvcounts[i]). Zero counts are allowed; sendcounts[j] on rank i
+/// must equal recvcounts[i] on rank j. Arrays hold nranks entries.
+braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
+                             const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
+                             const size_t rdispls[], braidDataType_t datatype, braidComm_t comm,
+                             braidStream_t stream);
+
+/// Gather: root's recvbuff[j * count + i] = rank j's sendbuff[i]. recvbuff is used only on root.
+braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
+                          braidDataType_t datatype, int root, braidComm_t comm,
+                          braidStream_t stream);
+/// Scatter: recvbuff[i] on rank j = root's sendbuff[j * count + i]. sendbuff is read only on root.
+braidResult_t braidScatter(const void* sendbuff, void* recvbuff, size_t count,
+                           braidDataType_t datatype, int root, braidComm_t comm,
+                           braidStream_t stream);
+
+/// Point-to-point (NCCL's ncclSend/ncclRecv): count elements to / from rank peer. Messages
+/// between two ranks match in posting order. Outside a group each call blocks like a
+/// one-operation group; inside braidGroupStart/End operations are fused and run together
+/// when the group ends, so no order of sends and receives in a group can deadlock.
+braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer,
+                        braidComm_t comm, braidStream_t stream);
+braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer,
+                        braidComm_t comm, braidStream_t stream);
+
+/// Groups (NCCL's ncclGroupStart/End): calls between them, on this thread, are deferred and
+/// launched together at braidGroupEnd. Groups nest; the outermost End launches. One thread
+/// may drive several communicators in one group (each runs on its own worker).
+braidResult_t braidGroupStart(void);
+braidResult_t braidGroupEnd(void);
+
+/// Barrier: returns on each rank once every rank has entered (dissemination algorithm).
+braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream);
+
+/// Where the scalar of braidRedOpCreatePreMulSum lives (NCCL's ncclScalarResidence_t).
+typedef enum {
+  braidScalarDevice = 0,       ///< read when the collective runs
+  braidScalarHostImmediate = 1 ///< read once, at creation
+} braidScalarResidence_t;
+
+/// Creates an op computing sum over ranks of (scalar * x), with scalar of `datatype`
+/// (NCCL's ncclRedOpCreatePreMulSum). The op is valid only with comm and that datatype.
+braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDataType_t datatype,
+                                        braidScalarResidence_t residence, braidComm_t comm);
+braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
+
+/// Braid extension: the names of the algorithms that implement `collective` ("allreduce",
+/// "reducescatter", "allgather", "broadcast", "reduce", "alltoall", "alltoallv", "gather",
+/// "scatter", "barrier"), in table order. Writes up to max names (static strings) and sets
+/// *count to the total. braidInvalidArgument for an unknown collective.
+braidResult_t braidListAlgorithms(const char* collective, const char** names, int max,
+                                  int* count);
+/// Braid extension: forces `algorithm` for `collective` on comm (NULL or "" restores the
+/// default rule). Overrides BRAID_ALGO. braidInvalidArgument if no such algorithm.
+braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
+                                    const char* algorithm);
 
 /// Creates a host stream with its own worker thread.
 braidResult_t braidStreamCreate(braidStream_t* stream);

@@ -13,13 +13,27 @@ const char* collectiveName(Collective c) {
 }
 
 const std::vector<AlgorithmInfo>& algorithms() {
-  static const std::vector<AlgorithmInfo> table = {
-      {"ring", Collective::kAllReduce,
-       "ring reduce-scatter then ring all-gather, chunked and pipelined; bandwidth-optimal "
-       "2(n-1)/n bytes per byte (Patarasuk & Yuan 2009)",
-       buildRingAllReduce},
-  };
+  static const std::vector<AlgorithmInfo> table = [] {
+    std::vector<AlgorithmInfo> t;
+    appendRingAlgorithms(&t);
+    appendTreeAlgorithms(&t);
+    appendRecursiveDoublingAlgorithms(&t);
+    appendRhdAlgorithms(&t);
+    appendBinomialAlgorithms(&t);
+    appendBruckAlgorithms(&t);
+    appendPairwiseAlgorithms(&t);
+    appendScatterAllGatherAlgorithms(&t);
+    appendDirectAlgorithms(&t);
+    return t;
+  }();
   return table;
+}
+
+const AlgorithmInfo* defaultAlgorithm(const CollArgs& args, size_t elemSize) {
+  (void)elemSize;
+  for (const AlgorithmInfo& a : algorithms())
+    if (a.coll == args.coll && !unsupportedReason(a, args)) return &a;
+  return nullptr;
 }
 
 const AlgorithmInfo* findAlgorithm(Collective coll, const std::string& name) {

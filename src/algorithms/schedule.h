@@ -12,16 +12,45 @@
 
 namespace braid {
 
-enum class Collective : uint8_t { kAllReduce };
+// Buffer conventions, in elements of the call's datatype, n = nranks (NCCL's where NCCL has
+// the collective). "count" is CollArgs::count.
+//   kAllReduce      send[count]    -> recv[count]
+//   kReduceScatter  send[n*count]  -> recv[count]      (in place: recv = send + rank*count)
+//   kAllGather      send[count]    -> recv[n*count]    (in place: send = recv + rank*count)
+//   kBroadcast      root's send[count] -> recv[count] on every rank (send unused off root)
+//   kReduce         send[count]    -> root's recv[count] (recv may be null off root)
+//   kAllToAll       send[n*count]  -> recv[n*count]: block j of rank i's send lands in
+//                   block i of rank j's recv
+//   kAllToAllv      send[sendDispls[j] ..+sendCounts[j]] -> rank j's
+//                   recv[recvDispls[i] ..+recvCounts[i]]
+//   kGather         send[count]    -> root's recv[n*count] (recv unused off root)
+//   kScatter        root's send[n*count] -> recv[count] (send unused off root)
+//   kBarrier        no data: no rank leaves before every rank has entered
+enum class Collective : uint8_t {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kAllToAllv,
+  kGather,
+  kScatter,
+  kBarrier,
+};
+constexpr int kNumCollectives = 10;
 const char* collectiveName(Collective c);
 
-enum class BufferId : uint8_t { kSend, kRecv, kScratch };
+// The call's buffers. Grouped point-to-point operations add one buffer per operation,
+// numbered from kFirstUser.
+enum class BufferId : uint16_t { kSend = 0, kRecv = 1, kScratch = 2, kFirstUser = 3 };
 
 // A position in one of the call's buffers, in elements.
 struct BufRef {
   BufferId buf;
   size_t offset;
 };
+inline BufferId userBuffer(int k) { return static_cast<BufferId>(3 + k); }
 
 enum class StepKind : uint8_t {
   kSend,        // send `count` elements at src to `peer`
@@ -38,7 +67,10 @@ struct Step {
   size_t count = 0;
   int divisor = 1;
   // Steps (indices into Schedule::steps) that must finish before this one starts; -1 none.
-  int32_t deps[2] = {-1, -1};
+  // Steps of one queue (same peer and direction, or the local steps) already run in the
+  // order they were added, so deps are needed only across queues.
+  static constexpr int kMaxDeps = 4;
+  int32_t deps[kMaxDeps] = {-1, -1, -1, -1};
 };
 
 // Steps to one peer run in the order they appear (each direction of a connection is a
@@ -63,6 +95,11 @@ struct CollArgs {
   int rank = 0;
   int nranks = 1;
   size_t pieceElems = 1;  // pipelining grain: elements per step
+  // kAllToAllv only: this rank's nranks counts and displacements, in elements.
+  const size_t* sendCounts = nullptr;
+  const size_t* sendDispls = nullptr;
+  const size_t* recvCounts = nullptr;
+  const size_t* recvDispls = nullptr;
 };
 
 // Element i of a vector of `count` split into `parts` near-equal parts: where part p
@@ -71,20 +108,38 @@ inline size_t partStart(size_t count, size_t parts, size_t p) {
   return static_cast<size_t>(static_cast<unsigned __int128>(count) * p / parts);
 }
 
-// The algorithm table: one row per algorithm. The executor, perf binaries (-A) and the
-// tests all read it, so adding an algorithm is one file and one row.
+// The algorithm table: one row per (algorithm, collective). The executor, the perf
+// binaries (-A), the verifier and the generated tests all read it, so adding an algorithm
+// is one file and one row per collective it implements.
 using BuildFn = void (*)(const CollArgs& args, Schedule* out);
+// nullptr when the algorithm can run this call, else why not (a sentence for the user).
+using SupportsFn = const char* (*)(const CollArgs& args);
 struct AlgorithmInfo {
-  const char* name;
+  const char* name;  // what BRAID_ALGO and -A take: "ring", "tree", "rhd", ...
   Collective coll;
-  const char* description;
+  const char* description;  // one line, with the paper or library it follows
   BuildFn build;
+  SupportsFn supports;  // nullptr: every call
 };
 const std::vector<AlgorithmInfo>& algorithms();
 // The row named `name` for `coll`, or nullptr.
 const AlgorithmInfo* findAlgorithm(Collective coll, const std::string& name);
+// The fixed rule used until the cost-model selector exists (see schedule.cc for sources).
+const AlgorithmInfo* defaultAlgorithm(const CollArgs& args, size_t elemSize);
+// "why not" if `algo` cannot run args, else nullptr.
+inline const char* unsupportedReason(const AlgorithmInfo& algo, const CollArgs& args) {
+  return algo.supports ? algo.supports(args) : nullptr;
+}
 
-// Builders (one file each).
-void buildRingAllReduce(const CollArgs& args, Schedule* out);
+// Each algorithm family's file appends its rows (one per collective it implements).
+void appendRingAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendTreeAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendRecursiveDoublingAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendRhdAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendBinomialAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendBruckAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendPairwiseAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendDirectAlgorithms(std::vector<AlgorithmInfo>* table);
 
 }  // namespace braid

@@ -13,6 +13,8 @@
 
 namespace braid {
 
+namespace {
+
 void buildRingAllReduce(const CollArgs& a, Schedule* out) {
   out->steps.clear();
   out->scratchElems = 0;
@@ -97,6 +99,15 @@ void buildRingAllReduce(const CollArgs& a, Schedule* out) {
       }
     }
   }
+}
+
+}  // namespace
+
+void appendRingAlgorithms(std::vector<AlgorithmInfo>* table) {
+  table->push_back({"ring", Collective::kAllReduce,
+                    "ring reduce-scatter then ring all-gather, chunked and pipelined; sends "
+                    "2(n-1)/n of the vector, the bandwidth optimum (Patarasuk & Yuan 2009)",
+                    buildRingAllReduce, nullptr});
 }
 
 }  // namespace braid

@@ -1,0 +1,7 @@
+#include "algorithms/schedule.h"
+
+namespace braid {
+
+void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table) { (void)table; }
+
+}  // namespace braid
