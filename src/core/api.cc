@@ -22,23 +22,6 @@ braidResult_t checkComm(const braidComm* comm, const char* fn) {
   return braidSuccess;
 }
 
-braidResult_t checkTypeOp(const char* fn, braidDataType_t dtype, braidRedOp_t op) {
-  if (static_cast<int>(dtype) < 0 || dtype >= braidNumTypes)
-    return fail(braidInvalidArgument, "%s: datatype %d is not a braidDataType_t (0..%d)", fn,
-                static_cast<int>(dtype), braidNumTypes - 1);
-  if (static_cast<int>(op) < 0 || op >= braidNumOps)
-    return fail(braidInvalidArgument, "%s: op %d is not a braidRedOp_t (0..%d)", fn,
-                static_cast<int>(op), braidNumOps - 1);
-  return braidSuccess;
-}
-
-// Keeps the message for braidGetLastError(comm) as well as the thread's.
-braidResult_t record(braidComm* comm, braidResult_t res) {
-  if (res != braidSuccess && comm && comm->magic == braidComm::kMagic)
-    comm->lastError = braid::lastError();
-  return res;
-}
-
 }  // namespace
 
 extern "C" {
@@ -151,34 +134,6 @@ const char* braidGetLastError(braidComm_t comm) {
   if (comm && comm->magic == braidComm::kMagic && !comm->lastError.empty())
     return comm->lastError.c_str();
   return braid::lastError();
-}
-
-braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                             braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
-                             braidStream_t stream) {
-  BRAID_TRY(checkComm(comm, "braidAllReduce"));
-  BRAID_TRY(record(comm, checkTypeOp("braidAllReduce", datatype, op)));
-  size_t size = braidTypeSize(datatype);
-  if (count > SIZE_MAX / size / 2)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidAllReduce: count %zu of %zu-byte elements overflows the "
-                             "address space",
-                             count, size));
-  if (count == 0) return braidSuccess;
-  if (!sendbuff)
-    return record(
-        comm, fail(braidInvalidArgument, "braidAllReduce: sendbuff is NULL with count %zu", count));
-  if (!recvbuff)
-    return record(
-        comm, fail(braidInvalidArgument, "braidAllReduce: recvbuff is NULL with count %zu", count));
-  braid::CollArgs args;
-  args.coll = braid::Collective::kAllReduce;
-  args.count = count;
-  args.dtype = datatype;
-  args.op = op;
-  if (!stream) return record(comm, braid::runCollective(comm, args, sendbuff, recvbuff));
-  return braid::streamEnqueue(stream,
-                              [=] { return braid::runCollective(comm, args, sendbuff, recvbuff); });
 }
 
 braidResult_t braidUniqueIdToString(const braidUniqueId* id,

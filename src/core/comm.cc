@@ -89,6 +89,78 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   return braidSuccess;
 }
 
+const char* collectiveLabel(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce: return "all-reduce";
+    case Collective::kReduceScatter: return "reduce-scatter";
+    case Collective::kAllGather: return "all-gather";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kReduce: return "reduce";
+    case Collective::kAllToAll: return "all-to-all";
+    case Collective::kAllToAllv: return "all-to-all-v";
+    case Collective::kGather: return "gather";
+    case Collective::kScatter: return "scatter";
+    case Collective::kBarrier: return "barrier";
+  }
+  return "collective";
+}
+
+namespace {
+
+// BRAID_ALGO: either one name for every collective ("ring"), or per collective
+// "allreduce:ring;broadcast:tree" (',' also separates). Returns "" when it says nothing
+// about coll.
+std::string envAlgorithmFor(Collective coll) {
+  const std::string& spec = config().algo;
+  if (spec.find(':') == std::string::npos) return spec;
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find_first_of(";,", pos);
+    std::string item = spec.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    size_t colon = item.find(':');
+    if (colon != std::string::npos && item.substr(0, colon) == collectiveName(coll))
+      return item.substr(colon + 1);
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return "";
+}
+
+std::string namesFor(Collective coll) {
+  std::string names;
+  for (const AlgorithmInfo& a : algorithms())
+    if (a.coll == coll) names += std::string(names.empty() ? "" : ", ") + a.name;
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
+
+braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
+                              const AlgorithmInfo** out) {
+  std::string forced = comm->forcedAlgo[static_cast<int>(args.coll)];
+  const char* source = "braidCommSetAlgorithm";
+  if (forced.empty()) {
+    forced = envAlgorithmFor(args.coll);
+    source = "BRAID_ALGO";
+  }
+  if (!forced.empty()) {
+    const AlgorithmInfo* a = findAlgorithm(args.coll, forced);
+    if (!a)
+      return fail(braidInvalidArgument, "%s=%s: no %s algorithm of that name (known: %s)", source,
+                  forced.c_str(), collectiveName(args.coll), namesFor(args.coll).c_str());
+    if (const char* why = unsupportedReason(*a, args))
+      return fail(braidInvalidUsage, "%s=%s cannot run this %s: %s", source, forced.c_str(),
+                  collectiveLabel(args.coll), why);
+    *out = a;
+    return braidSuccess;
+  }
+  *out = defaultAlgorithm(args, braidTypeSize(args.dtype));
+  if (!*out)
+    return fail(braidInternalError, "no algorithm implements %s for this call",
+                collectiveLabel(args.coll));
+  return braidSuccess;
+}
+
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
                             void* recvbuff) {
   std::lock_guard<std::mutex> lock(comm->mu);
@@ -98,29 +170,90 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   args.nranks = comm->nranks;
   const size_t elemSize = braidTypeSize(args.dtype);
   args.pieceElems = std::max<size_t>(1, config().chunkSize / elemSize);
-  const AlgorithmInfo* algo = &algorithms().front();
-  if (!config().algo.empty()) {
-    algo = findAlgorithm(args.coll, config().algo);
-    if (!algo)
-      return fail(braidInvalidArgument, "BRAID_ALGO=%s: no such %s algorithm (known: ring)",
-                  config().algo.c_str(), collectiveName(args.coll));
-  }
+  const AlgorithmInfo* algo = nullptr;
+  BRAID_TRY(chooseAlgorithm(comm, args, &algo));
   ++comm->opCount;
-  auto key =
-      std::make_tuple(static_cast<int>(args.coll), static_cast<const void*>(algo), args.count,
-                      static_cast<int>(args.dtype), static_cast<int>(args.op), args.root);
-  auto it = comm->plans.find(key);
-  if (it == comm->plans.end()) {
-    if (comm->plans.size() >= 256) comm->plans.clear();
-    auto plan = std::make_unique<Plan>();
-    algo->build(args, &plan->schedule);
-    compilePlan(plan.get(), elemSize);
-    it = comm->plans.emplace(key, std::move(plan)).first;
+  Plan* plan = nullptr;
+  std::unique_ptr<Plan> uncached;
+  if (args.coll == Collective::kAllToAllv) {
+    uncached = std::make_unique<Plan>();  // counts vary per call: not cached
+    algo->build(args, &uncached->schedule);
+    compilePlan(uncached.get(), elemSize);
+    plan = uncached.get();
+  } else {
+    auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<const void*>(algo),
+                               args.count, static_cast<int>(args.dtype), static_cast<int>(args.op),
+                               args.root);
+    auto it = comm->plans.find(key);
+    if (it == comm->plans.end()) {
+      if (comm->plans.size() >= 256) comm->plans.clear();
+      auto p = std::make_unique<Plan>();
+      algo->build(args, &p->schedule);
+      compilePlan(p.get(), elemSize);
+      it = comm->plans.emplace(key, std::move(p)).first;
+    }
+    plan = it->second.get();
   }
-  ExecContext ctx{comm->rank, comm->nranks,          args.dtype,           args.op,
-                  elemSize,   "all-reduce",          comm->opCount,        sendbuff,
-                  recvbuff,   comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data()};
-  return execute(it->second.get(), ctx);
+  comm->bases.assign(3, nullptr);
+  comm->bases[0] = static_cast<char*>(const_cast<void*>(sendbuff));
+  comm->bases[1] = static_cast<char*>(recvbuff);
+  BRAID_INFO("COLL", "%s #%llu count %zu %s %s root %d: algorithm %s", collectiveLabel(args.coll),
+             static_cast<unsigned long long>(comm->opCount), args.count, braidTypeName(args.dtype),
+             braidOpName(args.op), args.root, algo->name);
+  ExecContext ctx{comm->rank,          comm->nranks,         args.dtype,
+                  args.op,             elemSize,             collectiveLabel(args.coll),
+                  comm->opCount,       comm->bases.data(),   comm->bases.size(),
+                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data()};
+  return execute(plan, ctx);
+}
+
+braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
+  std::lock_guard<std::mutex> lock(comm->mu);
+  setLogRank(comm->rank);
+  ++comm->opCount;
+  Plan plan;
+  comm->bases.assign(3 + ops.size(), nullptr);
+  std::vector<int> selfSends, selfRecvs;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const P2POp& op = ops[k];
+    comm->bases[3 + k] = static_cast<char*>(op.buff);
+    if (op.bytes == 0) continue;  // both sides skip empty messages
+    if (op.peer == comm->rank) {
+      (op.isSend ? selfSends : selfRecvs).push_back(static_cast<int>(k));
+      continue;
+    }
+    Step s;
+    s.kind = op.isSend ? StepKind::kSend : StepKind::kRecv;
+    s.peer = op.peer;
+    s.src = {userBuffer(static_cast<int>(k)), 0};
+    s.dst = {userBuffer(static_cast<int>(k)), 0};
+    s.count = op.bytes;
+    plan.schedule.add(s);
+  }
+  if (selfSends.size() != selfRecvs.size())
+    return fail(braidInvalidUsage,
+                "group: %zu sends to self but %zu receives from self; each send to self needs a "
+                "matching receive in the same group",
+                selfSends.size(), selfRecvs.size());
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    const P2POp& snd = ops[selfSends[i]];
+    const P2POp& rcv = ops[selfRecvs[i]];
+    if (snd.bytes != rcv.bytes)
+      return fail(braidInvalidUsage, "group: send to self of %zu bytes meets a receive of %zu bytes",
+                  snd.bytes, rcv.bytes);
+    Step s;
+    s.kind = StepKind::kCopy;
+    s.src = {userBuffer(selfSends[i]), 0};
+    s.dst = {userBuffer(selfRecvs[i]), 0};
+    s.count = snd.bytes;
+    plan.schedule.add(s);
+  }
+  compilePlan(&plan, 1);
+  ExecContext ctx{comm->rank,          comm->nranks,         braidUint8,
+                  braidSum,            1,                    "send/recv group",
+                  comm->opCount,       comm->bases.data(),   comm->bases.size(),
+                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data()};
+  return execute(&plan, ctx);
 }
 
 }  // namespace braid

@@ -47,13 +47,40 @@ struct braidComm {
   uint64_t opCount = 0;                      // collectives issued, for messages
   std::mutex mu;                             // one collective at a time per communicator
   std::string lastError;
+  std::string forcedAlgo[braid::kNumCollectives];  // braidCommSetAlgorithm
+  // Ops made by braidRedOpCreatePreMulSum: op value braidNumOps + index.
+  struct PreMulSum {
+    braidDataType_t dtype;
+    std::vector<char> scalar;        // host-immediate value
+    const void* scalarPtr = nullptr;  // "device" residence: read at each call
+    bool live = false;
+  };
+  std::vector<PreMulSum> preMulSums;
+  std::vector<char*> bases;  // executor buffer table, reused across calls
   // Compiled plans by (collective, algorithm, count, dtype, op, root).
   std::map<std::tuple<int, const void*, size_t, int, int, int>, std::unique_ptr<braid::Plan>> plans;
 };
 
 namespace braid {
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank);
-// Runs one collective on comm now (the caller holds no lock).
+// Runs one collective on comm now (the caller holds no lock). args.op is a built-in op.
 braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* sendbuff,
                             void* recvbuff);
+
+// One point-to-point operation of a group.
+struct P2POp {
+  bool isSend;
+  int peer;
+  void* buff;
+  size_t bytes;
+};
+// Runs a batch of sends and receives on comm as one fused schedule: every queue progresses
+// at once, so no order of posting can deadlock; messages to one peer keep posting order.
+braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops);
+
+// The algorithm for args on comm: braidCommSetAlgorithm's, else BRAID_ALGO's, else the
+// default rule. Fails, naming the algorithm and why, if the forced one cannot run args.
+braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
+                              const AlgorithmInfo** out);
+const char* collectiveLabel(Collective c);  // "all-reduce", for messages
 }  // namespace braid

@@ -38,9 +38,9 @@ const char* kindName(StepKind k) {
 class Run {
  public:
   Run(Plan* plan, const ExecContext& ctx) : plan_(*plan), ctx_(ctx) {
-    bases_[0] = static_cast<char*>(const_cast<void*>(ctx.sendbuff));
-    bases_[1] = static_cast<char*>(ctx.recvbuff);
-    bases_[2] = plan->scratch.data();
+    bases_ = ctx.bases;
+    if (ctx.nbases > static_cast<size_t>(BufferId::kScratch))
+      bases_[static_cast<int>(BufferId::kScratch)] = plan->scratch.data();
   }
 
   braidResult_t go() {
@@ -207,7 +207,7 @@ class Run {
 
   Plan& plan_;
   const ExecContext& ctx_;
-  char* bases_[3];
+  char** bases_;
   std::vector<Cursor> sendCur_, recvCur_;
   size_t localCur_ = 0;
   size_t remaining_ = 0;

@@ -38,8 +38,10 @@ struct ExecContext {
   size_t elemSize;
   const char* what;  // "all-reduce", for messages
   uint64_t opCount;  // the call's sequence number, for messages
-  const void* sendbuff;
-  void* recvbuff;
+  // Base address of each BufferId: [kSend], [kRecv], then user buffers from kFirstUser;
+  // the executor points [kScratch] at the plan's scratch.
+  char** bases;
+  size_t nbases;
   Connection* const* connections;  // by peer
   uint64_t* sendSeq;
   uint64_t* recvSeq;

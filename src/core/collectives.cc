@@ -1,0 +1,466 @@
+// The collective and point-to-point entry points: argument checks (refused before anything
+// moves, naming the argument), PreMulSum ops, and dispatch to now / a stream / a group.
+#include <strings.h>
+
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "core/comm.h"
+#include "core/error.h"
+#include "core/stream.h"
+#include "kernels/reduce.h"
+
+using braid::Collective;
+using braid::fail;
+
+namespace {
+
+braidResult_t checkComm(const braidComm* comm, const char* fn) {
+  if (!comm) return fail(braidInvalidArgument, "%s: comm is NULL", fn);
+  if (comm->magic != braidComm::kMagic)
+    return fail(braidInvalidArgument, "%s: comm is not a live communicator (destroyed?)", fn);
+  return braidSuccess;
+}
+
+// Keeps the message for braidGetLastError(comm) as well as the thread's.
+braidResult_t record(braidComm* comm, braidResult_t res) {
+  if (res != braidSuccess && comm && comm->magic == braidComm::kMagic)
+    comm->lastError = braid::lastError();
+  return res;
+}
+
+// What one call asks for, checked in one place.
+struct Call {
+  const char* fn;
+  braidComm* comm;
+  Collective coll;
+  braidDataType_t dtype;
+  size_t count;
+  size_t sendElems;  // elements the send buffer must hold on this rank (0: unused)
+  size_t recvElems;  // elements the receive buffer must hold on this rank (0: unused)
+  bool usesOp = false;
+  braidRedOp_t op = braidSum;
+  bool usesRoot = false;
+  int root = 0;
+};
+
+braidResult_t checkCall(const Call& c, const void* sendbuff, const void* recvbuff) {
+  if (static_cast<int>(c.dtype) < 0 || c.dtype >= braidNumTypes)
+    return fail(braidInvalidArgument, "%s: datatype %d is not a braidDataType_t (0..%d)", c.fn,
+                static_cast<int>(c.dtype), braidNumTypes - 1);
+  if (c.usesOp) {
+    int op = static_cast<int>(c.op);
+    bool builtin = op >= 0 && op < braidNumOps;
+    size_t k = static_cast<size_t>(op) - braidNumOps;
+    bool premul = op >= braidNumOps && k < c.comm->preMulSums.size() && c.comm->preMulSums[k].live;
+    if (!builtin && !premul)
+      return fail(braidInvalidArgument,
+                  "%s: op %d is not a braidRedOp_t (0..%d) nor a live PreMulSum op of this comm",
+                  c.fn, op, braidNumOps - 1);
+    if (premul && c.comm->preMulSums[k].dtype != c.dtype)
+      return fail(braidInvalidArgument,
+                  "%s: PreMulSum op %d was created for datatype %s, the call uses %s", c.fn, op,
+                  braidTypeName(c.comm->preMulSums[k].dtype), braidTypeName(c.dtype));
+  }
+  if (c.usesRoot && (c.root < 0 || c.root >= c.comm->nranks))
+    return fail(braidInvalidArgument, "%s: root %d is out of range [0, nranks=%d)", c.fn, c.root,
+                c.comm->nranks);
+  const size_t size = braidTypeSize(c.dtype);
+  const size_t n = static_cast<size_t>(c.comm->nranks);
+  if (c.count > SIZE_MAX / size / n / 2)
+    return fail(braidInvalidArgument,
+                "%s: count %zu of %zu-byte elements times nranks %zu overflows the address space",
+                c.fn, c.count, size, n);
+  if (c.sendElems > 0 && !sendbuff)
+    return fail(braidInvalidArgument, "%s: sendbuff is NULL with %zu elements to send", c.fn,
+                c.sendElems);
+  if (c.recvElems > 0 && !recvbuff)
+    return fail(braidInvalidArgument, "%s: recvbuff is NULL with %zu elements to receive", c.fn,
+                c.recvElems);
+  return braidSuccess;
+}
+
+// Deferred work of the calling thread's open group.
+struct Pending {
+  braidComm* comm;
+  braidStream_t stream;
+  bool isP2P;
+  braid::P2POp p2p;
+  std::function<braidResult_t()> work;
+};
+thread_local int t_groupDepth = 0;
+thread_local std::vector<Pending> t_pending;
+
+// Runs one communicator's share of a group in posting order; consecutive sends and
+// receives become one fused schedule.
+braidResult_t runGroupItems(braidComm* comm, const std::vector<Pending>& items) {
+  std::vector<braid::P2POp> batch;
+  for (size_t i = 0; i <= items.size(); ++i) {
+    bool flush = i == items.size() || !items[i].isP2P;
+    if (flush && !batch.empty()) {
+      BRAID_TRY(braid::runP2P(comm, batch));
+      batch.clear();
+    }
+    if (i == items.size()) break;
+    if (items[i].isP2P) batch.push_back(items[i].p2p);
+    else BRAID_TRY(items[i].work());
+  }
+  return braidSuccess;
+}
+
+braidResult_t submit(braidComm* comm, braidStream_t stream, std::function<braidResult_t()> work) {
+  if (t_groupDepth > 0) {
+    t_pending.push_back({comm, stream, false, {}, std::move(work)});
+    return braidSuccess;
+  }
+  if (stream) return braid::streamEnqueue(stream, std::move(work));
+  return record(comm, work());
+}
+
+// sum over ranks of (scalar * x): scale a copy of the input, then sum it.
+braidResult_t withPreMulSum(braidComm* comm, braidRedOp_t op, braidDataType_t dtype,
+                            const void* sendbuff, size_t elems,
+                            const std::function<braidResult_t(const void*, braidRedOp_t)>& run) {
+  if (static_cast<int>(op) < braidNumOps) return run(sendbuff, op);
+  const braidComm::PreMulSum& pm = comm->preMulSums[static_cast<size_t>(op) - braidNumOps];
+  const size_t size = braidTypeSize(dtype);
+  const void* scalar = pm.scalarPtr ? pm.scalarPtr : pm.scalar.data();
+  constexpr size_t kBlock = 1024;
+  std::vector<char> scalars(kBlock * size), scaled(elems * size);
+  for (size_t i = 0; i < kBlock; ++i) std::memcpy(&scalars[i * size], scalar, size);
+  for (size_t i = 0; i < elems; i += kBlock) {
+    size_t m = std::min(kBlock, elems - i);
+    braid::kernels::reduce(dtype, braidProd, &scaled[i * size],
+                           static_cast<const char*>(sendbuff) + i * size, scalars.data(), m);
+  }
+  return run(scaled.data(), braidSum);
+}
+
+braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff,
+                         braidStream_t stream, size_t preMulElems = 0,
+                         const size_t* a2avArrays[4] = nullptr) {
+  BRAID_TRY(checkComm(c.comm, c.fn));
+  BRAID_TRY(record(c.comm, checkCall(c, sendbuff, recvbuff)));
+  if (c.coll != Collective::kBarrier && c.coll != Collective::kAllToAllv && c.count == 0)
+    return braidSuccess;  // nothing moves: a successful no-op on every rank
+  braid::CollArgs args;
+  args.coll = c.coll;
+  args.count = c.count;
+  args.dtype = c.dtype;
+  args.op = c.usesOp ? c.op : braidSum;
+  args.root = c.root;
+  std::vector<size_t> arrays;
+  if (a2avArrays) {  // copied: the caller's arrays may change before a deferred call runs
+    const size_t n = static_cast<size_t>(c.comm->nranks);
+    for (int k = 0; k < 4; ++k) arrays.insert(arrays.end(), a2avArrays[k], a2avArrays[k] + n);
+  }
+  braidComm* comm = c.comm;
+  return submit(comm, stream, [=]() {
+    braid::CollArgs a = args;
+    if (!arrays.empty()) {
+      const size_t n = arrays.size() / 4;
+      a.sendCounts = arrays.data();
+      a.sendDispls = arrays.data() + n;
+      a.recvCounts = arrays.data() + 2 * n;
+      a.recvDispls = arrays.data() + 3 * n;
+    }
+    return withPreMulSum(comm, args.op, args.dtype, sendbuff,
+                         preMulElems, [&](const void* send, braidRedOp_t op) {
+                           a.op = op;
+                           return braid::runCollective(comm, a, send, recvbuff);
+                         });
+  });
+}
+
+braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDataType_t dtype,
+                  int peer, braidComm_t comm, braidStream_t stream) {
+  BRAID_TRY(checkComm(comm, fn));
+  Call c{fn, comm, Collective::kAllToAll, dtype, count, isSend ? count : 0, isSend ? 0 : count};
+  BRAID_TRY(record(comm, checkCall(c, buff, buff)));
+  if (peer < 0 || peer >= comm->nranks)
+    return record(comm, fail(braidInvalidArgument, "%s: peer %d is out of range [0, nranks=%d)",
+                             fn, peer, comm->nranks));
+  braid::P2POp op{isSend, peer, buff, count * braidTypeSize(dtype)};
+  if (t_groupDepth > 0) {
+    t_pending.push_back({comm, stream, true, op, nullptr});
+    return braidSuccess;
+  }
+  if (peer == comm->rank && count > 0)
+    return record(comm, fail(braidInvalidUsage,
+                             "%s to self outside a group would wait forever; put the send and "
+                             "the receive in one braidGroupStart/End",
+                             fn));
+  std::vector<braid::P2POp> ops{op};
+  if (stream) return braid::streamEnqueue(stream, [comm, ops] { return braid::runP2P(comm, ops); });
+  return record(comm, braid::runP2P(comm, ops));
+}
+
+}  // namespace
+
+extern "C" {
+
+braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                             braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
+                             braidStream_t stream) {
+  Call c{"braidAllReduce", comm, Collective::kAllReduce, datatype, count, count, count, true, op};
+  return collective(c, sendbuff, recvbuff, stream, count);
+}
+
+braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                 braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
+                                 braidStream_t stream) {
+  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+  Call c{"braidReduceScatter", comm, Collective::kReduceScatter, datatype, recvcount,
+         n * recvcount, recvcount, true, op};
+  return collective(c, sendbuff, recvbuff, stream, n * recvcount);
+}
+
+braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                             braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
+  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+  Call c{"braidAllGather", comm, Collective::kAllGather, datatype, sendcount, sendcount,
+         n * sendcount};
+  return collective(c, sendbuff, recvbuff, stream);
+}
+
+braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                             braidDataType_t datatype, int root, braidComm_t comm,
+                             braidStream_t stream) {
+  bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
+  Call c{"braidBroadcast", comm, Collective::kBroadcast, datatype, count, isRoot ? count : 0,
+         count, false, braidSum, true, root};
+  return collective(c, sendbuff, recvbuff, stream);
+}
+
+braidResult_t braidBcast(void* buff, size_t count, braidDataType_t datatype, int root,
+                         braidComm_t comm, braidStream_t stream) {
+  return braidBroadcast(buff, buff, count, datatype, root, comm, stream);
+}
+
+braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count,
+                          braidDataType_t datatype, braidRedOp_t op, int root, braidComm_t comm,
+                          braidStream_t stream) {
+  bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
+  Call c{"braidReduce", comm, Collective::kReduce, datatype, count, count, isRoot ? count : 0,
+         true, op, true, root};
+  return collective(c, sendbuff, recvbuff, stream, count);
+}
+
+braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                            braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
+  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+  Call c{"braidAllToAll", comm, Collective::kAllToAll, datatype, count, n * count, n * count};
+  if (sendbuff && sendbuff == recvbuff && count > 0 && n > 1)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidAllToAll: sendbuff and recvbuff are the same buffer; "
+                             "all-to-all has no in-place form"));
+  return collective(c, sendbuff, recvbuff, stream);
+}
+
+braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
+                             const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
+                             const size_t rdispls[], braidDataType_t datatype, braidComm_t comm,
+                             braidStream_t stream) {
+  BRAID_TRY(checkComm(comm, "braidAllToAllv"));
+  if (!sendcounts || !sdispls || !recvcounts || !rdispls)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidAllToAllv: %s is NULL",
+                             !sendcounts ? "sendcounts" : !sdispls ? "sdispls"
+                             : !recvcounts ? "recvcounts" : "rdispls"));
+  size_t sendElems = 0, recvElems = 0, maxCount = 0;
+  const size_t size = braidTypeSize(datatype);
+  for (int j = 0; j < comm->nranks; ++j) {
+    for (size_t v : {sendcounts[j], sdispls[j], recvcounts[j], rdispls[j]})
+      if (size != 0 && v > SIZE_MAX / size / 4)
+        return record(comm, fail(braidInvalidArgument,
+                                 "braidAllToAllv: count or displacement %zu for peer %d overflows",
+                                 v, j));
+    sendElems = std::max(sendElems, sdispls[j] + sendcounts[j]);
+    recvElems = std::max(recvElems, rdispls[j] + recvcounts[j]);
+    maxCount = std::max({maxCount, sendcounts[j], recvcounts[j]});
+  }
+  Call c{"braidAllToAllv", comm, Collective::kAllToAllv, datatype, maxCount,
+         sendElems, recvElems};
+  const size_t* arrays[4] = {sendcounts, sdispls, recvcounts, rdispls};
+  return collective(c, sendbuff, recvbuff, stream, 0, arrays);
+}
+
+braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
+                          braidDataType_t datatype, int root, braidComm_t comm,
+                          braidStream_t stream) {
+  bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
+  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+  Call c{"braidGather", comm, Collective::kGather, datatype, count, count,
+         isRoot ? n * count : 0, false, braidSum, true, root};
+  return collective(c, sendbuff, recvbuff, stream);
+}
+
+braidResult_t braidScatter(const void* sendbuff, void* recvbuff, size_t count,
+                           braidDataType_t datatype, int root, braidComm_t comm,
+                           braidStream_t stream) {
+  bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
+  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+  Call c{"braidScatter", comm, Collective::kScatter, datatype, count, isRoot ? n * count : 0,
+         count, false, braidSum, true, root};
+  return collective(c, sendbuff, recvbuff, stream);
+}
+
+braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream) {
+  Call c{"braidBarrier", comm, Collective::kBarrier, braidUint8, 0, 0, 0};
+  return collective(c, nullptr, nullptr, stream);
+}
+
+braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer,
+                        braidComm_t comm, braidStream_t stream) {
+  return p2p("braidSend", true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+}
+
+braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer,
+                        braidComm_t comm, braidStream_t stream) {
+  return p2p("braidRecv", false, recvbuff, count, datatype, peer, comm, stream);
+}
+
+braidResult_t braidGroupStart(void) {
+  ++t_groupDepth;
+  return braidSuccess;
+}
+
+braidResult_t braidGroupEnd(void) {
+  if (t_groupDepth == 0)
+    return fail(braidInvalidUsage, "braidGroupEnd without a matching braidGroupStart");
+  if (--t_groupDepth > 0) return braidSuccess;
+  std::vector<Pending> pending;
+  pending.swap(t_pending);
+  // Each communicator's items, in first-appearance order.
+  std::vector<braidComm*> comms;
+  for (const Pending& p : pending)
+    if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
+  std::vector<braidResult_t> results(comms.size(), braidSuccess);
+  std::vector<std::string> messages(comms.size());
+  std::vector<std::thread> workers;
+  for (size_t k = 0; k < comms.size(); ++k) {
+    std::vector<Pending> items;
+    braidStream_t stream = nullptr;
+    for (const Pending& p : pending)
+      if (p.comm == comms[k]) {
+        items.push_back(p);
+        if (!stream) stream = p.stream;
+      }
+    braidComm* comm = comms[k];
+    if (stream) {
+      braid::streamEnqueue(stream, [comm, items] { return runGroupItems(comm, items); });
+    } else if (comms.size() == 1) {
+      results[k] = runGroupItems(comm, items);
+      if (results[k] != braidSuccess) messages[k] = braid::lastError();
+    } else {
+      // One thread drives several communicators: each runs on its own worker, or the
+      // ranks would wait on each other forever.
+      workers.emplace_back([&, k, comm, items] {
+        results[k] = runGroupItems(comm, items);
+        if (results[k] != braidSuccess) messages[k] = braid::lastError();
+      });
+    }
+  }
+  for (auto& w : workers) w.join();
+  for (size_t k = 0; k < comms.size(); ++k) {
+    if (results[k] != braidSuccess) {
+      braidResult_t res = fail(results[k], "%s", messages[k].c_str());
+      return record(comms[k], res);
+    }
+  }
+  return braidSuccess;
+}
+
+braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDataType_t datatype,
+                                        braidScalarResidence_t residence, braidComm_t comm) {
+  BRAID_TRY(checkComm(comm, "braidRedOpCreatePreMulSum"));
+  if (!op) return record(comm, fail(braidInvalidArgument, "braidRedOpCreatePreMulSum: op is NULL"));
+  if (!scalar)
+    return record(comm, fail(braidInvalidArgument, "braidRedOpCreatePreMulSum: scalar is NULL"));
+  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidRedOpCreatePreMulSum: datatype %d is not a braidDataType_t",
+                             static_cast<int>(datatype)));
+  if (residence != braidScalarDevice && residence != braidScalarHostImmediate)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidRedOpCreatePreMulSum: residence %d is not a "
+                             "braidScalarResidence_t",
+                             static_cast<int>(residence)));
+  std::lock_guard<std::mutex> lock(comm->mu);
+  braidComm::PreMulSum pm;
+  pm.dtype = datatype;
+  pm.live = true;
+  const size_t size = braidTypeSize(datatype);
+  if (residence == braidScalarHostImmediate)
+    pm.scalar.assign(static_cast<char*>(scalar), static_cast<char*>(scalar) + size);
+  else
+    pm.scalarPtr = scalar;  // host memory here; read when the collective runs
+  size_t slot = comm->preMulSums.size();
+  for (size_t k = 0; k < comm->preMulSums.size(); ++k)
+    if (!comm->preMulSums[k].live) slot = k;
+  if (slot == comm->preMulSums.size()) comm->preMulSums.push_back(pm);
+  else comm->preMulSums[slot] = pm;
+  *op = static_cast<braidRedOp_t>(braidNumOps + static_cast<int>(slot));
+  return braidSuccess;
+}
+
+braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm) {
+  BRAID_TRY(checkComm(comm, "braidRedOpDestroy"));
+  std::lock_guard<std::mutex> lock(comm->mu);
+  size_t k = static_cast<size_t>(op) - braidNumOps;
+  if (static_cast<int>(op) < braidNumOps || k >= comm->preMulSums.size() ||
+      !comm->preMulSums[k].live)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidRedOpDestroy: op %d is not a live PreMulSum op of this comm",
+                             static_cast<int>(op)));
+  comm->preMulSums[k].live = false;
+  return braidSuccess;
+}
+
+braidResult_t braidListAlgorithms(const char* collective, const char** names, int max,
+                                  int* count) {
+  if (!collective || !count)
+    return fail(braidInvalidArgument, "braidListAlgorithms: collective or count is NULL");
+  int c = 0;
+  for (; c < braid::kNumCollectives; ++c)
+    if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
+  if (c == braid::kNumCollectives)
+    return fail(braidInvalidArgument,
+                "braidListAlgorithms: unknown collective \"%s\" (allreduce, reducescatter, "
+                "allgather, broadcast, reduce, alltoall, alltoallv, gather, scatter, barrier)",
+                collective);
+  int k = 0;
+  for (const braid::AlgorithmInfo& a : braid::algorithms()) {
+    if (static_cast<int>(a.coll) != c) continue;
+    if (names && k < max) names[k] = a.name;
+    ++k;
+  }
+  *count = k;
+  return braidSuccess;
+}
+
+braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
+                                    const char* algorithm) {
+  BRAID_TRY(checkComm(comm, "braidCommSetAlgorithm"));
+  if (!collective)
+    return record(comm, fail(braidInvalidArgument, "braidCommSetAlgorithm: collective is NULL"));
+  int c = 0;
+  for (; c < braid::kNumCollectives; ++c)
+    if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
+  if (c == braid::kNumCollectives)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidCommSetAlgorithm: unknown collective \"%s\"", collective));
+  std::string name = algorithm ? algorithm : "";
+  if (!name.empty() && !braid::findAlgorithm(static_cast<Collective>(c), name))
+    return record(comm, fail(braidInvalidArgument,
+                             "braidCommSetAlgorithm: no %s algorithm named \"%s\"", collective,
+                             name.c_str()));
+  std::lock_guard<std::mutex> lock(comm->mu);
+  comm->forcedAlgo[c] = name;
+  return braidSuccess;
+}
+
+}  // extern "C"
