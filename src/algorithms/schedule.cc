@@ -6,8 +6,16 @@ namespace braid {
 
 const char* collectiveName(Collective c) {
   switch (c) {
-    case Collective::kAllReduce:
-      return "allreduce";
+    case Collective::kAllReduce: return "allreduce";
+    case Collective::kReduceScatter: return "reducescatter";
+    case Collective::kAllGather: return "allgather";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kReduce: return "reduce";
+    case Collective::kAllToAll: return "alltoall";
+    case Collective::kAllToAllv: return "alltoallv";
+    case Collective::kGather: return "gather";
+    case Collective::kScatter: return "scatter";
+    case Collective::kBarrier: return "barrier";
   }
   return "unknown";
 }
