@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Braid's all-reduce beside Open MPI's MPI_Allreduce and Gloo's allreduce (the programs in
+# ../shared/peers), on the same ranks, in one run: these machines are noisy, so only ratios
+# measured together mean anything. Also single-core memcpy bandwidth, the limit of a host copy.
+#
+# Usage: perf/compare_peers.sh [NRANKS=2] [MINBYTES=8] [MAXBYTES=64M]
+# Env: BRAID_SHARED_DIR (default ../shared), BUILD_DIR (default build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-2}
+MINB=${2:-8}
+MAXB=${3:-64M}
+SHARED=${BRAID_SHARED_DIR:-../shared}
+BUILD=${BUILD_DIR:-build}
+PEERS="$SHARED/peers"
+if [ ! -d "$PEERS" ]; then
+  echo "compare_peers: $PEERS not found (set BRAID_SHARED_DIR); nothing to compare" >&2
+  exit 2
+fi
+scripts/setup.sh "$BUILD"
+OUT="$BUILD/peers"
+mkdir -p "$OUT"
+to_bytes() { numfmt --from=iec "$1"; }
+MINB=$(to_bytes "$MINB"); MAXB=$(to_bytes "$MAXB")
+
+[ -x "$OUT/mpi_allreduce_bench" ] || mpicc -O2 -o "$OUT/mpi_allreduce_bench" "$PEERS/mpi_allreduce_bench.c"
+[ -x "$OUT/memcpy_bench" ] || gcc -O3 -march=native -o "$OUT/memcpy_bench" "$PEERS/memcpy_bench.c"
+have_gloo=0
+if [ -f /usr/include/gloo/allreduce.h ]; then
+  [ -x "$OUT/gloo_allreduce_bench" ] || g++ -O2 -std=c++17 -o "$OUT/gloo_allreduce_bench" \
+    "$PEERS/gloo_allreduce_bench.cc" -lgloo -lpthread
+  have_gloo=1
+fi
+
+echo "# $N ranks, float sum, sizes $MINB..$MAXB bytes; busbw in GB/s (1e9 B/s)"
+# Iteration counts as the MPI peer uses them: 200 below 8 MiB, 11 from 8 MiB.
+SPLIT=$((8 << 20))
+: >"$OUT/braid.txt"
+if [ "$MINB" -lt "$SPLIT" ]; then
+  "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -b "$MINB" \
+    -e "$(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 ))" -f 2 -n 200 -w 20 >>"$OUT/braid.txt"
+fi
+if [ "$MAXB" -ge "$SPLIT" ]; then
+  "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" \
+    -b "$(( MINB > SPLIT ? MINB : SPLIT ))" -e "$MAXB" -f 2 -n 11 -w 5 >>"$OUT/braid.txt"
+fi
+OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --allow-run-as-root --oversubscribe -np "$N" \
+  "$OUT/mpi_allreduce_bench" "$MINB" "$MAXB" 20 >"$OUT/mpi.txt" 2>/dev/null
+if [ "$have_gloo" = 1 ]; then
+  "$OUT/gloo_allreduce_bench" "$N" "$MINB" "$MAXB" ring_chunked >"$OUT/gloo.txt" 2>/dev/null || have_gloo=0
+fi
+"$OUT/memcpy_bench" "$MAXB" >"$OUT/memcpy.txt"
+memcpy_gbs=$(awk '{for (i = 1; i < NF; i++) if ($i == "memcpy") v = $(i + 1)} END {print v}' "$OUT/memcpy.txt")
+
+python3 - "$OUT" "$have_gloo" "$memcpy_gbs" <<'PY'
+import sys
+out, have_gloo, memcpy = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+def rows(path, size_col, time_col, busbw_col):
+    d = {}
+    for line in open(path):
+        f = line.split()
+        if not f or f[0].startswith("#") or not f[0].isdigit():
+            continue
+        d[int(f[size_col])] = (float(f[time_col]), float(f[busbw_col]))
+    return d
+braid = rows(f"{out}/braid.txt", 0, 5, 7)   # out-of-place time and busbw
+mpi = rows(f"{out}/mpi.txt", 0, 1, 3)
+gloo = rows(f"{out}/gloo.txt", 0, 1, 3) if have_gloo else {}
+print(f"# single-core memcpy: {memcpy} GB/s")
+print(f"#{'bytes':>11} {'braid_us':>9} {'mpi_us':>9} {'gloo_us':>9} {'braid_bw':>9} {'mpi_bw':>9} {'gloo_bw':>9} {'b/mpi':>6} {'b/gloo':>7} {'b/memcpy':>8}")
+for size in sorted(braid):
+    bt, bb = braid[size]
+    mt, mb = mpi.get(size, (float("nan"),) * 2)
+    gt, gb = gloo.get(size, (float("nan"),) * 2)
+    r = lambda a, b: f"{a / b:.2f}" if b and b == b and b > 0 else "-"
+    mem = float(memcpy) if memcpy else 0
+    print(f" {size:>11} {bt:>9.2f} {mt:>9.2f} {gt:>9.2f} {bb:>9.3f} {mb:>9.3f} {gb:>9.3f} {r(bb, mb):>6} {r(bb, gb):>7} {r(bb, mem):>8}")
+PY
