@@ -1,0 +1,115 @@
+// ../shared/EDGE_CASES.md: inputs that broke other collective libraries, each a test here.
+// (#1 group self-sends: p2p_test; #2 count 0 and #3 one rank: every row of matrix_test.)
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "braid/braid.h"
+#include "collective_cases.h"
+#include "test_util.h"
+
+namespace braid::test {
+namespace {
+
+// #4: AVG on float32 at nranks 3, 5, 7, 15, 28 with every reducing algorithm. Braid
+// post-divides: the exact sum, divided once in fp32 (integers truncate toward zero).
+TEST(EdgeCases, AvgAtOddRankCountsEveryAlgorithm) {
+  for (int n : {3, 5, 7, 15, 28}) {
+    auto errors = runThreads(n, [n](braidComm_t comm, int rank) -> std::string {
+      for (const AlgorithmInfo& a : algorithms()) {
+        if (!isReducing(a.coll)) continue;
+        for (size_t count : {size_t{1}, size_t{1000}}) {
+          Case c{&a, braidFloat32, braidAvg, count, false, n - 1};
+          std::string e = runCase(c, comm, rank, n);
+          if (!e.empty()) return e;
+        }
+      }
+      return "";
+    });
+    for (const auto& e : errors) ADD_FAILURE() << e;
+  }
+}
+
+// #5: int8 120 + 100 = -36 and uint8 200 + 100 = 44 on 2 ranks; products wrap too.
+TEST(EdgeCases, NarrowIntegersWrapAround) {
+  auto errors = runThreads(2, [](braidComm_t comm, int rank) -> std::string {
+    int8_t s = rank == 0 ? 120 : 100, sr = 0;
+    uint8_t u = rank == 0 ? 200 : 100, ur = 0;
+    int8_t p = rank == 0 ? 16 : 9, pr = 0;  // 144 wraps to -112
+    if (braidAllReduce(&s, &sr, 1, braidInt8, braidSum, comm, nullptr) != braidSuccess ||
+        braidAllReduce(&u, &ur, 1, braidUint8, braidSum, comm, nullptr) != braidSuccess ||
+        braidAllReduce(&p, &pr, 1, braidInt8, braidProd, comm, nullptr) != braidSuccess)
+      return braidGetLastError(comm);
+    if (sr != -36) return "int8 sum " + std::to_string(sr);
+    if (ur != 44) return "uint8 sum " + std::to_string(ur);
+    if (pr != -112) return "int8 prod " + std::to_string(pr);
+    return "";
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+// #7: a collective entered by rank 0 only: rank 0 times out naming rank 1 and the call's
+// sequence number (processes, so BRAID_TIMEOUT can be short for this job alone).
+TEST(EdgeCases, CollectiveEnteredByOneRankTimesOutNamingThePeer) {
+  auto results = runProcesses(2, "lonely", {"BRAID_TIMEOUT=2"});
+  EXPECT_EQ(results[0].status, 0) << results[0].output;
+  EXPECT_EQ(results[1].status, 0) << results[1].output;
+}
+
+// #8: a flat buffer of segments 8 + 0 + 24 elements reduced segment by segment, and 57
+// elements padded to 60 for a reduce-scatter over 2 ranks.
+TEST(EdgeCases, ZeroLengthSegmentsAndPaddedReduceScatter) {
+  auto errors = runThreads(2, [](braidComm_t comm, int rank) -> std::string {
+    std::vector<float> flat(32, static_cast<float>(rank + 1));
+    size_t offset = 0;
+    for (size_t len : {size_t{8}, size_t{0}, size_t{24}}) {
+      if (braidAllReduce(flat.data() + offset, flat.data() + offset, len, braidFloat32, braidSum,
+                         comm, nullptr) != braidSuccess)
+        return braidGetLastError(comm);
+      offset += len;
+    }
+    for (float v : flat)
+      if (v != 3.0f) return "segment sum " + std::to_string(v);
+    std::vector<float> padded(60, 0.0f), out(30, -1.0f);
+    for (size_t i = 0; i < 57; ++i) padded[i] = static_cast<float>(i);
+    if (braidReduceScatter(padded.data(), out.data(), 30, braidFloat32, braidSum, comm, nullptr) !=
+        braidSuccess)
+      return braidGetLastError(comm);
+    for (size_t i = 0; i < 30; ++i) {
+      size_t g = rank * 30 + i;
+      float want = g < 57 ? 2.0f * g : 0.0f;
+      if (out[i] != want) return "padded reduce-scatter element " + std::to_string(g);
+    }
+    return "";
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+}  // namespace
+}  // namespace braid::test
+
+int main(int argc, char** argv) {
+  braid::test::registerChildRole("lonely", [](braidComm_t comm, int rank, int) {
+    if (rank == 1) {
+      // Never enters the all-reduce; waits until rank 0 has given up, then leaves.
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+      return 0;
+    }
+    float x = 1, y = 0;
+    braidResult_t res = braidAllReduce(&x, &y, 1, braidFloat32, braidSum, comm, nullptr);
+    std::string msg = braidGetLastError(comm);
+    bool ok = res == braidTimeout && msg.find("rank 1") != std::string::npos &&
+              msg.find("#1") != std::string::npos;
+    if (!ok) std::fprintf(stderr, "got %s: %s\n", braidGetErrorString(res), msg.c_str());
+    return ok ? 0 : 1;
+  });
+  int rc = braid::test::childMain(argc, argv);
+  if (rc >= 0) return rc;
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
