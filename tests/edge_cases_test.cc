@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,12 @@ TEST(EdgeCases, CollectiveEnteredByOneRankTimesOutNamingThePeer) {
   EXPECT_EQ(results[1].status, 0) << results[1].output;
 }
 
+// A peer process that exits is named at once, not at the timeout.
+TEST(EdgeCases, ExitedPeerIsNamedBeforeTheTimeout) {
+  auto results = runProcesses(2, "deadpeer", {"BRAID_TIMEOUT=60"});
+  EXPECT_EQ(results[0].status, 0) << results[0].output;
+}
+
 // #8: a flat buffer of segments 8 + 0 + 24 elements reduced segment by segment, and 57
 // elements padded to 60 for a reduce-scatter over 2 ranks.
 TEST(EdgeCases, ZeroLengthSegmentsAndPaddedReduceScatter) {
@@ -106,6 +114,17 @@ int main(int argc, char** argv) {
     bool ok = res == braidTimeout && msg.find("rank 1") != std::string::npos &&
               msg.find("#1") != std::string::npos;
     if (!ok) std::fprintf(stderr, "got %s: %s\n", braidGetErrorString(res), msg.c_str());
+    return ok ? 0 : 1;
+  });
+  braid::test::registerChildRole("deadpeer", [](braidComm_t comm, int rank, int) {
+    if (rank == 1) _exit(0);  // gone without a word
+    float x = 1, y = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    braidResult_t res = braidAllReduce(&x, &y, 1, braidFloat32, braidSum, comm, nullptr);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string msg = braidGetLastError(comm);
+    bool ok = res == braidRemoteError && msg.find("rank 1") != std::string::npos && s < 10;
+    if (!ok) std::fprintf(stderr, "got %s after %.1f s: %s\n", braidGetErrorString(res), s, msg.c_str());
     return ok ? 0 : 1;
   });
   int rc = braid::test::childMain(argc, argv);

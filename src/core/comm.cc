@@ -80,6 +80,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
                mine.hostId.c_str(), comm->segment->slots(), comm->segment->slotBytes());
   }
   for (auto& c : comm->connections) comm->connPtrs.push_back(c.get());
+  for (const PeerCard& p : comm->peers)
+    comm->peerPids.push_back(p.hostId == mine.hostId ? p.pid : 0);
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
   BRAID_TRY(boot->barrier());
   if (comm->segment) comm->segment->unlink();
@@ -203,7 +205,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   ExecContext ctx{comm->rank,          comm->nranks,         args.dtype,
                   args.op,             elemSize,             collectiveLabel(args.coll),
                   comm->opCount,       comm->bases.data(),   comm->bases.size(),
-                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data()};
+                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data(), comm->peerPids.data()};
   return execute(plan, ctx);
 }
 
@@ -252,7 +254,7 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
   ExecContext ctx{comm->rank,          comm->nranks,         braidUint8,
                   braidSum,            1,                    "send/recv group",
                   comm->opCount,       comm->bases.data(),   comm->bases.size(),
-                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data()};
+                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data(), comm->peerPids.data()};
   return execute(&plan, ctx);
 }
 

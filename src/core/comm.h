@@ -43,7 +43,8 @@ struct braidComm {
   std::vector<std::unique_ptr<braid::ShmSegment>> peerSegments;
   std::vector<std::unique_ptr<braid::Connection>> connections;  // by peer rank; null for self
   std::vector<braid::Connection*> connPtrs;  // same, as raw pointers for the executor
-  std::vector<uint64_t> sendSeq, recvSeq;    // message sequence numbers per peer
+  std::vector<uint64_t> sendSeq, recvSeq;
+  std::vector<int> peerPids;  // same-host peers' pids (0 elsewhere)    // message sequence numbers per peer
   uint64_t opCount = 0;                      // collectives issued, for messages
   std::mutex mu;                             // one collective at a time per communicator
   std::string lastError;

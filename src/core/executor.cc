@@ -1,8 +1,12 @@
 #include "core/executor.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -72,6 +76,9 @@ class Run {
         double waited = std::chrono::duration<double>(Clock::now() - idleSince).count();
         if (waited > 0.05) std::this_thread::sleep_for(std::chrono::microseconds(20));
         if (waited > timeout) return timeoutError(waited);
+        // A peer process on this host that has exited will never answer: say so now
+        // rather than at the timeout.
+        if ((idle & 16383) == 0) BRAID_TRY(checkPeersAlive());
       }
     }
     return braidSuccess;
@@ -177,6 +184,39 @@ class Run {
       progressed = true;
     }
     return progressed;
+  }
+
+  // The first peer this rank still waits on whose process is gone, as an error.
+  braidResult_t checkPeersAlive() {
+    if (!ctx_.peerPids) return braidSuccess;
+    auto dead = [&](int peer) {
+      int pid = ctx_.peerPids[peer];
+      if (pid <= 0 || pid == getpid()) return false;
+      if (kill(pid, 0) != 0) return errno == ESRCH;
+      // An exited process stays a zombie until its parent reaps it.
+      char path[64], state = 0;
+      snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+      if (FILE* f = fopen(path, "r")) {
+        if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = 0;
+        fclose(f);
+      }
+      return state == 'Z' || state == 'X';
+    };
+    for (size_t q = 0; q < plan_.recvs.size(); ++q)
+      if (recvCur_[q].index < plan_.recvs[q].steps.size() && dead(plan_.recvs[q].peer))
+        return deadPeer(plan_.recvs[q].peer);
+    for (size_t q = 0; q < plan_.sends.size(); ++q)
+      if (sendCur_[q].index < plan_.sends[q].steps.size() && dead(plan_.sends[q].peer))
+        return deadPeer(plan_.sends[q].peer);
+    return braidSuccess;
+  }
+
+  braidResult_t deadPeer(int peer) {
+    return fail(braidRemoteError,
+                "%s #%llu: rank %d (pid %d on this host) exited while this rank waited on it; "
+                "the job cannot finish this call",
+                ctx_.what, static_cast<unsigned long long>(ctx_.opCount), peer,
+                ctx_.peerPids[peer]);
   }
 
   braidResult_t timeoutError(double waited) {

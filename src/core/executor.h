@@ -45,6 +45,7 @@ struct ExecContext {
   Connection* const* connections;  // by peer
   uint64_t* sendSeq;
   uint64_t* recvSeq;
+  const int* peerPids;  // by peer, for liveness checks of processes on this host; may be null
 };
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);
