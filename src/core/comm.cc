@@ -75,13 +75,17 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     const ShmSegment& peerSeg = *comm->peerSegments[r];
     comm->connections[r] =
         std::make_unique<ShmConnection>(peerSeg.fifo(rank), comm->segment->fifo(r),
-                                        comm->segment->slots(), comm->segment->slotBytes());
+                                        comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
     BRAID_INFO("INIT", "rank %d -> rank %d via shm (same host %s): %d slots of %zu bytes", rank, r,
                mine.hostId.c_str(), comm->segment->slots(), comm->segment->slotBytes());
   }
   for (auto& c : comm->connections) comm->connPtrs.push_back(c.get());
-  for (const PeerCard& p : comm->peers)
+  int local = 0;
+  for (const PeerCard& p : comm->peers) {
     comm->peerPids.push_back(p.hostId == mine.hostId ? p.pid : 0);
+    local += p.hostId == mine.hostId;
+  }
+  comm->oversubscribed = local > sysconf(_SC_NPROCESSORS_ONLN);
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
   BRAID_TRY(boot->barrier());
   if (comm->segment) comm->segment->unlink();
@@ -205,7 +209,8 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   ExecContext ctx{comm->rank,          comm->nranks,         args.dtype,
                   args.op,             elemSize,             collectiveLabel(args.coll),
                   comm->opCount,       comm->bases.data(),   comm->bases.size(),
-                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data(), comm->peerPids.data()};
+                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data(), comm->peerPids.data(), comm->segment ? comm->segment->doorbell() : nullptr,
+                  comm->oversubscribed};
   return execute(plan, ctx);
 }
 
@@ -254,7 +259,8 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
   ExecContext ctx{comm->rank,          comm->nranks,         braidUint8,
                   braidSum,            1,                    "send/recv group",
                   comm->opCount,       comm->bases.data(),   comm->bases.size(),
-                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data(), comm->peerPids.data()};
+                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data(), comm->peerPids.data(), comm->segment ? comm->segment->doorbell() : nullptr,
+                  comm->oversubscribed};
   return execute(&plan, ctx);
 }
 

@@ -44,6 +44,7 @@ struct braidComm {
   std::vector<std::unique_ptr<braid::Connection>> connections;  // by peer rank; null for self
   std::vector<braid::Connection*> connPtrs;  // same, as raw pointers for the executor
   std::vector<uint64_t> sendSeq, recvSeq;
+  bool oversubscribed = false;  // more ranks on this host than online cores
   std::vector<int> peerPids;  // same-host peers' pids (0 elsewhere)    // message sequence numbers per peer
   uint64_t opCount = 0;                      // collectives issued, for messages
   std::mutex mu;                             // one collective at a time per communicator

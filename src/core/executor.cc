@@ -54,37 +54,64 @@ class Run {
     localCur_ = 0;
     remaining_ = plan_.schedule.steps.size();
     const double timeout = config().timeoutSec;
-    Clock::time_point idleSince{};
+    Clock::time_point idleSince{}, lastLivenessCheck{};
     unsigned idle = 0;
     while (remaining_ > 0) {
       bool progressed = false;
-      for (size_t q = 0; q < plan_.sends.size(); ++q) progressed |= progressSend(q);
-      for (size_t q = 0; q < plan_.recvs.size(); ++q) {
-        braidResult_t res = progressRecv(q, &progressed);
-        if (res != braidSuccess) return res;
-      }
-      progressed |= progressLocal();
+      BRAID_TRY(pass(&progressed));
       if (progressed) {
         idle = 0;
         continue;
       }
-      // Spin briefly, then yield the core: ranks may outnumber cores.
-      if (++idle < 64) continue;
-      if (idle == 64) idleSince = Clock::now();
-      sched_yield();
-      if ((idle & 255) == 0) {
-        double waited = std::chrono::duration<double>(Clock::now() - idleSince).count();
-        if (waited > 0.05) std::this_thread::sleep_for(std::chrono::microseconds(20));
-        if (waited > timeout) return timeoutError(waited);
-        // A peer process on this host that has exited will never answer: say so now
-        // rather than at the timeout.
-        if ((idle & 16383) == 0) BRAID_TRY(checkPeersAlive());
+      // Spin briefly, yield a few times (ranks may outnumber cores), then sleep on the
+      // doorbell until a peer publishes or frees a slot.
+      // Oversubscribed (more ranks on this host than cores): the peer we wait for needs
+      // this core, so go to sleep almost at once.
+      ++idle;
+      const unsigned spins = ctx_.oversubscribed ? 32 : 4096;
+      const unsigned yields = ctx_.oversubscribed ? 0 : 64;
+      if (idle < spins) continue;
+      if (idle == spins) idleSince = lastLivenessCheck = Clock::now();
+      if (idle < spins + yields) {
+        sched_yield();
+        continue;
+      }
+      if (ctx_.doorbell) {
+        uint32_t seen = ctx_.doorbell->read();
+        ctx_.doorbell->sleeping.store(1, std::memory_order_seq_cst);
+        progressed = false;
+        braidResult_t res = pass(&progressed);
+        if (res == braidSuccess && !progressed) ctx_.doorbell->wait(seen, 10000);
+        ctx_.doorbell->sleeping.store(0, std::memory_order_relaxed);
+        BRAID_TRY(res);
+        if (progressed) {
+          idle = 0;
+          continue;
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+      Clock::time_point now = Clock::now();
+      double waited = std::chrono::duration<double>(now - idleSince).count();
+      if (waited > timeout) return timeoutError(waited);
+      // A peer process on this host that has exited will never answer: say so now rather
+      // than at the timeout.
+      if (now - lastLivenessCheck > std::chrono::milliseconds(100)) {
+        lastLivenessCheck = now;
+        BRAID_TRY(checkPeersAlive());
       }
     }
     return braidSuccess;
   }
 
  private:
+  braidResult_t pass(bool* progressed) {
+    for (size_t q = 0; q < plan_.sends.size(); ++q) *progressed |= progressSend(q);
+    for (size_t q = 0; q < plan_.recvs.size(); ++q) BRAID_TRY(progressRecv(q, progressed));
+    *progressed |= progressLocal();
+    return braidSuccess;
+  }
+
   bool ready(const Step& s) const {
     for (int32_t d : s.deps)
       if (d >= 0 && !plan_.done[d]) return false;

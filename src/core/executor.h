@@ -46,6 +46,8 @@ struct ExecContext {
   uint64_t* sendSeq;
   uint64_t* recvSeq;
   const int* peerPids;  // by peer, for liveness checks of processes on this host; may be null
+  Doorbell* doorbell;   // this rank's, for sleeping while idle; may be null
+  bool oversubscribed;  // more ranks on this host than cores: sleep instead of spinning
 };
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);

@@ -3,7 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <climits>
 
 #include <cstring>
 
@@ -48,7 +53,7 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
                                  std::unique_ptr<ShmSegment>* out) {
   slotBytes = (slotBytes + kLine - 1) / kLine * kLine;
   size_t fifoBytes = fifoBytesFor(slots, slotBytes);
-  size_t bytes = kLine + static_cast<size_t>(nfifos) * fifoBytes;
+  size_t bytes = 2 * kLine + static_cast<size_t>(nfifos) * fifoBytes;
   std::unique_ptr<ShmSegment> s(new ShmSegment());
   uint8_t rnd[12];
   BRAID_TRY(randomBytes(rnd, sizeof(rnd)));
@@ -79,6 +84,7 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   h->slots = static_cast<uint32_t>(slots);
   h->slotBytes = slotBytes;
   h->fifoBytes = fifoBytes;
+  new (static_cast<char*>(base) + kLine) Doorbell();
   for (int i = 0; i < nfifos; ++i) {
     auto* f = static_cast<ShmConnection::Fifo*>(s->fifo(i));
     new (&f->head) std::atomic<uint64_t>(0);
@@ -127,16 +133,36 @@ void ShmSegment::unlink() {
 
 void* ShmSegment::fifo(int index) const {
   auto* h = static_cast<SegmentHeader*>(base_);
-  return static_cast<char*>(base_) + kLine + static_cast<size_t>(index) * h->fifoBytes;
+  return static_cast<char*>(base_) + 2 * kLine + static_cast<size_t>(index) * h->fifoBytes;
 }
 int ShmSegment::slots() const {
   return static_cast<int>(static_cast<SegmentHeader*>(base_)->slots);
 }
 size_t ShmSegment::slotBytes() const { return static_cast<SegmentHeader*>(base_)->slotBytes; }
 
-ShmConnection::ShmConnection(void* sendFifo, void* recvFifo, int slots, size_t slotBytes)
+Doorbell* ShmSegment::doorbell() const {
+  return reinterpret_cast<Doorbell*>(static_cast<char*>(base_) + kLine);
+}
+
+void Doorbell::ring() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping.load(std::memory_order_relaxed)) {
+    ticket.fetch_add(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&ticket), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+            0);
+  }
+}
+
+void Doorbell::wait(uint32_t seen, long timeoutUs) {
+  timespec ts{timeoutUs / 1000000, (timeoutUs % 1000000) * 1000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&ticket), FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+
+ShmConnection::ShmConnection(void* sendFifo, void* recvFifo, int slots, size_t slotBytes,
+                             Doorbell* peerBell)
     : send_(static_cast<Fifo*>(sendFifo)),
       recv_(static_cast<Fifo*>(recvFifo)),
+      peerBell_(peerBell),
       slots_(slots),
       slotBytes_(slotBytes) {}
 
@@ -155,6 +181,7 @@ void ShmConnection::sendCommit(size_t bytes, uint64_t seq) {
   c->bytes = bytes;
   ++sendHead_;
   send_->head.store(sendHead_, std::memory_order_release);
+  peerBell_->ring();
 }
 
 const void* ShmConnection::recvPeek(size_t* bytes, uint64_t* seq) {
@@ -171,6 +198,7 @@ const void* ShmConnection::recvPeek(size_t* bytes, uint64_t* seq) {
 void ShmConnection::recvRelease() {
   ++recvTail_;
   recv_->tail.store(recvTail_, std::memory_order_release);
+  peerBell_->ring();
 }
 
 }  // namespace braid

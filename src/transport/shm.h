@@ -38,6 +38,8 @@ class ShmSegment {
   void* fifo(int index) const;
   int slots() const;
   size_t slotBytes() const;
+  // The owner's doorbell: peers ring it when they publish to or drain from its FIFOs.
+  Doorbell* doorbell() const;
 
  private:
   ShmSegment() = default;
@@ -52,7 +54,8 @@ class ShmSegment {
 class ShmConnection : public Connection {
  public:
   // sendFifo: my FIFO inside the peer's segment; recvFifo: the peer's FIFO inside mine.
-  ShmConnection(void* sendFifo, void* recvFifo, int slots, size_t slotBytes);
+  // peerBell: the peer's doorbell, rung after each publish and each freed slot.
+  ShmConnection(void* sendFifo, void* recvFifo, int slots, size_t slotBytes, Doorbell* peerBell);
 
   void* sendReserve(size_t* capacity) override;
   void sendCommit(size_t bytes, uint64_t seq) override;
@@ -66,6 +69,7 @@ class ShmConnection : public Connection {
  private:
   Fifo* send_;
   Fifo* recv_;
+  Doorbell* peerBell_;
   int slots_;
   size_t slotBytes_;
   uint64_t sendHead_ = 0;  // local copies: each counter has one writer

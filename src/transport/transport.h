@@ -8,10 +8,28 @@
 // what they exchange get an error instead of mixed data.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 namespace braid {
+
+// Lets a rank sleep while it waits on its connections, and its peers wake it: a peer that
+// publishes a piece or frees a slot rings the waiting rank's doorbell. Lives in shared
+// memory (a futex word), so it works between processes and between threads alike.
+// Protocol (no lost wake-ups): the sleeper reads the ticket, sets `sleeping`, re-checks
+// its queues, then waits while the ticket is unchanged; a ringer publishes, then (after a
+// full fence) bumps the ticket and wakes only if `sleeping` is set: a fence and a load on
+// the fast path.
+struct Doorbell {
+  std::atomic<uint32_t> ticket{0};
+  std::atomic<uint32_t> sleeping{0};
+
+  void ring();
+  uint32_t read() const { return ticket.load(std::memory_order_acquire); }
+  // Waits until the ticket moves past `seen` or timeoutUs pass.
+  void wait(uint32_t seen, long timeoutUs);
+};
 
 class Connection {
  public:
