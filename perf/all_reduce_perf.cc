@@ -36,9 +36,13 @@ braidResult_t Run(const void* send, void* recv, const CollCounts& c, braidDataTy
 
 const braid::perf::Collective kAllReduce = {
     .name = "all_reduce_perf",
+    .collective = "allreduce",
     .call = "braidAllReduce",
+    .has_algorithms = true,
     .uses_op = true,
     .uses_root = false,
+    .in_place = true,
+    .bitwise = false,
     .counts = Counts,
     .busbw_factor = BusBwFactor,
     .fill_send = FillSend,

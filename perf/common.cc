@@ -2,21 +2,19 @@
 //
 // Flow, as in nccl-tests' common.cu: parse flags; find the ranks (threads of this
 // process, braidrun's environment, or mpirun); rank 0 prints the header; every rank
-// creates its communicator, and for each datatype and op warms up at the largest and
-// smallest size, then for each size times `iters` back-to-back calls out of place and in
-// place, reduces the time over ranks (-a), checks the result (-c) and rank 0 prints a
-// row. Every cross-rank reduction of timings and counts goes through braidAllReduce
-// itself, so MPI is needed only to hand out the unique id.
+// creates its communicator (forcing -A's algorithm on it), and for each datatype, op and
+// root warms up at the largest and smallest size, then for each size times `iters`
+// back-to-back calls out of place and in place, reduces the time over ranks (-a), checks
+// the result (-c) and rank 0 prints a row. Every cross-rank reduction of timings and counts
+// goes through braidAllReduce itself, so MPI is needed only to hand out the unique id.
 #include "common.h"
 
-#include <getopt.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <climits>
-#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -24,752 +22,15 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
-#ifdef BRAID_HAVE_MPI
-// The C API is all we use; MPI's C++ bindings only bring warnings.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
-#endif
+#include "launch.h"
+#include "options.h"
+#include "report.h"
+#include "verifiable.h"
 
 namespace braid::perf {
 namespace {
-
-// ---------------------------------------------------------------------------------------
-// Datatypes and ops: names as nccl-tests prints them, plus the aliases it does not know.
-
-struct TypeEntry {
-  braidDataType_t dtype;
-  const char* name;  // printed in the "type" column
-  size_t size;
-};
-
-constexpr TypeEntry kTypes[] = {
-    {braidInt8, "int8", 1},         {braidUint8, "uint8", 1},       {braidInt32, "int32", 4},
-    {braidUint32, "uint32", 4},     {braidInt64, "int64", 8},       {braidUint64, "uint64", 8},
-    {braidFloat16, "half", 2},      {braidFloat32, "float", 4},     {braidFloat64, "double", 8},
-    {braidBfloat16, "bfloat16", 2}, {braidFloat8e4m3, "f8e4m3", 1}, {braidFloat8e5m2, "f8e5m2", 1},
-};
-
-struct Alias {
-  const char* name;
-  braidDataType_t dtype;
-};
-
-constexpr Alias kTypeAliases[] = {
-    {"char", braidInt8},          {"int", braidInt32},       {"fp16", braidFloat16},
-    {"float16", braidFloat16},    {"bf16", braidBfloat16},   {"fp32", braidFloat32},
-    {"float32", braidFloat32},    {"fp64", braidFloat64},    {"float64", braidFloat64},
-    {"fp8e4m3", braidFloat8e4m3}, {"e4m3", braidFloat8e4m3}, {"float8e4m3", braidFloat8e4m3},
-    {"fp8e5m2", braidFloat8e5m2}, {"e5m2", braidFloat8e5m2}, {"float8e5m2", braidFloat8e5m2},
-};
-
-constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
-
-const char* TypeName(braidDataType_t dtype) {
-  for (const TypeEntry& t : kTypes) {
-    if (t.dtype == dtype) return t.name;
-  }
-  return "unknown";
-}
-
-// ---------------------------------------------------------------------------------------
-// Element codecs. fp16, bf16 and the two fp8 formats are "minifloats": sign, ebits of
-// biased exponent, mbits of mantissa, IEEE subnormals; e4m3 (OCP) has no infinities and
-// a single NaN mantissa. Encoding rounds to nearest, ties to even, from a double.
-
-struct MiniFormat {
-  int ebits;
-  int mbits;
-  int bias;
-  bool finite_only;  // OCP e4m3: exponent all-ones is a normal binade, S.1111.111 is NaN
-};
-
-double DecodeMini(uint32_t code, const MiniFormat& f) {
-  const uint32_t emask = (1u << f.ebits) - 1;
-  const uint32_t mmask = (1u << f.mbits) - 1;
-  const bool negative = (code >> (f.ebits + f.mbits)) & 1;
-  const uint32_t e = (code >> f.mbits) & emask;
-  const uint32_t m = code & mmask;
-  double v;
-  if (!f.finite_only && e == emask) {
-    v = m ? NAN : INFINITY;
-  } else if (f.finite_only && e == emask && m == mmask) {
-    v = NAN;
-  } else if (e == 0) {
-    v = std::ldexp(static_cast<double>(m), 1 - f.bias - f.mbits);
-  } else {
-    v = std::ldexp(static_cast<double>(m | (1u << f.mbits)),
-                   static_cast<int>(e) - f.bias - f.mbits);
-  }
-  return negative ? -v : v;
-}
-
-uint32_t EncodeMini(double x, const MiniFormat& f) {
-  const uint32_t emask = (1u << f.ebits) - 1;
-  const uint32_t mmask = (1u << f.mbits) - 1;
-  const uint32_t nan =
-      f.finite_only ? (emask << f.mbits) | mmask : (emask << f.mbits) | (1u << (f.mbits - 1));
-  if (std::isnan(x)) return nan;
-  const uint32_t sign = std::signbit(x) ? 1u << (f.ebits + f.mbits) : 0;
-  const uint32_t overflow = f.finite_only ? nan : emask << f.mbits;
-  const double a = std::fabs(x);
-  if (std::isinf(a)) return sign | overflow;
-  if (a == 0) return sign;
-  int k;
-  std::frexp(a, &k);
-  // a lies in [2^e, 2^(e+1)); below the smallest normal the quantum stays fixed.
-  const int emin = 1 - f.bias;
-  int e = std::max(k - 1, emin);
-  double m = std::nearbyint(std::ldexp(a, f.mbits - e));  // default mode: ties to even
-  if (m >= std::ldexp(1.0, f.mbits + 1)) {
-    m /= 2;
-    ++e;
-  }
-  uint32_t mant = static_cast<uint32_t>(m);
-  uint32_t efield = 0;
-  if (mant > mmask) {
-    efield = static_cast<uint32_t>(e + f.bias);
-    mant &= mmask;
-  }
-  const uint32_t max_efield = f.finite_only ? emask : emask - 1;
-  if (efield > max_efield || (f.finite_only && efield == emask && mant == mmask)) {
-    return sign | overflow;
-  }
-  return sign | (efield << f.mbits) | mant;
-}
-
-// Codecs name a storage type, decode/encode through double, and say which inputs keep a
-// reduction exact: integers up to kExactInt are exact, and so are powers of two up to
-// 2^kMaxPow2. kNarrow: avg divides in fp32 (braid.h: 16- and 8-bit floats reduce in fp32).
-template <typename T>
-struct IntCodec {
-  using Storage = T;
-  static constexpr bool kIsFloat = false;
-};
-
-template <int E, int M, int B, bool FiniteOnly, typename S, int ExactInt, int MaxPow2>
-struct MiniCodec {
-  using Storage = S;
-  static constexpr bool kIsFloat = true;
-  static constexpr bool kNarrow = true;
-  static constexpr double kExactInt = ExactInt;
-  static constexpr int kMaxPow2 = MaxPow2;
-  static constexpr MiniFormat kFormat{E, M, B, FiniteOnly};
-  static double Decode(S code) { return DecodeMini(code, kFormat); }
-  static S Encode(double x) { return static_cast<S>(EncodeMini(x, kFormat)); }
-};
-
-using HalfCodec = MiniCodec<5, 10, 15, false, uint16_t, 2048, 15>;
-using Bf16Codec = MiniCodec<8, 7, 127, false, uint16_t, 256, 127>;
-using E4m3Codec = MiniCodec<4, 3, 7, true, uint8_t, 16, 8>;
-using E5m2Codec = MiniCodec<5, 2, 15, false, uint8_t, 8, 15>;
-
-struct FloatCodec {
-  using Storage = float;
-  static constexpr bool kIsFloat = true;
-  static constexpr bool kNarrow = true;
-  static constexpr double kExactInt = 16777216.0;
-  static constexpr int kMaxPow2 = 127;
-  static double Decode(float v) { return v; }
-  static float Encode(double x) { return static_cast<float>(x); }
-};
-
-struct DoubleCodec {
-  using Storage = double;
-  static constexpr bool kIsFloat = true;
-  static constexpr bool kNarrow = false;
-  static constexpr double kExactInt = 9007199254740992.0;
-  static constexpr int kMaxPow2 = 1023;
-  static double Decode(double v) { return v; }
-  static double Encode(double x) { return x; }
-};
-
-// Calls fn with the codec of dtype; false for an unknown dtype.
-template <typename Fn>
-bool Dispatch(braidDataType_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case braidInt8:
-      fn(IntCodec<int8_t>{});
-      return true;
-    case braidUint8:
-      fn(IntCodec<uint8_t>{});
-      return true;
-    case braidInt32:
-      fn(IntCodec<int32_t>{});
-      return true;
-    case braidUint32:
-      fn(IntCodec<uint32_t>{});
-      return true;
-    case braidInt64:
-      fn(IntCodec<int64_t>{});
-      return true;
-    case braidUint64:
-      fn(IntCodec<uint64_t>{});
-      return true;
-    case braidFloat16:
-      fn(HalfCodec{});
-      return true;
-    case braidFloat32:
-      fn(FloatCodec{});
-      return true;
-    case braidFloat64:
-      fn(DoubleCodec{});
-      return true;
-    case braidBfloat16:
-      fn(Bf16Codec{});
-      return true;
-    case braidFloat8e4m3:
-      fn(E4m3Codec{});
-      return true;
-    case braidFloat8e5m2:
-      fn(E5m2Codec{});
-      return true;
-    default:
-      return false;
-  }
-}
-
-// ---------------------------------------------------------------------------------------
-// Verifiable values. Element i of rank r derives from a hash of (seed, r, i).
-
-uint64_t Mix(uint64_t seed, uint64_t rank, uint64_t index) {
-  uint64_t z = seed ^ (rank * 0x9E3779B97F4A7C15ull) ^ (index * 0xC2B2AE3D27D4EB4Full);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;  // splitmix64's finaliser
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Floating-point inputs keep every partial result exact in the type:
-//  sum/avg: integers in [-amp, amp] with nranks * amp <= kExactInt; past that, 0/1 with
-//           at most kExactInt ones per element (period `period` over r + i);
-//  prod:    +-1 and +-2, at most kMaxPow2 twos per element;
-//  max/min: integers in [-8, 8] (exact even in e5m2).
-struct FloatPlan {
-  braidRedOp_t op;
-  uint64_t amp = 0;
-  uint64_t period = 0;  // 0: hashed; else a deterministic sparse pattern
-};
-
-template <typename C>
-FloatPlan MakePlan(braidRedOp_t op, int nranks) {
-  FloatPlan plan{op};
-  const auto n = static_cast<uint64_t>(nranks);
-  if (op == braidSum || op == braidAvg) {
-    const auto exact = static_cast<uint64_t>(C::kExactInt);
-    plan.amp = std::min<uint64_t>(4, exact / n);
-    if (plan.amp == 0) plan.period = (n + exact - 1) / exact;
-  } else if (op == braidProd) {
-    const auto twos = static_cast<uint64_t>(C::kMaxPow2);
-    if (n > twos) plan.period = (n + twos - 1) / twos;
-  }
-  return plan;
-}
-
-double FloatValue(const FloatPlan& plan, uint64_t seed, int rank, size_t index) {
-  const uint64_t h = Mix(seed, static_cast<uint64_t>(rank), index);
-  const uint64_t pos = static_cast<uint64_t>(rank) + index;
-  switch (plan.op) {
-    case braidSum:
-    case braidAvg:
-      if (plan.amp > 0) {
-        return static_cast<double>(static_cast<int64_t>(h % (2 * plan.amp + 1))) -
-               static_cast<double>(plan.amp);
-      }
-      return pos % plan.period == 0 ? 1.0 : 0.0;
-    case braidProd: {
-      const bool two = plan.period == 0 ? (h & 1) != 0 : pos % plan.period == 0;
-      const double mag = two ? 2.0 : 1.0;
-      return ((h >> 8) & 3) == 0 ? -mag : mag;
-    }
-    default:
-      return static_cast<double>(static_cast<int64_t>(h % 17)) - 8.0;
-  }
-}
-
-// Integer inputs span the whole type so sums wrap; products use odd values so they wrap
-// without collapsing to zero.
-template <typename T>
-T IntValue(braidRedOp_t op, uint64_t seed, int rank, size_t index) {
-  uint64_t h = Mix(seed, static_cast<uint64_t>(rank), index);
-  if (op == braidProd) h |= 1;
-  return static_cast<T>(h);
-}
-
-template <typename C>
-void FillInputT(void* buf, size_t count, size_t offset, const CheckArgs& args, int rank) {
-  using S = typename C::Storage;
-  S* out = static_cast<S*>(buf);
-  if constexpr (C::kIsFloat) {
-    const FloatPlan plan = MakePlan<C>(args.op, args.nranks);
-    for (size_t i = 0; i < count; ++i) {
-      out[i] = C::Encode(FloatValue(plan, args.seed, rank, offset + i));
-    }
-  } else {
-    for (size_t i = 0; i < count; ++i) {
-      out[i] = IntValue<S>(args.op, args.seed, rank, offset + i);
-    }
-  }
-}
-
-template <typename C>
-void FillReducedT(void* buf, size_t count, size_t offset, const CheckArgs& args) {
-  using S = typename C::Storage;
-  S* out = static_cast<S*>(buf);
-  const int n = args.nranks;
-  if constexpr (C::kIsFloat) {
-    const FloatPlan plan = MakePlan<C>(args.op, n);
-    for (size_t i = 0; i < count; ++i) {
-      const size_t index = offset + i;
-      double acc = FloatValue(plan, args.seed, 0, index);
-      for (int r = 1; r < n; ++r) {
-        const double v = FloatValue(plan, args.seed, r, index);
-        switch (args.op) {
-          case braidProd:
-            acc *= v;
-            break;
-          case braidMax:
-            acc = std::max(acc, v);
-            break;
-          case braidMin:
-            acc = std::min(acc, v);
-            break;
-          default:
-            acc += v;
-            break;
-        }
-      }
-      if (args.op == braidAvg) {
-        // The sum is exact; one division, in fp32 for the types that reduce in fp32.
-        acc = C::kNarrow ? static_cast<double>(static_cast<float>(acc) / static_cast<float>(n))
-                         : acc / n;
-      }
-      out[i] = C::Encode(acc);
-    }
-  } else {
-    for (size_t i = 0; i < count; ++i) {
-      const size_t index = offset + i;
-      // Sums and products wrap modulo 2^bits: do them in uint64_t (no overflow UB) and
-      // keep the low bits.
-      S first = IntValue<S>(args.op, args.seed, 0, index);
-      uint64_t acc = static_cast<uint64_t>(first);
-      S best = first;
-      for (int r = 1; r < n; ++r) {
-        const S v = IntValue<S>(args.op, args.seed, r, index);
-        switch (args.op) {
-          case braidProd:
-            acc *= static_cast<uint64_t>(v);
-            break;
-          case braidMax:
-            best = std::max(best, v);
-            break;
-          case braidMin:
-            best = std::min(best, v);
-            break;
-          default:
-            acc += static_cast<uint64_t>(v);
-            break;
-        }
-      }
-      if (args.op == braidMax || args.op == braidMin) {
-        out[i] = best;
-      } else if (args.op == braidAvg) {
-        const S sum = static_cast<S>(acc);
-        if constexpr (std::is_signed_v<S>) {
-          out[i] = static_cast<S>(static_cast<int64_t>(sum) / n);  // truncates toward zero
-        } else {
-          out[i] = static_cast<S>(static_cast<uint64_t>(sum) / static_cast<uint64_t>(n));
-        }
-      } else {
-        out[i] = static_cast<S>(acc);
-      }
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------
-// Command line.
-
-struct Options {
-  const char* prog = "perf";
-  int nthreads = 1;
-  size_t min_bytes = 32u << 20;  // nccl-tests' defaults
-  size_t max_bytes = 32u << 20;
-  size_t step_bytes = 1u << 20;
-  size_t step_factor = 1;
-  int iters = 20;
-  int warmup_iters = 5;
-  int agg_iters = 1;
-  int check = 1;
-  int average = 1;  // 0 rank 0, 1 mean, 2 min, 3 max over ranks
-  int blocking = 0;
-  int root = 0;
-  std::vector<braidDataType_t> types{braidFloat32};
-  std::vector<braidRedOp_t> ops{braidSum};
-};
-
-const struct option kLongOptions[] = {
-    {"nthreads", required_argument, nullptr, 't'},
-    {"ngpus", required_argument, nullptr, 'g'},
-    {"minbytes", required_argument, nullptr, 'b'},
-    {"maxbytes", required_argument, nullptr, 'e'},
-    {"stepbytes", required_argument, nullptr, 'i'},
-    {"stepfactor", required_argument, nullptr, 'f'},
-    {"iters", required_argument, nullptr, 'n'},
-    {"agg_iters", required_argument, nullptr, 'm'},
-    {"warmup_iters", required_argument, nullptr, 'w'},
-    {"check", required_argument, nullptr, 'c'},
-    {"op", required_argument, nullptr, 'o'},
-    {"datatype", required_argument, nullptr, 'd'},
-    {"root", required_argument, nullptr, 'r'},
-    {"blocking", required_argument, nullptr, 'z'},
-    {"average", required_argument, nullptr, 'a'},
-    {"help", no_argument, nullptr, 'h'},
-    {nullptr, 0, nullptr, 0},
-};
-
-const char* LongName(int c) {
-  for (const struct option& o : kLongOptions) {
-    if (o.name != nullptr && o.val == c) return o.name;
-  }
-  return "?";
-}
-
-void PrintUsage(const char* prog) {
-  printf(
-      "USAGE: %s\n"
-      "\t[-t,--nthreads <ranks as threads of this process>]\n"
-      "\t[-g,--ngpus <ranks per thread: only 1>]\n"
-      "\t[-b,--minbytes <min size in bytes, K/M/G suffixes>]\n"
-      "\t[-e,--maxbytes <max size in bytes, K/M/G suffixes>]\n"
-      "\t[-i,--stepbytes <increment size>]\n"
-      "\t[-f,--stepfactor <increment factor>]\n"
-      "\t[-n,--iters <iteration count>]\n"
-      "\t[-m,--agg_iters <aggregated iteration count>]\n"
-      "\t[-w,--warmup_iters <warmup iteration count>]\n"
-      "\t[-c,--check <check iteration count: 0 off, 1 on>]\n"
-      "\t[-o,--op <sum/prod/min/max/avg/all>]\n"
-      "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/"
-      "f8e4m3/f8e5m2/all>]\n"
-      "\t[-r,--root <root>]\n"
-      "\t[-z,--blocking <0/1>: barrier after each call]\n"
-      "\t[-a,--average <0/1/2/3> report iteration time of <0=rank 0/1=avg/2=min/3=max>]\n"
-      "\t[-h,--help]\n"
-      "Ranks: -t N threads in this process, times the processes of braidrun "
-      "(BRAID_UNIQUE_ID, BRAID_RANK, BRAID_NRANKS) or mpirun.\n",
-      prog);
-}
-
-[[noreturn]] void UsageError(const Options& o, const std::string& msg) {
-  fprintf(stderr, "%s: %s (see %s -h)\n", o.prog, msg.c_str(), o.prog);
-  exit(2);
-}
-
-std::string FlagName(int c) {
-  return std::string("-") + static_cast<char>(c) + " (--" + LongName(c) + ")";
-}
-
-int64_t ParseInt(const Options& o, int c, const char* text, int64_t lo, int64_t hi) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
-    UsageError(o, "invalid value '" + std::string(text) + "' for " + FlagName(c) +
-                      ": expected an integer in [" + std::to_string(lo) + ", " +
-                      std::to_string(hi) + "]");
-  }
-  return v;
-}
-
-// "8", "1.5K", "128M", "4g": a decimal number with an optional 1024-based suffix.
-size_t ParseSize(const Options& o, int c, const char* text) {
-  const char* p = text;
-  long double value = 0;
-  int digits = 0;
-  for (; *p >= '0' && *p <= '9'; ++p, ++digits) value = value * 10 + (*p - '0');
-  if (*p == '.') {
-    long double scale = 0.1L;
-    for (++p; *p >= '0' && *p <= '9'; ++p, ++digits, scale /= 10) value += scale * (*p - '0');
-  }
-  long double unit = 1;
-  switch (*p) {
-    case 'k':
-    case 'K':
-      unit = 1024.0L;
-      ++p;
-      break;
-    case 'm':
-    case 'M':
-      unit = 1024.0L * 1024;
-      ++p;
-      break;
-    case 'g':
-    case 'G':
-      unit = 1024.0L * 1024 * 1024;
-      ++p;
-      break;
-    default:
-      break;
-  }
-  value *= unit;
-  if (digits == 0 || *p != '\0' || value > static_cast<long double>(1ull << 60)) {
-    UsageError(o, "invalid size '" + std::string(text) + "' for " + FlagName(c) +
-                      ": expected bytes like 8, 64K, 128M or 2G (at most 2^60)");
-  }
-  return static_cast<size_t>(value);
-}
-
-void ParseTypes(Options* o, const char* text) {
-  o->types.clear();
-  if (strcmp(text, "all") == 0) {
-    for (const TypeEntry& t : kTypes) o->types.push_back(t.dtype);
-    return;
-  }
-  for (const TypeEntry& t : kTypes) {
-    if (strcmp(text, t.name) == 0) {
-      o->types.push_back(t.dtype);
-      return;
-    }
-  }
-  for (const Alias& a : kTypeAliases) {
-    if (strcmp(text, a.name) == 0) {
-      o->types.push_back(a.dtype);
-      return;
-    }
-  }
-  UsageError(*o, "unknown datatype '" + std::string(text) + "' for " + FlagName('d') +
-                     ": expected int8, uint8, int32, uint32, int64, uint64, half (fp16), "
-                     "float (fp32), double (fp64), bfloat16 (bf16), f8e4m3, f8e5m2 or all");
-}
-
-void ParseOps(Options* o, const char* text) {
-  o->ops.clear();
-  for (int i = 0; i < braidNumOps; ++i) {
-    if (strcmp(text, "all") == 0 || strcmp(text, kOpNames[i]) == 0) {
-      o->ops.push_back(static_cast<braidRedOp_t>(i));
-    }
-  }
-  if (o->ops.empty()) {
-    UsageError(*o, "unknown op '" + std::string(text) + "' for " + FlagName('o') +
-                       ": expected sum, prod, max, min, avg or all");
-  }
-}
-
-// Returns -1 to go on, else the exit status (help: 0).
-int ParseOptions(int argc, char** argv, Options* o) {
-  if (argc > 0 && argv[0] != nullptr) {
-    const char* slash = strrchr(argv[0], '/');
-    o->prog = slash != nullptr ? slash + 1 : argv[0];
-  }
-  opterr = 0;  // our own messages, with the flag's long name
-  optind = 1;
-  for (;;) {
-    const int c =
-        getopt_long(argc, argv, ":t:g:b:e:i:f:n:m:w:c:o:d:r:z:a:h", kLongOptions, nullptr);
-    if (c == -1) break;
-    switch (c) {
-      case 't':
-        o->nthreads = static_cast<int>(ParseInt(*o, c, optarg, 1, 4096));
-        break;
-      case 'g':
-        if (ParseInt(*o, c, optarg, 1, 4096) != 1) {
-          UsageError(*o,
-                     "-g (--ngpus) must be 1: Braid runs one rank per thread or process; "
-                     "use -t N for N ranks in this process");
-        }
-        break;
-      case 'b':
-        o->min_bytes = ParseSize(*o, c, optarg);
-        break;
-      case 'e':
-        o->max_bytes = ParseSize(*o, c, optarg);
-        break;
-      case 'i':
-        o->step_bytes = ParseSize(*o, c, optarg);
-        break;
-      case 'f':
-        o->step_factor = static_cast<size_t>(ParseInt(*o, c, optarg, 0, 1 << 20));
-        break;
-      case 'n':
-        o->iters = static_cast<int>(ParseInt(*o, c, optarg, 1, INT_MAX));
-        break;
-      case 'm':
-        o->agg_iters = static_cast<int>(ParseInt(*o, c, optarg, 1, INT_MAX));
-        break;
-      case 'w':
-        o->warmup_iters = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
-        break;
-      case 'c':
-        o->check = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
-        break;
-      case 'o':
-        ParseOps(o, optarg);
-        break;
-      case 'd':
-        ParseTypes(o, optarg);
-        break;
-      case 'r':
-        o->root = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
-        break;
-      case 'z':
-        o->blocking = static_cast<int>(ParseInt(*o, c, optarg, 0, 1));
-        break;
-      case 'a':
-        o->average = static_cast<int>(ParseInt(*o, c, optarg, 0, 3));
-        break;
-      case 'h':
-        PrintUsage(o->prog);
-        return 0;
-      case ':':
-        if (optopt != 0) UsageError(*o, "option " + FlagName(optopt) + " needs a value");
-        UsageError(*o, "option '" + std::string(argv[optind - 1]) + "' needs a value");
-      default: {
-        // getopt_long leaves an unknown short flag in optopt, an unknown long one in argv.
-        std::string flag = optopt != 0 ? std::string("-") + static_cast<char>(optopt)
-                                       : std::string(argv[optind - 1]);
-        UsageError(*o, "unknown option '" + flag + "'");
-      }
-    }
-  }
-  if (optind < argc) UsageError(*o, "unexpected argument '" + std::string(argv[optind]) + "'");
-  if (o->min_bytes > o->max_bytes) {
-    UsageError(*o, "-b (--minbytes) " + std::to_string(o->min_bytes) +
-                       " is larger than -e (--maxbytes) " + std::to_string(o->max_bytes));
-  }
-  if (o->step_factor <= 1 && o->step_bytes == 0 && o->min_bytes < o->max_bytes) {
-    UsageError(*o, "-i (--stepbytes) must be > 0 when -f (--stepfactor) is 0 or 1");
-  }
-  return -1;
-}
-
-std::vector<size_t> Sizes(const Options& o) {
-  std::vector<size_t> sizes;
-  for (size_t size = o.min_bytes; size <= o.max_bytes;) {
-    sizes.push_back(size);
-    size_t next;
-    if (o.step_factor > 1) {
-      if (size == 0) {
-        next = 1;  // 0 * factor would never grow
-      } else if (__builtin_mul_overflow(size, o.step_factor, &next)) {
-        break;
-      }
-    } else if (o.step_bytes == 0 || __builtin_add_overflow(size, o.step_bytes, &next)) {
-      break;
-    }
-    size = next;
-  }
-  return sizes;
-}
-
-// ---------------------------------------------------------------------------------------
-// Launch: where the ranks come from.
-
-struct Launch {
-  int nprocs = 1;
-  int proc = 0;
-  int local_proc = 0;  // this process's index among those on its host
-  bool mpi = false;
-  braidUniqueId id{};
-};
-
-bool EnvInt(const char* name, int* value) {
-  const char* text = getenv(name);
-  if (text == nullptr || *text == '\0') return false;
-  char* end = nullptr;
-  errno = 0;
-  const long v = strtol(text, &end, 10);
-  if (*end != '\0' || errno == ERANGE || v < 0 || v > INT_MAX) return false;
-  *value = static_cast<int>(v);
-  return true;
-}
-
-[[noreturn]] void LaunchError(const Options& o, const std::string& msg) {
-  fprintf(stderr, "%s: %s\n", o.prog, msg.c_str());
-  exit(2);
-}
-
-Launch DetectLaunch(const Options& o, int* argc, char*** argv) {
-  Launch l;
-  (void)argc;
-  (void)argv;
-  if (const char* text = getenv("BRAID_UNIQUE_ID"); text != nullptr) {
-    if (!EnvInt("BRAID_RANK", &l.proc) || !EnvInt("BRAID_NRANKS", &l.nprocs) || l.nprocs < 1 ||
-        l.proc >= l.nprocs) {
-      LaunchError(o,
-                  "BRAID_UNIQUE_ID is set but BRAID_RANK / BRAID_NRANKS are missing or "
-                  "invalid (need 0 <= BRAID_RANK < BRAID_NRANKS); launch with braidrun");
-    }
-    if (braidUniqueIdFromString(text, &l.id) != braidSuccess) {
-      LaunchError(o,
-                  "BRAID_UNIQUE_ID is not a unique id (256 hex digits from "
-                  "braidUniqueIdToString): " +
-                      std::string(braidGetLastError(nullptr)));
-    }
-    if (!EnvInt("BRAID_LOCAL_RANK", &l.local_proc)) l.local_proc = l.proc;
-    return l;
-  }
-  int mpi_size = 0;
-  if (EnvInt("OMPI_COMM_WORLD_SIZE", &mpi_size) || EnvInt("PMI_SIZE", &mpi_size)) {
-#ifdef BRAID_HAVE_MPI
-    MPI_Init(argc, argv);
-    l.mpi = true;
-    MPI_Comm_size(MPI_COMM_WORLD, &l.nprocs);
-    MPI_Comm_rank(MPI_COMM_WORLD, &l.proc);
-    if (!EnvInt("OMPI_COMM_WORLD_LOCAL_RANK", &l.local_proc) &&
-        !EnvInt("MPI_LOCALRANKID", &l.local_proc) && !EnvInt("PMI_LOCAL_RANK", &l.local_proc)) {
-      l.local_proc = 0;
-    }
-    int ok = 1;
-    if (l.proc == 0) {
-      const braidResult_t r = braidGetUniqueId(&l.id);
-      if (r != braidSuccess) {
-        fprintf(stderr, "%s: rank 0: braidGetUniqueId failed: %s: %s\n", o.prog,
-                braidGetErrorString(r), braidGetLastError(nullptr));
-        ok = 0;
-      }
-    }
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (!ok) {
-      MPI_Finalize();
-      exit(1);
-    }
-    MPI_Bcast(&l.id, sizeof(l.id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    return l;
-#else
-    if (mpi_size > 1) {
-      LaunchError(o, "started by mpirun as one of " + std::to_string(mpi_size) +
-                         " processes, but this binary was built without MPI (BRAID_HAVE_MPI); "
-                         "rebuild with -Dmpi=enabled or launch with braidrun -n " +
-                         std::to_string(mpi_size));
-    }
-#endif
-  }
-  const braidResult_t r = braidGetUniqueId(&l.id);
-  if (r != braidSuccess) {
-    fprintf(stderr, "%s: braidGetUniqueId failed: %s: %s\n", o.prog, braidGetErrorString(r),
-            braidGetLastError(nullptr));
-    exit(1);
-  }
-  return l;
-}
-
-// Ends the whole job at once: peers blocked in a collective would otherwise wait for this
-// rank until BRAID_TIMEOUT. braidrun and mpirun then stop the other processes.
-[[noreturn]] void Abort(const Launch& l) {
-  fflush(stdout);
-  fflush(stderr);
-#ifdef BRAID_HAVE_MPI
-  if (l.mpi) MPI_Abort(MPI_COMM_WORLD, 1);
-#else
-  (void)l;
-#endif
-  _exit(1);
-}
-
-// ---------------------------------------------------------------------------------------
-// One rank: its communicator, buffers and the sweep.
 
 struct FreeDeleter {
   void operator()(void* p) const { free(p); }
@@ -778,38 +39,37 @@ using Buffer = std::unique_ptr<std::byte, FreeDeleter>;
 
 constexpr size_t kInfoBytes = 128;  // per-rank record gathered for "# Using devices"
 
-std::string TimeString(double usec) {
-  // nccl-tests' rule: two decimals below 100 us, one below 10 ms, none above.
-  char text[32];
-  if (usec >= 10000.0) {
-    snprintf(text, sizeof(text), "%7.0f", usec);
-  } else if (usec >= 100.0) {
-    snprintf(text, sizeof(text), "%7.1f", usec);
-  } else {
-    snprintf(text, sizeof(text), "%7.2f", usec);
-  }
-  return text;
-}
-
 class Rank {
  public:
-  Rank(const Options& o, const Launch& l, const Collective& coll, int thread)
-      : o_(o), l_(l), coll_(coll), thread_(thread) {
-    nranks_ = l.nprocs * o.nthreads;
-    rank_ = l.proc * o.nthreads + thread;
-  }
+  Rank(const Options& o, const Launch& l, const Collective& coll, int thread, FILE* json)
+      : o_(o),
+        l_(l),
+        coll_(coll),
+        thread_(thread),
+        nranks_(l.nprocs * o.nthreads),
+        rank_(l.proc * o.nthreads + thread),
+        report_(coll, o, nranks_, json),
+        pause_forced_allreduce_(o.forces_algorithm() &&
+                                strcasecmp(coll.collective, "allreduce") == 0) {}
 
   // Returns this rank's exit status.
   int Run() {
     Call(braidCommInitRank(&comm_, nranks_, l_.id, rank_), "braidCommInitRank");
+    if (o_.forces_algorithm()) {
+      Call(braidCommSetAlgorithm(comm_, coll_.collective, o_.algorithm.c_str()),
+           "braidCommSetAlgorithm (-A " + o_.algorithm + ")");
+    }
     PrintDevices();
     Allocate();
-    if (rank_ == 0) PrintTableHeader();
+    if (rank_ == 0) report_.PrintHeader();
+    std::vector<int> roots{o_.root};
+    if (coll_.uses_root && o_.all_roots) {
+      roots.clear();
+      for (int r = 0; r < nranks_; ++r) roots.push_back(r);
+    }
     for (braidDataType_t dtype : o_.types) {
-      if (coll_.uses_op) {
-        for (braidRedOp_t op : o_.ops) Sweep(dtype, op);
-      } else {
-        Sweep(dtype, braidSum);
+      for (braidRedOp_t op : coll_.uses_op ? o_.ops : std::vector<braidRedOp_t>{braidSum}) {
+        for (int root : coll_.uses_root ? roots : std::vector<int>{0}) Sweep(dtype, op, root);
       }
     }
     if (rank_ == 0) {
@@ -827,18 +87,32 @@ class Rank {
   }
 
  private:
-  void Call(braidResult_t r, const char* what) {
+  void Call(braidResult_t r, const std::string& what) {
     if (r == braidSuccess) return;
-    fprintf(stderr, "%s: rank %d: %s failed: %s: %s\n", o_.prog, rank_, what,
+    fprintf(stderr, "%s: rank %d: %s failed: %s: %s\n", o_.prog, rank_, what.c_str(),
             braidGetErrorString(r), braidGetLastError(comm_));
     Abort(l_);
+  }
+
+  // The harness's own all-reduces run under the default rule even when -A forces an
+  // all-reduce algorithm, so that the algorithm under test is timed and checked only in
+  // the sweep (and one that cannot reduce a single element still gets a clear message).
+  void HarnessAllReduce(void* buf, size_t count, braidDataType_t dtype, braidRedOp_t op,
+                        const char* what) {
+    if (pause_forced_allreduce_) {
+      Call(braidCommSetAlgorithm(comm_, "allreduce", ""), "braidCommSetAlgorithm (harness)");
+    }
+    Call(braidAllReduce(buf, buf, count, dtype, op, comm_, nullptr), what);
+    if (pause_forced_allreduce_) {
+      Call(braidCommSetAlgorithm(comm_, "allreduce", o_.algorithm.c_str()),
+           "braidCommSetAlgorithm (-A " + o_.algorithm + ")");
+    }
   }
 
   // A barrier made of a one-element all-reduce.
   void Barrier() {
     int32_t token = 0;
-    Call(braidAllReduce(&token, &token, 1, braidInt32, braidSum, comm_, nullptr),
-         "braidAllReduce (harness barrier)");
+    HarnessAllReduce(&token, 1, braidInt32, braidSum, "braidAllReduce (harness barrier)");
   }
 
   double ReduceTime(double seconds) {
@@ -857,14 +131,12 @@ class Rank {
       default:
         break;
     }
-    Call(braidAllReduce(&value, &value, 1, braidFloat64, op, comm_, nullptr),
-         "braidAllReduce (harness time reduction)");
+    HarnessAllReduce(&value, 1, braidFloat64, op, "braidAllReduce (harness time reduction)");
     return o_.average == 1 ? value / nranks_ : value;
   }
 
   int64_t SumOverRanks(int64_t value) {
-    Call(braidAllReduce(&value, &value, 1, braidInt64, braidSum, comm_, nullptr),
-         "braidAllReduce (harness error count)");
+    HarnessAllReduce(&value, 1, braidInt64, braidSum, "braidAllReduce (harness error count)");
     return value;
   }
 
@@ -879,9 +151,8 @@ class Rank {
     char host[kInfoBytes - 8] = {};
     gethostname(host, sizeof(host) - 1);
     memcpy(mine + 8, host, sizeof(host));
-    Call(
-        braidAllReduce(info.data(), info.data(), info.size(), braidUint8, braidSum, comm_, nullptr),
-        "braidAllReduce (harness device report)");
+    HarnessAllReduce(info.data(), info.size(), braidUint8, braidSum,
+                     "braidAllReduce (harness device report)");
     if (rank_ != 0) return;
     for (int r = 0; r < nranks_; ++r) {
       const uint8_t* rec = info.data() + kInfoBytes * r;
@@ -896,37 +167,27 @@ class Rank {
     }
   }
 
-  static void PrintTableHeader() {
-    printf("#\n");
-    printf(
-        "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
-        "          \n",
-        "", "", "", "", "");
-    printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count",
-           "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-           "#wrong");
-    printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
-           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-           "");
-    fflush(stdout);
-  }
-
   // Buffers big enough for the largest size of every datatype, in both placements.
   void Allocate() {
-    size_t send_bytes = 64, recv_bytes = 64, expected_bytes = 64;
+    size_t send_bytes = 64, recv_bytes = 64, region_bytes = 64, region_elems = 1;
     for (braidDataType_t dtype : o_.types) {
       const size_t es = ElementSize(dtype);
       const CollCounts c = coll_.counts(o_.max_bytes / es, nranks_);
       const size_t r = static_cast<size_t>(rank_);
       send_bytes = std::max(send_bytes, c.send_count * es);
-      expected_bytes = std::max(expected_bytes, c.recv_count * es);
+      region_bytes = std::max(region_bytes, c.recv_count * es);
+      region_elems = std::max(region_elems, c.recv_count);
       recv_bytes =
           std::max({recv_bytes, c.recv_count * es, (c.send_inplace_offset * r + c.send_count) * es,
                     (c.recv_inplace_offset * r + c.recv_count) * es});
     }
     send_ = Alloc(send_bytes, "send buffer");
     recv_ = Alloc(recv_bytes, "receive buffer");
-    if (o_.check > 0) expected_ = Alloc(expected_bytes, "expected-result buffer");
+    if (o_.check > 0) {
+      expected_ = Alloc(region_bytes, "expected-result buffer");
+      background_ = Alloc(region_bytes, "expected-result buffer");
+      defined_.assign(region_elems, 0);
+    }
   }
 
   Buffer Alloc(size_t bytes, const char* what) {
@@ -941,27 +202,29 @@ class Rank {
     return Buffer(static_cast<std::byte*>(p));
   }
 
-  void Sweep(braidDataType_t dtype, braidRedOp_t op) {
+  void Sweep(braidDataType_t dtype, braidRedOp_t op, int root) {
     const size_t es = ElementSize(dtype);
     Barrier();
     // Warm-up at the largest then the smallest size, out of place, as nccl-tests does.
     for (size_t bytes : {o_.max_bytes, o_.min_bytes}) {
       const CollCounts c = coll_.counts(bytes / es, nranks_);
-      for (int i = 0; i < o_.warmup_iters; ++i) RunOnce(c, dtype, op, false);
+      for (int i = 0; i < o_.warmup_iters; ++i) RunOnce(c, dtype, op, root, false);
     }
     for (size_t size : Sizes(o_)) {
       const CollCounts c = coll_.counts(size / es, nranks_);
       const size_t bytes = std::max(c.send_count, c.recv_count) * es;
-      if (rank_ == 0) {
-        printf("%12zu  %12zu  %8s  %6s  %6i", bytes, c.param_count, TypeName(dtype),
-               coll_.uses_op ? kOpNames[op] : "none", coll_.uses_root ? o_.root : -1);
+      const double algbw_bytes = coll_.algbw_bytes != nullptr ? coll_.algbw_bytes(c, es, nranks_)
+                                                              : static_cast<double>(bytes);
+      if (rank_ == 0) report_.BeginRow(bytes, c.param_count, dtype, op, root);
+      for (bool in_place : {false, true}) {
+        if (in_place && !coll_.in_place) {
+          if (rank_ == 0) report_.AddNotApplicable();
+          continue;
+        }
+        const Measurement m = Bench(c, algbw_bytes, dtype, op, root, in_place);
+        if (rank_ == 0) report_.AddResult(m);
       }
-      Bench(c, bytes, dtype, op, false);
-      Bench(c, bytes, dtype, op, true);
-      if (rank_ == 0) {
-        printf("\n");
-        fflush(stdout);
-      }
+      if (rank_ == 0) report_.EndRow();
     }
   }
 
@@ -972,131 +235,223 @@ class Rank {
     return recv_.get() + (in_place ? c.recv_inplace_offset * es * rank_ : 0);
   }
 
-  void RunOnce(const CollCounts& c, braidDataType_t dtype, braidRedOp_t op, bool in_place) {
+  void RunOnce(const CollCounts& c, braidDataType_t dtype, braidRedOp_t op, int root,
+               bool in_place) {
     const size_t es = ElementSize(dtype);
     const braidResult_t r = coll_.run(SendPtr(c, es, in_place), RecvPtr(c, es, in_place), c, dtype,
-                                      op, o_.root, comm_, nullptr);
+                                      op, root, comm_, nullptr);
     if (r != braidSuccess) {
-      const std::string what = std::string(coll_.call) + " (" + TypeName(dtype) + " " +
-                               kOpNames[op] + ", count " + std::to_string(c.param_count) +
-                               (in_place ? ", in place)" : ", out of place)");
-      Call(r, what.c_str());
+      std::string what = std::string(coll_.call) + " (" + TypeName(dtype);
+      if (coll_.uses_op) what += std::string(" ") + OpName(op);
+      if (coll_.uses_root) what += ", root " + std::to_string(root);
+      what +=
+          ", count " + std::to_string(c.param_count) + (in_place ? ", in place" : ", out of place");
+      if (o_.forces_algorithm()) what += ", algorithm " + o_.algorithm + " forced by -A";
+      Call(r, what + ")");
     }
   }
 
-  void Bench(const CollCounts& c, size_t bytes, braidDataType_t dtype, braidRedOp_t op,
-             bool in_place) {
+  Measurement Bench(const CollCounts& c, double algbw_bytes, braidDataType_t dtype, braidRedOp_t op,
+                    int root, bool in_place) {
     const size_t es = ElementSize(dtype);
-    CheckArgs args{dtype, op, o_.root, rank_, nranks_, 0};
     // Time the call on valid data, as nccl-tests does (NaNs or denormals could skew it).
-    if (o_.check > 0) coll_.fill_send(SendPtr(c, es, in_place), c, args);
+    if (o_.check > 0) {
+      const CheckArgs args{dtype, op, root, rank_, nranks_, 0};
+      coll_.fill_send(SendPtr(c, es, in_place), c, args);
+    }
     Barrier();
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < o_.iters; ++i) {
-      for (int a = 0; a < o_.agg_iters; ++a) RunOnce(c, dtype, op, in_place);
+      for (int a = 0; a < o_.agg_iters; ++a) RunOnce(c, dtype, op, root, in_place);
       if (o_.blocking) Barrier();
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    const double seconds =
-        ReduceTime(elapsed.count() / (static_cast<double>(o_.iters) * o_.agg_iters));
-    const double algbw = seconds > 0 ? static_cast<double>(bytes) / 1.0e9 / seconds : 0.0;
-    const double busbw = algbw * coll_.busbw_factor(nranks_);
+    Measurement m;
+    m.seconds = ReduceTime(elapsed.count() / (static_cast<double>(o_.iters) * o_.agg_iters));
+    m.algbw = m.seconds > 0 ? algbw_bytes / 1.0e9 / m.seconds : 0.0;
+    m.busbw = m.algbw * coll_.busbw_factor(nranks_);
 
     int64_t wrong = 0;
     for (int k = 0; k < o_.check; ++k) {
-      args.seed = Mix(++checks_, 0x6272616964ull, static_cast<uint64_t>(in_place));
-      std::byte* recv = RecvPtr(c, es, in_place);
-      coll_.fill_expected(expected_.get(), c, args);
-      // Poison the output with the complement of the expected bits (differs in value for
-      // every type), then write the input, which in place lies inside the output.
-      for (size_t b = 0; b < c.recv_count * es; ++b) recv[b] = ~expected_.get()[b];
-      coll_.fill_send(SendPtr(c, es, in_place), c, args);
-      RunOnce(c, dtype, op, in_place);
-      const size_t local = CountMismatches(recv, expected_.get(), c.recv_count, dtype);
-      if (local != 0) {
-        fprintf(stderr, "%s: rank %d: %zu of %zu elements wrong (%s %s %s, %zu bytes)\n", o_.prog,
-                rank_, local, c.recv_count, TypeName(dtype), kOpNames[op],
-                in_place ? "in place" : "out of place", bytes);
-      }
-      wrong = SumOverRanks(static_cast<int64_t>(local));
+      wrong = SumOverRanks(static_cast<int64_t>(Check(c, dtype, op, root, in_place)));
       if (wrong != 0) break;
     }
+    if (o_.check > 0) m.wrong = wrong;
     // nccl-tests counts one error per rank for each check that found wrong elements.
     if (wrong != 0) errors_ += nranks_;
-    bw_sum_ += busbw;
+    bw_sum_ += m.busbw;
     ++bw_count_;
-    if (rank_ == 0) {
-      if (o_.check > 0) {
-        printf("  %7s  %6.2f  %6.2f  %5lld", TimeString(seconds * 1e6).c_str(), algbw, busbw,
-               static_cast<long long>(wrong));
-      } else {
-        printf("  %7s  %6.2f  %6.2f  %5s", TimeString(seconds * 1e6).c_str(), algbw, busbw, "N/A");
-      }
+    return m;
+  }
+
+  // One validated call; returns this rank's wrong elements. The receive region is first
+  // poisoned: elements the call defines get the complement of their expected bits, the
+  // others a background they must keep (plus, in place, the input written over it).
+  size_t Check(const CollCounts& c, braidDataType_t dtype, braidRedOp_t op, int root,
+               bool in_place) {
+    const size_t es = ElementSize(dtype);
+    const size_t n = c.recv_count;
+    const CheckArgs args{dtype, op,      root,
+                         rank_, nranks_, Mix(++checks_, 0x6272616964ull, in_place ? 1 : 0)};
+    std::byte* want = expected_.get();
+    std::byte* other = background_.get();
+    // Which elements the call defines: fill_expected over two complementary backgrounds
+    // writes the same bits into those and leaves every byte of the others different.
+    FillBytes(want, n * es, args.seed);
+    for (size_t b = 0; b < n * es; ++b) other[b] = ~want[b];
+    coll_.fill_expected(want, c, args);
+    coll_.fill_expected(other, c, args);
+    std::byte* recv = RecvPtr(c, es, in_place);
+    for (size_t i = 0; i < n; ++i) {
+      defined_[i] = memcmp(want + i * es, other + i * es, es) == 0;
+      for (size_t b = i * es; b < (i + 1) * es; ++b) recv[b] = defined_[i] ? ~want[b] : want[b];
     }
+    coll_.fill_send(SendPtr(c, es, in_place), c, args);
+    for (size_t i = 0; i < n; ++i) {
+      if (!defined_[i]) memcpy(want + i * es, recv + i * es, es);
+    }
+    RunOnce(c, dtype, op, root, in_place);
+
+    // Defined reduction results compare by value (-0 equals +0); everything else by bits.
+    size_t wrong = 0, first = n;
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j < n && defined_[j] == defined_[i]) ++j;
+      const size_t bad = defined_[i] && !coll_.bitwise
+                             ? CountMismatches(recv + i * es, want + i * es, j - i, dtype)
+                             : CountBitMismatches(recv + i * es, want + i * es, j - i, es);
+      if (bad != 0 && first == n) {
+        for (size_t k = i; k < j && first == n; ++k) {
+          const bool differs = defined_[k] && !coll_.bitwise
+                                   ? CountMismatches(recv + k * es, want + k * es, 1, dtype) != 0
+                                   : memcmp(recv + k * es, want + k * es, es) != 0;
+          if (differs) first = k;
+        }
+      }
+      wrong += bad;
+      i = j;
+    }
+    if (wrong != 0) {
+      std::string call = TypeName(dtype);
+      if (coll_.uses_op) call += std::string(" ") + OpName(op);
+      if (coll_.uses_root) call += ", root " + std::to_string(root);
+      fprintf(stderr,
+              "%s: rank %d: %zu of %zu elements wrong (%s, %zu bytes, count %zu, %s); first: "
+              "element %zu (%s) holds 0x%s, want 0x%s\n",
+              o_.prog, rank_, wrong, n, call.c_str(), std::max(c.send_count, c.recv_count) * es,
+              c.param_count, in_place ? "in place" : "out of place", first,
+              defined_[first] ? "a result" : "must be left unchanged",
+              Hex(recv + first * es, es).c_str(), Hex(want + first * es, es).c_str());
+    }
+    return wrong;
+  }
+
+  // Bytes of one element, most significant first (little-endian host).
+  static std::string Hex(const std::byte* p, size_t n) {
+    std::string s;
+    char digits[3];
+    for (size_t b = n; b-- > 0;) {
+      snprintf(digits, sizeof(digits), "%02x", static_cast<unsigned>(p[b]));
+      s += digits;
+    }
+    return s;
   }
 
   const Options& o_;
   const Launch& l_;
   const Collective& coll_;
   const int thread_;
-  int nranks_ = 1;
-  int rank_ = 0;
+  const int nranks_;
+  const int rank_;
+  Report report_;
+  const bool pause_forced_allreduce_;
   braidComm_t comm_ = nullptr;
-  Buffer send_, recv_, expected_;
+  Buffer send_, recv_, expected_, background_;
+  std::vector<uint8_t> defined_;
   uint64_t checks_ = 0;
   int errors_ = 0;
   double bw_sum_ = 0;
   int bw_count_ = 0;
 };
 
-}  // namespace
+// The names -A accepts for this binary's collective, in table order.
+std::vector<std::string> AlgorithmNames(const Collective& coll) {
+  std::vector<std::string> names;
+  if (!coll.has_algorithms) return names;
+  int count = 0;
+  if (braidListAlgorithms(coll.collective, nullptr, 0, &count) != braidSuccess) return names;
+  std::vector<const char*> raw(static_cast<size_t>(count));
+  braidListAlgorithms(coll.collective, raw.data(), count, &count);
+  for (int i = 0; i < count && i < static_cast<int>(raw.size()); ++i) names.push_back(raw[i]);
+  return names;
+}
 
-size_t ElementSize(braidDataType_t dtype) {
-  for (const TypeEntry& t : kTypes) {
-    if (t.dtype == dtype) return t.size;
+// braidrun and mpirun start every process with the same flags; one of them speaks for -A
+// list (before any communicator exists, rank is known only from the environment).
+bool FirstProcess() {
+  for (const char* var : {"BRAID_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    const char* v = getenv(var);
+    if (v != nullptr && *v != '\0' && strcmp(v, "0") != 0) return false;
   }
-  return 0;
+  return true;
 }
 
-void FillInput(void* buf, size_t count, size_t offset, const CheckArgs& args, int rank) {
-  Dispatch(args.dtype,
-           [&](auto codec) { FillInputT<decltype(codec)>(buf, count, offset, args, rank); });
-}
-
-void FillReduced(void* buf, size_t count, size_t offset, const CheckArgs& args) {
-  Dispatch(args.dtype,
-           [&](auto codec) { FillReducedT<decltype(codec)>(buf, count, offset, args); });
-}
-
-size_t CountMismatches(const void* got, const void* want, size_t count, braidDataType_t dtype) {
-  size_t wrong = 0;
-  Dispatch(dtype, [&](auto codec) {
-    using C = decltype(codec);
-    using S = typename C::Storage;
-    const S* g = static_cast<const S*>(got);
-    const S* w = static_cast<const S*>(want);
-    for (size_t i = 0; i < count; ++i) {
-      if constexpr (C::kIsFloat) {
-        const double a = C::Decode(g[i]);
-        const double b = C::Decode(w[i]);
-        if (!(a == b || (std::isnan(a) && std::isnan(b)))) ++wrong;
-      } else {
-        if (g[i] != w[i]) ++wrong;
-      }
+// -A list prints and returns 0; an -A name no algorithm answers to exits with status 2;
+// a known one is respelled as the table spells it (names match case-insensitively).
+int CheckAlgorithmFlag(Options* opts, const Collective& coll) {
+  const Options& o = *opts;
+  if (o.algorithm.empty() || o.algorithm == "auto") return -1;
+  const std::vector<std::string> names = AlgorithmNames(coll);
+  if (o.algorithm == "list") {
+    if (!coll.has_algorithms && FirstProcess()) {
+      fprintf(stderr,
+              "%s: %s runs grouped braidSend/braidRecv, which no algorithm of the table "
+              "implements: there is nothing to list\n",
+              o.prog, coll.name);
     }
-  });
-  return wrong;
+    if (FirstProcess()) {
+      for (const std::string& name : names) printf("%s\n", name.c_str());
+    }
+    return 0;
+  }
+  if (!coll.has_algorithms) {
+    UsageError(o, "-A (--algorithm) " + o.algorithm + ": " + coll.name +
+                      " runs grouped braidSend/braidRecv, which no algorithm implements; "
+                      "-A applies to the collective binaries only");
+  }
+  for (const std::string& name : names) {
+    if (strcasecmp(name.c_str(), o.algorithm.c_str()) == 0) {
+      opts->algorithm = name;
+      return -1;
+    }
+  }
+  std::string known;
+  for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
+  UsageError(o, "-A (--algorithm): no " + std::string(coll.collective) + " algorithm named '" +
+                    o.algorithm + "' (known: " + (known.empty() ? "none" : known) +
+                    "; -A list prints them)");
 }
+
+}  // namespace
 
 int PerfMain(int argc, char** argv, const Collective& coll) {
   setlinebuf(stdout);
   Options o;
   if (const int status = ParseOptions(argc, argv, &o); status >= 0) return status;
+  if (const int status = CheckAlgorithmFlag(&o, coll); status >= 0) return status;
   const Launch l = DetectLaunch(o, &argc, &argv);
   const int nranks = l.nprocs * o.nthreads;
   if (coll.uses_root && o.root >= nranks) {
     LaunchError(o, "-r (--root) " + std::to_string(o.root) + " is not a rank: there are " +
                        std::to_string(nranks) + " ranks");
+  }
+  FILE* json = nullptr;
+  if (l.proc == 0 && !o.json_path.empty()) {
+    json = fopen(o.json_path.c_str(), "w");
+    if (json == nullptr) {
+      LaunchError(o, "-J (--json): cannot open '" + o.json_path +
+                         "' for writing: " + std::string(strerror(errno)));
+    }
   }
   if (l.proc == 0) {
     printf("# Collective test starting: %s\n", coll.name);
@@ -1105,8 +460,21 @@ int PerfMain(int argc, char** argv, const Collective& coll) {
         "iters: %d agg iters: %d validation: %d graph: %d\n",
         o.nthreads, 1, o.min_bytes, o.max_bytes, o.step_factor > 1 ? o.step_factor : o.step_bytes,
         o.step_factor > 1 ? "factor" : "bytes", o.warmup_iters, o.iters, o.agg_iters, o.check, 0);
+    if (o.forces_algorithm()) printf("# Algorithm: %s (forced by -A)\n", o.algorithm.c_str());
     if (o.blocking)
       printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
+    fflush(stdout);
+  }
+  if (coll.skip_reason != nullptr) {
+    if (const char* why = coll.skip_reason(nranks); why != nullptr) {
+      // Every process sees the same nranks, so none of them creates a communicator.
+      if (l.proc == 0) printf("nRanks %d %s, skipping\n", nranks, why);
+      if (json != nullptr) fclose(json);
+      FinishLaunch(l);
+      return 0;
+    }
+  }
+  if (l.proc == 0) {
     printf("#\n");
     printf("# Using devices\n");
     fflush(stdout);
@@ -1116,14 +484,12 @@ int PerfMain(int argc, char** argv, const Collective& coll) {
   std::vector<std::thread> threads;
   threads.reserve(o.nthreads);
   for (int t = 1; t < o.nthreads; ++t) {
-    threads.emplace_back([&, t] { status[t] = Rank(o, l, coll, t).Run(); });
+    threads.emplace_back([&, t] { status[t] = Rank(o, l, coll, t, nullptr).Run(); });
   }
-  status[0] = Rank(o, l, coll, 0).Run();
+  status[0] = Rank(o, l, coll, 0, json).Run();
   for (std::thread& t : threads) t.join();
-
-#ifdef BRAID_HAVE_MPI
-  if (l.mpi) MPI_Finalize();
-#endif
+  if (json != nullptr) fclose(json);
+  FinishLaunch(l);
   return *std::max_element(status.begin(), status.end());
 }
 
