@@ -1,7 +1,118 @@
+// Large-message broadcast: binomial scatter from the root, then ring all-gather (M. Barnett,
+// L. Shuler, R. van de Geijn, S. Gupta, D. Payne, J. Watts, "Interprocessor collective
+// communication library (InterCom)", SHPCC 1994; R. Thakur, R. Rabenseifner, W. Gropp,
+// IJHPCA 2005; MPICH's MPIR_Bcast_intra_scatter_ring_allgather).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include "algorithms/schedule.h"
 
 namespace braid {
 
-void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table) { (void)table; }
+namespace {
+
+// Ranks are relabelled so the root is vrank 0, and the vector is cut into n chunks with
+// partStart (any count; chunks may be empty when count < n); chunk v is vrank v's.
+//   1. Scatter down the binomial tree: vrank v with lowest set bit m (the root: the power
+//      of two >= n) receives chunks [v, v + m) from v - m in one message, then sends
+//      chunks [v + h, v + 2h) to child v + h for h = m/2, m/4, .., 1. Afterwards v holds
+//      chunks [v, min(v + m, n)): at least its own.
+//   2. Ring all-gather over vranks, steps s = 0 .. n-2: v sends chunk (v - s) to v + 1 and
+//      receives chunk (v - 1 - s) from v - 1. A chunk the receiver already holds from the
+//      scatter is skipped on both sides (both can tell), as is an empty chunk, so no
+//      element is written twice; the root, holding all, only sends.
+// The root sends from its send buffer and copies it into its receive buffer. Each rank
+// sends and receives about (n-1)/n of the vector in the ring plus the scatter's share,
+// against log2(n) whole vectors for a binomial tree.
+void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* out) {
+  out->steps.clear();
+  out->scratchElems = 0;
+  const int n = a.nranks;
+  if (a.count == 0) return;
+  if (n == 1 || a.rank == a.root) {
+    Step s;
+    s.kind = StepKind::kCopy;
+    s.src = {BufferId::kSend, 0};
+    s.dst = {BufferId::kRecv, 0};
+    s.count = a.count;
+    out->add(s);
+    if (n == 1) return;
+  }
+  const int v = (a.rank - a.root + n) % n;
+  auto phys = [&](int64_t vr) { return static_cast<int>((vr % n + a.root) % n); };
+  auto chunkBegin = [&](int64_t c) { return partStart(a.count, n, static_cast<size_t>(c)); };
+  int64_t pof2 = 1;
+  while (pof2 < n) pof2 *= 2;
+  // The scatter leaves vrank w holding chunks [w, heldEnd(w)).
+  auto heldEnd = [&](int64_t w) {
+    const int64_t m = w == 0 ? pof2 : (w & -w);
+    return std::min<int64_t>(w + m, n);
+  };
+  auto holds = [&](int64_t w, int64_t c) { return c >= w && c < heldEnd(w); };
+  const BufferId from = v == 0 ? BufferId::kSend : BufferId::kRecv;
+  std::vector<int32_t> writer(n, -1);  // the step that brought each chunk here, if any
+
+  const int64_t m = v == 0 ? pof2 : (v & -v);
+  if (v != 0) {
+    const size_t b = chunkBegin(v), e = chunkBegin(heldEnd(v));
+    if (e > b) {
+      Step s;
+      s.kind = StepKind::kRecv;
+      s.peer = phys(v - m);
+      s.dst = {BufferId::kRecv, b};
+      s.count = e - b;
+      const int32_t idx = out->add(s);
+      for (int64_t c = v; c < heldEnd(v); ++c) writer[c] = idx;
+    }
+  }
+  for (int64_t h = m / 2; h >= 1; h /= 2) {
+    const int64_t child = v + h;
+    if (child >= n) continue;
+    const size_t b = chunkBegin(child), e = chunkBegin(heldEnd(child));
+    if (e == b) continue;
+    Step s;
+    s.kind = StepKind::kSend;
+    s.peer = phys(child);
+    s.src = {from, b};
+    s.count = e - b;
+    s.deps[0] = writer[child];
+    out->add(s);
+  }
+
+  const int64_t right = (v + 1) % n;
+  for (int64_t step = 0; step + 1 < n; ++step) {
+    const int64_t sc = ((v - step) % n + n) % n, rc = ((v - 1 - step) % n + n) % n;
+    const size_t sb = chunkBegin(sc), se = chunkBegin(sc + 1);
+    if (se > sb && !holds(right, sc)) {
+      Step s;
+      s.kind = StepKind::kSend;
+      s.peer = phys(right);
+      s.src = {from, sb};
+      s.count = se - sb;
+      s.deps[0] = writer[sc];
+      out->add(s);
+    }
+    const size_t rb = chunkBegin(rc), re = chunkBegin(rc + 1);
+    if (re > rb && !holds(v, rc)) {
+      Step s;
+      s.kind = StepKind::kRecv;
+      s.peer = phys(v - 1 + n);
+      s.dst = {BufferId::kRecv, rb};
+      s.count = re - rb;
+      writer[rc] = out->add(s);
+    }
+  }
+}
+
+}  // namespace
+
+void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table) {
+  table->push_back({"scatter_allgather", Collective::kBroadcast,
+                    "binomial scatter of n chunks from the root, then ring all-gather; about "
+                    "2(n-1)/n of the vector per rank (Barnett et al. 1994, van de Geijn; MPICH "
+                    "scatter_ring_allgather)",
+                    buildScatterAllGatherBroadcast, nullptr});
+}
 
 }  // namespace braid

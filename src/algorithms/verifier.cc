@@ -1,10 +1,1377 @@
+// The schedule verifier (DESIGN.md, "algorithms are schedules"; the checks are listed in
+// verifier.h).
+//
+// How it runs. Every rank's schedule is built, checked step by step (peers, bounds, null
+// buffers, the read-only send buffer, divisors, dependency indices) and packed into a
+// Program: 40-byte steps with element addresses resolved, sorted into the executor's
+// queues (one FIFO per peer and direction, one for local steps). The simulation drains a
+// worklist of queues: a queue's head step runs once its dependencies are done. A send
+// snapshots its source elements as the message and pushes the message's slots into the
+// connection while there is room (VerifyOptions::connectionSlots); a receive drains the
+// slots of the message at the head of its connection and, once the whole message is in,
+// writes its destination. When no queue can move, whatever is left is a deadlock.
+//
+// Symbols. A reducing collective's element is (source index, number of ranks combined, two
+// 64-bit sums of per-rank random values, divided flag): 32 bytes whatever nranks is, and a
+// rank counted twice shows as a count above nranks or a sum that is not the full one. A
+// data-movement element is the same with one contributor, so it names its source rank
+// and index.
+//
+// Races. The simulation picks one order; the executor may pick another. So each element
+// remembers its last writer and the readers since, and a step that reads (writes) it must
+// be ordered after that writer (and those readers). "Ordered" is the executor's
+// happens-before: queue order, dependencies and send -> matching receive, transitively and
+// across ranks. A backward search from the later step proves it, never leaving the time
+// window after the earlier step finished; a small cache serves the common case of one step
+// touching many elements that one earlier step touched. With every conflicting pair
+// ordered, every execution computes what the simulated one did.
+//
+// Barrier. Each step carries the set of ranks it has heard from (its own, its queue
+// predecessor's, its dependencies' and, for a receive, the matching send's); every rank
+// must have heard from all when it finishes. Sets live in a refcounted pool.
 #include "algorithms/verifier.h"
 
-namespace braid {
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+#include <vector>
 
-VerifyResult verifySchedules(const AlgorithmInfo&, int, const std::function<CollArgs(int)>&,
-                             bool) {
-  return {false, "verifier not written yet"};
+namespace braid {
+namespace {
+
+struct Sym {
+  uint64_t h1;
+  uint64_t h2;
+  uint64_t idx;      // source element index
+  uint32_t cnt;      // ranks combined into it; 0: undefined
+  uint32_t divided;  // AVG's division applied
+};
+static_assert(sizeof(Sym) == 32, "one symbol is 32 bytes");
+
+bool same(const Sym& a, const Sym& b) {
+  return a.h1 == b.h1 && a.h2 == b.h2 && a.idx == b.idx && a.cnt == b.cnt && a.divided == b.divided;
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char small[512];
+  int len = vsnprintf(small, sizeof(small), fmt, ap);
+  va_end(ap);
+  if (len < 0) return fmt;
+  if (static_cast<size_t>(len) < sizeof(small)) return std::string(small, len);
+  std::string out(static_cast<size_t>(len) + 1, '\0');
+  va_start(ap, fmt);
+  vsnprintf(out.data(), out.size(), fmt, ap);
+  va_end(ap);
+  out.resize(static_cast<size_t>(len));
+  return out;
+}
+
+const char* kindName(StepKind k) {
+  switch (k) {
+    case StepKind::kSend:
+      return "send";
+    case StepKind::kRecv:
+      return "recv";
+    case StepKind::kRecvReduce:
+      return "recv-reduce";
+    case StepKind::kCopy:
+      return "copy";
+  }
+  return "bad-kind";
+}
+
+const char* opName(braidRedOp_t op) {
+  switch (op) {
+    case braidSum:
+      return "sum";
+    case braidProd:
+      return "prod";
+    case braidMax:
+      return "max";
+    case braidMin:
+      return "min";
+    case braidAvg:
+      return "avg";
+    default:
+      return "premulsum";
+  }
+}
+
+const char* bufName(int b) {
+  switch (b) {
+    case 0:
+      return "send";
+    case 1:
+      return "recv";
+    case 2:
+      return "scratch";
+    default:
+      return "user";
+  }
+}
+
+bool isReducing(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+}
+bool isRooted(Collective c) {
+  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+         c == Collective::kScatter;
+}
+bool hasInPlace(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
+         c == Collective::kAllGather || c == Collective::kBroadcast || c == Collective::kReduce;
+}
+
+// One step as a message shows it, whether from a Schedule or a packed step.
+std::string describe(int rank, int index, StepKind kind, int peer, size_t count, int srcBuf,
+                     size_t srcOff, int dstBuf, size_t dstOff, int divisor, braidRedOp_t op) {
+  const std::string div = divisor > 1 ? format(" / %d", divisor) : std::string();
+  switch (kind) {
+    case StepKind::kSend:
+      return format("rank %d step %d (send %zu elements from %s[%zu] to rank %d)", rank, index,
+                    count, bufName(srcBuf), srcOff, peer);
+    case StepKind::kRecv:
+      return format("rank %d step %d (recv %zu elements from rank %d into %s[%zu])", rank, index,
+                    count, peer, bufName(dstBuf), dstOff);
+    case StepKind::kRecvReduce:
+      return format(
+          "rank %d step %d (recv-reduce %zu elements from rank %d: %s[%zu] = %s(%s[%zu], "
+          "incoming)%s)",
+          rank, index, count, peer, bufName(dstBuf), dstOff, opName(op), bufName(srcBuf), srcOff,
+          div.c_str());
+    case StepKind::kCopy:
+      return format("rank %d step %d (copy %zu elements %s[%zu] -> %s[%zu]%s)", rank, index, count,
+                    bufName(srcBuf), srcOff, bufName(dstBuf), dstOff, div.c_str());
+  }
+  return format("rank %d step %d (unknown kind %d)", rank, index, static_cast<int>(kind));
+}
+
+struct BufInfo {
+  int64_t base = 0;  // into the flat element array
+  size_t size = 0;
+  bool null = true;  // the collective leaves this buffer unset on this rank
+};
+
+// A step packed for the simulation; src/dst are indices into the flat element array.
+struct PStep {
+  int32_t rank;
+  int32_t peer;
+  int32_t queue;
+  int32_t pos;  // in its queue
+  uint32_t count;
+  uint32_t src;
+  uint32_t dst;
+  int32_t divisor;
+  int32_t depBegin;  // into Program::deps, global step ids
+  StepKind kind;
+  uint8_t srcBuf, dstBuf, ndeps;
+};
+static_assert(sizeof(PStep) == 40, "a packed step is 40 bytes");
+
+enum QueueKind : uint8_t { kLocalQ, kSendQ, kRecvQ };
+
+struct Queue {
+  int32_t rank;
+  int32_t peer;  // -1 for the local queue
+  QueueKind kind;
+  int32_t begin, end;    // into Program::qSteps
+  int32_t partner = -1;  // the queue at the other end of the connection
+};
+
+// Every rank's schedule, checked and packed; immutable once built.
+struct Program {
+  int n = 0;
+  Collective coll = Collective::kAllReduce;
+  bool reducing = false, barrier = false, inPlace = false;
+  int root = 0;
+  braidRedOp_t op = braidSum;
+  size_t pieceElems = 1;
+  std::vector<CollArgs> args;
+
+  std::vector<BufInfo> bufs;  // [rank * 3 + BufferId]
+  int64_t elems = 0;          // flat array size
+  std::vector<uint64_t> r1, r2;
+  uint64_t h1All = 0, h2All = 0;
+  std::vector<std::pair<uint64_t, int>> hashToRank;
+
+  std::vector<int64_t> stepBase;   // rank -> first global step id
+  std::vector<int32_t> queueBase;  // rank -> first queue id (a rank's queues are contiguous)
+  std::vector<PStep> steps;
+  std::vector<int32_t> deps;
+  std::vector<Queue> queues;
+  std::vector<int32_t> qSteps;         // queue members in order
+  std::vector<int32_t> revBegin, rev;  // who depends on each step
+  std::vector<int32_t> refs;           // barrier: consumers of each step's heard set
+
+  const BufInfo& buf(int r, int b) const { return bufs[static_cast<size_t>(r) * 3 + b]; }
+  int local(int32_t g) const { return static_cast<int>(g - stepBase[steps[g].rank]); }
+
+  Sym dataSym(int r, uint64_t k) const { return Sym{r1[r], r2[r], k, 1, 0}; }
+  Sym fullSym(uint64_t k) const {
+    return Sym{h1All, h2All, k, static_cast<uint32_t>(n), op == braidAvg && n > 1 ? 1u : 0u};
+  }
+
+  std::string describeStep(int32_t g) const {
+    const PStep& s = steps[g];
+    const size_t so = s.srcBuf < 3 ? s.src - buf(s.rank, s.srcBuf).base : 0;
+    const size_t dof = s.dstBuf < 3 ? s.dst - buf(s.rank, s.dstBuf).base : 0;
+    return describe(s.rank, local(g), s.kind, s.peer, s.count, s.srcBuf, so, s.dstBuf, dof,
+                    s.divisor, op);
+  }
+
+  int rankOfHash(uint64_t h) const {
+    auto it = std::lower_bound(hashToRank.begin(), hashToRank.end(), std::make_pair(h, -1));
+    return it != hashToRank.end() && it->first == h ? it->second : -1;
+  }
+  std::string describeSym(const Sym& s) const {
+    if (s.cnt == 0) return "nothing (never written)";
+    const unsigned long long idx = s.idx;
+    if (!reducing) {
+      if (s.cnt != 1) return format("a combination of %u ranks' element %llu", s.cnt, idx);
+      return format("rank %d's send[%llu]", rankOfHash(s.h1), idx);
+    }
+    const std::string div = s.divided ? format(", divided by %d", n) : std::string();
+    if (static_cast<int>(s.cnt) == n) {
+      if (s.h1 == h1All && s.h2 == h2All)
+        return format("the reduction of element %llu over all %d ranks%s", idx, n, div.c_str());
+      return format(
+          "a reduction of element %llu over %d contributions that counts some rank "
+          "twice and misses another%s",
+          idx, n, div.c_str());
+    }
+    if (s.cnt == 1)
+      return format("only rank %d's element %llu%s", rankOfHash(s.h1), idx, div.c_str());
+    if (static_cast<int>(s.cnt) == n - 1) {
+      const int missing = rankOfHash(h1All - s.h1);
+      if (missing >= 0)
+        return format("a reduction of element %llu over all ranks but rank %d%s", idx, missing,
+                      div.c_str());
+    }
+    return format("a partial reduction of element %llu over %u of %d ranks%s", idx, s.cnt, n,
+                  div.c_str());
+  }
+
+  // Builds and checks every rank's schedule; false with *error on the first problem.
+  bool build(const AlgorithmInfo& algo, int nranks, std::vector<CollArgs> a, bool inPlaceCall,
+             std::string* error);
+
+ private:
+  bool fail(std::string* error, std::string msg) {
+    *error = std::move(msg);
+    return false;
+  }
+  bool checkArgs(std::string* error);
+  bool layout(int r, size_t scratchElems, std::string* error);
+  bool pack(int r, const Schedule& s, std::string* error);
+  void link();
+
+  // Per-rank queue lookup while packing: peer -> queue id (reset after each rank).
+  std::vector<int32_t> sendQ_, recvQ_;
+  std::vector<int32_t> qCount_;
+};
+
+bool Program::checkArgs(std::string* error) {
+  const CollArgs& a0 = args[0];
+  for (int r = 0; r < n; ++r) {
+    const CollArgs& a = args[r];
+    if (a.coll != coll)
+      return fail(error, format("rank %d's arguments are for collective %d, the algorithm's "
+                                "is %d",
+                                r, static_cast<int>(a.coll), static_cast<int>(coll)));
+    if (coll != Collective::kAllToAllv && a.count != a0.count)
+      return fail(error, format("ranks 0 and %d were given different counts (%zu, %zu)", r,
+                                a0.count, a.count));
+    if (a.op != a0.op || a.root != a0.root || a.pieceElems != a0.pieceElems)
+      return fail(error, format("ranks 0 and %d were given different ops, roots or "
+                                "pieceElems",
+                                r));
+  }
+  if (isRooted(coll) && (root < 0 || root >= n))
+    return fail(error, format("root %d is not a rank of %d", root, n));
+  if (coll == Collective::kAllToAllv) {
+    for (int r = 0; r < n; ++r)
+      if (!args[r].sendCounts || !args[r].sendDispls || !args[r].recvCounts || !args[r].recvDispls)
+        return fail(error, format("rank %d's all-to-all-v arrays are null", r));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        if (args[i].sendCounts[j] != args[j].recvCounts[i])
+          return fail(error, format("inconsistent arguments: rank %d sends %zu elements to "
+                                    "rank %d, which expects %zu",
+                                    i, args[i].sendCounts[j], j, args[j].recvCounts[i]));
+  }
+  if (coll != Collective::kAllToAllv && a0.count > (size_t{1} << 31) / static_cast<size_t>(n))
+    return fail(error, format("count %zu is too large to verify", a0.count));
+  return true;
+}
+
+// Places rank r's buffers in the flat array; aliases share elements.
+bool Program::layout(int r, size_t scratchElems, std::string* error) {
+  const size_t nn = static_cast<size_t>(n);
+  const size_t c = args[0].count;
+  auto alloc = [&](size_t size) {
+    BufInfo b;
+    b.base = elems;
+    b.size = size;
+    b.null = false;
+    elems += static_cast<int64_t>(size);
+    return b;
+  };
+  BufInfo& send = bufs[static_cast<size_t>(r) * 3 + 0];
+  BufInfo& recv = bufs[static_cast<size_t>(r) * 3 + 1];
+  const bool isRoot = r == root;
+  switch (coll) {
+    case Collective::kAllReduce:
+      send = alloc(c);
+      recv = inPlace ? send : alloc(c);
+      break;
+    case Collective::kReduceScatter:
+      send = alloc(nn * c);
+      if (inPlace) {
+        recv = send;
+        recv.base += static_cast<int64_t>(r * c);
+        recv.size = c;
+      } else {
+        recv = alloc(c);
+      }
+      break;
+    case Collective::kAllGather:
+      recv = alloc(nn * c);
+      if (inPlace) {
+        send = recv;
+        send.base += static_cast<int64_t>(r * c);
+        send.size = c;
+      } else {
+        send = alloc(c);
+      }
+      break;
+    case Collective::kBroadcast:
+      recv = alloc(c);
+      if (isRoot) send = inPlace ? recv : alloc(c);
+      break;
+    case Collective::kReduce:
+      send = alloc(c);
+      if (isRoot) recv = inPlace ? send : alloc(c);
+      break;
+    case Collective::kAllToAll:
+      send = alloc(nn * c);
+      recv = alloc(nn * c);
+      break;
+    case Collective::kAllToAllv: {
+      size_t se = 0, re = 0;
+      const CollArgs& a = args[r];
+      for (size_t j = 0; j < nn; ++j) {
+        se = std::max(se, a.sendDispls[j] + a.sendCounts[j]);
+        re = std::max(re, a.recvDispls[j] + a.recvCounts[j]);
+      }
+      send = alloc(se);
+      recv = alloc(re);
+      break;
+    }
+    case Collective::kGather:
+      send = alloc(c);
+      if (isRoot) recv = alloc(nn * c);
+      break;
+    case Collective::kScatter:
+      recv = alloc(c);
+      if (isRoot) send = alloc(nn * c);
+      break;
+    case Collective::kBarrier:
+      break;
+  }
+  bufs[static_cast<size_t>(r) * 3 + 2] = alloc(scratchElems);
+  if (elems >= (int64_t{1} << 31))
+    return fail(error, format("buffers of %lld elements in all are too large to verify",
+                              static_cast<long long>(elems)));
+  return true;
+}
+
+// Checks rank r's steps and appends them, packed, to the program.
+bool Program::pack(int r, const Schedule& sched, std::string* error) {
+  const int nsteps = static_cast<int>(sched.steps.size());
+  const int64_t base = stepBase[r];
+  if (base + nsteps >= (int64_t{1} << 31) - 1)
+    return fail(error, "too many steps in all to verify");
+  int32_t localQ = -1;
+  std::vector<int> touched;
+  for (int i = 0; i < nsteps; ++i) {
+    const Step& s = sched.steps[i];
+    auto what = [&] {
+      return describe(r, i, s.kind, s.peer, s.count, static_cast<int>(s.src.buf), s.src.offset,
+                      static_cast<int>(s.dst.buf), s.dst.offset, s.divisor, op);
+    };
+    const bool comm =
+        s.kind == StepKind::kSend || s.kind == StepKind::kRecv || s.kind == StepKind::kRecvReduce;
+    if (!comm && s.kind != StepKind::kCopy) return fail(error, what() + " has an unknown kind");
+    if (comm && (s.peer < 0 || s.peer >= n || s.peer == r))
+      return fail(error, what() + format(" names peer %d: not another rank of %d", s.peer, n));
+    if (s.divisor < 1) return fail(error, what() + format(" has divisor %d", s.divisor));
+    if (s.divisor > 1 && s.kind != StepKind::kRecvReduce && s.kind != StepKind::kCopy)
+      return fail(error, what() + format(" has divisor %d, which the executor ignores on a %s",
+                                         s.divisor, kindName(s.kind)));
+    if (s.kind == StepKind::kRecvReduce && !reducing)
+      return fail(error, what() + format(" reduces in %s, which moves data and must not "
+                                         "combine it",
+                                         collectiveName(coll)));
+    const bool reads = s.kind != StepKind::kRecv, writes = s.kind != StepKind::kSend;
+    uint32_t addr[2] = {0, 0};
+    for (int side = 0; side < 2; ++side) {
+      if (side == 0 ? !reads : !writes) continue;
+      const BufRef& ref = side == 0 ? s.src : s.dst;
+      const int id = static_cast<int>(ref.buf);
+      if (id > 2)
+        return fail(error,
+                    what() + format(" names buffer %d, which a collective does not have", id));
+      if (side == 1 && ref.buf == BufferId::kSend)
+        return fail(error, what() +
+                               " writes the send buffer, which is the caller's read-only "
+                               "input");
+      const BufInfo& b = buf(r, id);
+      if (s.count == 0) {  // touches nothing; the address only serves messages
+        addr[side] = static_cast<uint32_t>(b.base + (ref.offset <= b.size ? ref.offset : 0));
+        continue;
+      }
+      const char* verb = side == 0 ? "reads" : "writes";
+      if (b.null)
+        return fail(error, what() + format(" %s the %s buffer, which this collective leaves "
+                                           "unset (null) on rank %d",
+                                           verb, bufName(id), r));
+      if (ref.offset > b.size || s.count > b.size - ref.offset)
+        return fail(error,
+                    what() + format(" %s %s[%zu..%zu), past the end of its %zu elements", verb,
+                                    bufName(id), ref.offset, ref.offset + s.count, b.size));
+      addr[side] = static_cast<uint32_t>(b.base + static_cast<int64_t>(ref.offset));
+    }
+    if (reads && writes && s.count > 0) {
+      const int64_t src = addr[0], dst = addr[1], cnt = static_cast<int64_t>(s.count);
+      const bool elementwise = s.kind == StepKind::kRecvReduce || s.divisor > 1;
+      if (elementwise && src != dst && src < dst + cnt && dst < src + cnt)
+        return fail(error, what() +
+                               ": source and destination overlap without coinciding, "
+                               "which the reduce kernels do not allow");
+    }
+    PStep p;
+    p.rank = r;
+    p.peer = comm ? s.peer : -1;
+    p.count = static_cast<uint32_t>(s.count);
+    p.src = addr[0];
+    p.dst = addr[1];
+    p.divisor = s.divisor;
+    p.kind = s.kind;
+    p.srcBuf = reads ? static_cast<uint8_t>(s.src.buf) : 3;
+    p.dstBuf = writes ? static_cast<uint8_t>(s.dst.buf) : 3;
+    p.depBegin = static_cast<int32_t>(deps.size());
+    p.ndeps = 0;
+    for (int32_t d : s.deps) {
+      if (d == -1) continue;
+      if (d < 0 || d >= nsteps || d == i)
+        return fail(error, what() + format(" depends on step %d: not another step of its "
+                                           "schedule (%d steps)",
+                                           d, nsteps));
+      deps.push_back(static_cast<int32_t>(base + d));
+      ++p.ndeps;
+    }
+    int32_t* slot = !comm ? &localQ : s.kind == StepKind::kSend ? &sendQ_[s.peer] : &recvQ_[s.peer];
+    if (*slot < 0) {
+      *slot = static_cast<int32_t>(queues.size());
+      Queue q;
+      q.rank = r;
+      q.peer = p.peer;
+      q.kind = !comm ? kLocalQ : s.kind == StepKind::kSend ? kSendQ : kRecvQ;
+      q.begin = q.end = 0;
+      queues.push_back(q);
+      qCount_.push_back(0);
+      if (comm) touched.push_back(s.peer);
+    }
+    p.queue = *slot;
+    p.pos = qCount_[*slot]++;
+    steps.push_back(p);
+  }
+  for (int peer : touched) sendQ_[peer] = recvQ_[peer] = -1;
+  return true;
+}
+
+// Queue membership, connection partners and reverse dependencies.
+void Program::link() {
+  const int32_t total = static_cast<int32_t>(steps.size());
+  int32_t at = 0;
+  for (size_t q = 0; q < queues.size(); ++q) {
+    queues[q].begin = at;
+    at += qCount_[q];
+    queues[q].end = at;
+  }
+  qSteps.resize(total);
+  for (int32_t g = 0; g < total; ++g) qSteps[queues[steps[g].queue].begin + steps[g].pos] = g;
+
+  std::vector<std::pair<uint64_t, int32_t>> sends, recvs;
+  const uint64_t nn = static_cast<uint64_t>(n);
+  for (size_t q = 0; q < queues.size(); ++q) {
+    const Queue& Q = queues[q];
+    if (Q.kind == kSendQ) sends.push_back({Q.rank * nn + Q.peer, static_cast<int32_t>(q)});
+    if (Q.kind == kRecvQ) recvs.push_back({Q.peer * nn + Q.rank, static_cast<int32_t>(q)});
+  }
+  std::sort(sends.begin(), sends.end());
+  std::sort(recvs.begin(), recvs.end());
+  for (size_t i = 0, j = 0; i < sends.size() && j < recvs.size();) {
+    if (sends[i].first < recvs[j].first) {
+      ++i;
+    } else if (sends[i].first > recvs[j].first) {
+      ++j;
+    } else {
+      queues[sends[i].second].partner = recvs[j].second;
+      queues[recvs[j].second].partner = sends[i].second;
+      ++i;
+      ++j;
+    }
+  }
+
+  revBegin.assign(static_cast<size_t>(total) + 1, 0);
+  for (int32_t d : deps) ++revBegin[d + 1];
+  for (int32_t g = 0; g < total; ++g) revBegin[g + 1] += revBegin[g];
+  rev.resize(deps.size());
+  std::vector<int32_t> fill(revBegin.begin(), revBegin.end() - 1);
+  for (int32_t g = 0; g < total; ++g)
+    for (int k = 0; k < steps[g].ndeps; ++k) rev[fill[deps[steps[g].depBegin + k]]++] = g;
+
+  if (barrier) {
+    refs.assign(total, 0);
+    for (int32_t g = 0; g < total; ++g) {
+      const Queue& Q = queues[steps[g].queue];
+      if (Q.begin + steps[g].pos + 1 < Q.end) ++refs[g];
+      if (steps[g].kind == StepKind::kSend && Q.partner >= 0) ++refs[g];
+      for (int k = 0; k < steps[g].ndeps; ++k) ++refs[deps[steps[g].depBegin + k]];
+    }
+  }
+}
+
+bool Program::build(const AlgorithmInfo& algo, int nranks, std::vector<CollArgs> a,
+                    bool inPlaceCall, std::string* error) {
+  n = nranks;
+  coll = algo.coll;
+  reducing = isReducing(coll);
+  barrier = coll == Collective::kBarrier;
+  inPlace = inPlaceCall && hasInPlace(coll);
+  args = std::move(a);
+  root = args[0].root;
+  op = args[0].op;
+  pieceElems = std::max<size_t>(1, args[0].pieceElems);
+  if (!checkArgs(error)) return false;
+
+  r1.resize(n);
+  r2.resize(n);
+  hashToRank.resize(n);
+  for (int r = 0; r < n; ++r) {
+    r1[r] = splitmix64(0x5eed0000ull + 2 * static_cast<uint64_t>(r));
+    r2[r] = splitmix64(0xb0a7000000ull + 2 * static_cast<uint64_t>(r) + 1);
+    h1All += r1[r];
+    h2All += r2[r];
+    hashToRank[r] = {r1[r], r};
+  }
+  std::sort(hashToRank.begin(), hashToRank.end());
+
+  bufs.assign(static_cast<size_t>(n) * 3, BufInfo{});
+  stepBase.assign(n + 1, 0);
+  queueBase.assign(n + 1, 0);
+  sendQ_.assign(n, -1);
+  recvQ_.assign(n, -1);
+  Schedule sched;
+  for (int r = 0; r < n; ++r) {
+    algo.build(args[r], &sched);
+    stepBase[r] = static_cast<int64_t>(steps.size());
+    queueBase[r] = static_cast<int32_t>(queues.size());
+    if (!layout(r, sched.scratchElems, error) || !pack(r, sched, error)) return false;
+  }
+  stepBase[n] = static_cast<int64_t>(steps.size());
+  queueBase[n] = static_cast<int32_t>(queues.size());
+  link();
+  return true;
+}
+
+enum class Outcome { kOk, kDeadlock, kError };
+struct RunResult {
+  Outcome outcome = Outcome::kOk;
+  std::string message;
+};
+
+enum StepState : uint8_t { kPending, kStarted, kDone };
+
+// One symbolic run of a Program.
+class Sim {
+ public:
+  Sim(const Program& p, size_t slots) : p_(p), slots_(static_cast<int64_t>(slots)) {}
+
+  RunResult run() {
+    init();
+    simulate();
+    if (failed_) return {Outcome::kError, error_};
+    if (remaining_ > 0) return {Outcome::kDeadlock, describeDeadlock()};
+    if (!checkLeftoverMessages() || !checkOutputs() || !checkBarrier())
+      return {Outcome::kError, error_};
+    return {};
+  }
+
+ private:
+  bool fail(std::string msg) {
+    if (!failed_) error_ = std::move(msg);
+    failed_ = true;
+    return false;
+  }
+
+  void init() {
+    const size_t total = p_.steps.size();
+    mem_.assign(static_cast<size_t>(p_.elems), Sym{0, 0, 0, 0, 0});
+    for (int r = 0; r < p_.n; ++r) {
+      const BufInfo& send = p_.buf(r, 0);
+      if (send.null) continue;
+      for (size_t k = 0; k < send.size; ++k) mem_[send.base + k] = p_.dataSym(r, k);
+    }
+    writer_.assign(mem_.size(), -1);
+    reader_.assign(mem_.size(), -1);
+    overflow_.assign(mem_.size(), -1);
+    dyn_.resize(total);
+    for (size_t g = 0; g < total; ++g) dyn_[g] = Dyn{0, kPending, p_.steps[g].ndeps};
+    payload_.assign(total, -1);
+    qs_.resize(p_.queues.size());
+    for (size_t q = 0; q < p_.queues.size(); ++q) {
+      const Queue& Q = p_.queues[q];
+      qs_[q] = QState{Q.begin, Q.begin, Q.end, Q.partner, Q.kind, 0, 0, 0};
+    }
+    remaining_ = static_cast<int64_t>(total);
+    if (p_.barrier) {
+      words_ = (static_cast<size_t>(p_.n) + 63) / 64;
+      heard_.assign(static_cast<size_t>(p_.n) * words_, 0);
+      for (int r = 0; r < p_.n; ++r) heard_[r * words_ + r / 64] |= uint64_t{1} << (r % 64);
+      stepSet_.assign(total, -1);
+      refs_ = p_.refs;
+    }
+  }
+
+  // ---- Simulation ---------------------------------------------------------------------
+
+  void wake(int32_t q) {
+    if (q >= 0 && !qs_[q].inWork) {
+      qs_[q].inWork = 1;
+      work_.push_back(q);
+    }
+  }
+
+  void simulate() {
+    for (size_t q = p_.queues.size(); q-- > 0;) wake(static_cast<int32_t>(q));
+    while (!work_.empty() && !failed_) {
+      const int32_t q = work_.back();
+      work_.pop_back();
+      qs_[q].inWork = 0;
+      runQueue(q);
+    }
+  }
+
+  void complete(int32_t g) {
+    dyn_[g].state = kDone;
+    dyn_[g].doneTime = ++clock_;
+    --remaining_;
+    if (p_.barrier) mergeHeard(g);
+    for (int32_t k = p_.revBegin[g]; k < p_.revBegin[g + 1]; ++k) {
+      const int32_t d = p_.rev[k];
+      if (--dyn_[d].depsLeft == 0) wake(p_.steps[d].queue);
+    }
+  }
+
+  int64_t slotsOf(uint32_t count) const {
+    const size_t piece = p_.pieceElems;
+    return std::max<int64_t>(1, static_cast<int64_t>(count / piece + (count % piece != 0)));
+  }
+
+  void runQueue(int32_t qi) {
+    QState& Q = qs_[qi];
+    int32_t& head = Q.head;
+    while (head < Q.end && !failed_) {
+      const int32_t g = p_.qSteps[head];
+      if (dyn_[g].depsLeft > 0) return;
+      const PStep& s = p_.steps[g];
+      if (Q.kind == kLocalQ) {
+        runCopy(g);
+        complete(g);
+        ++head;
+      } else if (Q.kind == kSendQ) {
+        if (dyn_[g].state == kPending) {
+          startSend(g);
+          dyn_[g].state = kStarted;
+          Q.aux = 0;
+          if (failed_) return;
+        }
+        const int64_t m = slotsOf(s.count);
+        const int64_t push = slots_ == 0 ? m - Q.aux : std::min(m - Q.aux, slots_ - Q.occ);
+        if (push > 0) {
+          Q.aux += push;
+          Q.occ += push;
+          wake(Q.partner);
+        }
+        if (Q.aux < m) return;  // the connection is full: wait for the receiver
+        Q.aux = 0;
+        complete(g);
+        ++head;
+      } else {
+        if (Q.partner < 0) return;  // the peer never sends here: a deadlock, reported later
+        QState& S = qs_[Q.partner];
+        const int32_t k = head - Q.begin;
+        if (k >= S.end - S.begin) return;  // more receives than the peer sends
+        const int32_t sg = p_.qSteps[S.begin + k];
+        if (dyn_[sg].state == kPending) return;
+        if (p_.steps[sg].count != s.count) {
+          fail(format("%s matches %s (message %d between them), but their counts differ",
+                      p_.describeStep(g).c_str(), p_.describeStep(sg).c_str(), k + 1));
+          return;
+        }
+        const int64_t m = slotsOf(s.count);
+        const int64_t avail = dyn_[sg].state == kDone ? m : S.aux;
+        if (avail > Q.aux) {
+          S.occ -= avail - Q.aux;
+          Q.aux = avail;
+          wake(Q.partner);
+        }
+        if (dyn_[sg].state != kDone) return;
+        runRecv(g, sg);
+        Q.aux = 0;
+        complete(g);
+        ++head;
+      }
+    }
+  }
+
+  // ---- Data ---------------------------------------------------------------------------
+
+  std::string readsUndefined(int32_t g, uint32_t e) const {
+    const PStep& s = p_.steps[g];
+    return format("%s reads %s[%lld], which holds no value yet", p_.describeStep(g).c_str(),
+                  bufName(s.srcBuf), static_cast<long long>(e - p_.buf(s.rank, s.srcBuf).base));
+  }
+
+  void startSend(int32_t g) {
+    const PStep& s = p_.steps[g];
+    payload_[g] = static_cast<int64_t>(arena_.size());
+    arena_.resize(arena_.size() + s.count);
+    Sym* out = arena_.data() + payload_[g];
+    for (uint32_t i = 0; i < s.count; ++i) {
+      const uint32_t e = s.src + i;
+      if (mem_[e].cnt == 0) {
+        fail(readsUndefined(g, e));
+        return;
+      }
+      if (!onRead(e, g)) return;
+      out[i] = mem_[e];
+    }
+    liveSends_.push_back(g);
+    liveElems_ += s.count;
+  }
+
+  void runRecv(int32_t g, int32_t sg) {
+    const PStep& s = p_.steps[g];
+    const Sym* in = arena_.data() + payload_[sg];
+    if (s.kind == StepKind::kRecv) {
+      for (uint32_t i = 0; i < s.count; ++i) {
+        if (!onWrite(s.dst + i, g)) return;
+        mem_[s.dst + i] = in[i];
+      }
+    } else {
+      for (uint32_t i = 0; i < s.count; ++i) {
+        const uint32_t es = s.src + i, ed = s.dst + i;
+        Sym v = mem_[es];
+        if (v.cnt == 0) {
+          fail(readsUndefined(g, es));
+          return;
+        }
+        if (!onRead(es, g) || !combine(g, &v, in[i], i)) return;
+        if (s.divisor > 1 && !divide(g, &v, s.divisor, i)) return;
+        if (!onWrite(ed, g)) return;
+        mem_[ed] = v;
+      }
+    }
+    payload_[sg] = -1;
+    liveElems_ -= s.count;
+    if (arena_.size() > (size_t{1} << 20) && arena_.size() > 4 * liveElems_) compactArena();
+  }
+
+  void runCopy(int32_t g) {
+    const PStep& s = p_.steps[g];
+    if (s.count == 0 || (s.src == s.dst && s.divisor == 1)) return;  // the executor skips it
+    tmp_.resize(s.count);
+    for (uint32_t i = 0; i < s.count; ++i) {
+      const uint32_t e = s.src + i;
+      if (mem_[e].cnt == 0) {
+        fail(readsUndefined(g, e));
+        return;
+      }
+      if (!onRead(e, g)) return;
+      tmp_[i] = mem_[e];
+      if (s.divisor > 1 && !divide(g, &tmp_[i], s.divisor, i)) return;
+    }
+    for (uint32_t i = 0; i < s.count; ++i) {
+      if (!onWrite(s.dst + i, g)) return;
+      mem_[s.dst + i] = tmp_[i];
+    }
+  }
+
+  bool combine(int32_t g, Sym* acc, const Sym& in, size_t i) {
+    if (acc->idx != in.idx)
+      return fail(format("%s combines element %llu with element %llu at its element %zu",
+                         p_.describeStep(g).c_str(), static_cast<unsigned long long>(acc->idx),
+                         static_cast<unsigned long long>(in.idx), i));
+    if (acc->divided || in.divided)
+      return fail(format(
+          "%s combines a value that AVG has already divided (%s with %s); AVG "
+          "divides only the full reduction, once",
+          p_.describeStep(g).c_str(), p_.describeSym(*acc).c_str(), p_.describeSym(in).c_str()));
+    if (static_cast<uint64_t>(acc->cnt) + in.cnt > static_cast<uint64_t>(p_.n))
+      return fail(
+          format("%s combines %s with %s: %u contributions, more than %d ranks, so some "
+                 "rank is counted twice",
+                 p_.describeStep(g).c_str(), p_.describeSym(*acc).c_str(),
+                 p_.describeSym(in).c_str(), acc->cnt + in.cnt, p_.n));
+    acc->h1 += in.h1;
+    acc->h2 += in.h2;
+    acc->cnt += in.cnt;
+    return true;
+  }
+
+  bool divide(int32_t g, Sym* v, int divisor, size_t i) {
+    if (!p_.reducing || p_.op != braidAvg)
+      return fail(format("%s divides by %d, but the op is %s", p_.describeStep(g).c_str(), divisor,
+                         p_.reducing ? opName(p_.op) : "none (data movement)"));
+    if (divisor != p_.n)
+      return fail(format("%s divides by %d, not by nranks = %d", p_.describeStep(g).c_str(),
+                         divisor, p_.n));
+    if (v->divided)
+      return fail(format("%s divides element %zu a second time", p_.describeStep(g).c_str(), i));
+    if (static_cast<int>(v->cnt) != p_.n || v->h1 != p_.h1All || v->h2 != p_.h2All)
+      return fail(format("%s divides %s: AVG must divide the full reduction",
+                         p_.describeStep(g).c_str(), p_.describeSym(*v).c_str()));
+    v->divided = 1;
+    return true;
+  }
+
+  void compactArena() {
+    size_t at = 0, keep = 0;
+    for (int32_t g : liveSends_) {
+      if (payload_[g] < 0) continue;
+      const size_t cnt = p_.steps[g].count;
+      if (static_cast<size_t>(payload_[g]) != at)
+        std::memmove(&arena_[at], &arena_[payload_[g]], cnt * sizeof(Sym));
+      payload_[g] = static_cast<int64_t>(at);
+      at += cnt;
+      liveSends_[keep++] = g;
+    }
+    liveSends_.resize(keep);
+    arena_.resize(at);
+  }
+
+  // ---- Races --------------------------------------------------------------------------
+
+  bool onRead(uint32_t e, int32_t g) {
+    const int32_t w = writer_[e];
+    if (w >= 0 && w != g && !ordered(w, g)) return raceError(w, g, e, "reads", "written");
+    const int32_t r = reader_[e];
+    if (r == g) return true;
+    if (r >= 0 && p_.steps[r].queue != p_.steps[g].queue && !(cacheOwner_ == g && cached(r))) {
+      pool_.push_back({r, overflow_[e]});
+      overflow_[e] = static_cast<int32_t>(pool_.size() - 1);
+    }
+    reader_[e] = g;
+    return true;
+  }
+
+  bool onWrite(uint32_t e, int32_t g) {
+    const int32_t w = writer_[e];
+    if (w >= 0 && w != g && !ordered(w, g)) return raceError(w, g, e, "writes", "written");
+    const int32_t r = reader_[e];
+    if (r >= 0 && r != g && !ordered(r, g)) return raceError(r, g, e, "writes", "read");
+    for (int32_t k = overflow_[e]; k >= 0; k = pool_[k].second) {
+      const int32_t rr = pool_[k].first;
+      if (rr != g && !ordered(rr, g)) return raceError(rr, g, e, "writes", "read");
+    }
+    writer_[e] = g;
+    reader_[e] = -1;
+    overflow_[e] = -1;
+    return true;
+  }
+
+  // Names element e by the buffer step g reaches it through.
+  std::string elementName(int32_t g, uint32_t e) const {
+    const PStep& s = p_.steps[g];
+    for (int b : {static_cast<int>(s.dstBuf), static_cast<int>(s.srcBuf)}) {
+      if (b > 2) continue;
+      const BufInfo& bi = p_.buf(s.rank, b);
+      if (!bi.null && e >= bi.base && e < bi.base + static_cast<int64_t>(bi.size))
+        return format("%s[%lld]", bufName(b), static_cast<long long>(e - bi.base));
+    }
+    return format("element %u", e);
+  }
+
+  bool raceError(int32_t a, int32_t b, uint32_t e, const char* verb, const char* pastVerb) {
+    return fail(
+        format("race: %s %s %s, which %s has %s, and nothing orders the two (no "
+               "dependency, queue order or chain of messages): the executor may run "
+               "them the other way round",
+               p_.describeStep(b).c_str(), verb, elementName(b, e).c_str(),
+               p_.describeStep(a).c_str(), pastVerb));
+  }
+
+  bool cached(int32_t a) const {
+    for (int k = 0; k < cacheN_; ++k)
+      if (cache_[k] == a) return true;
+    return false;
+  }
+
+  // Whether a (done) happens before b (running), by the executor's rules; cached per b.
+  bool ordered(int32_t a, int32_t b) {
+    if (cacheOwner_ != b) {
+      cacheOwner_ = b;
+      cacheN_ = 0;
+    }
+    if (cached(a)) return true;
+    if (!happensBefore(a, b)) return false;
+    if (cacheN_ < kCache) {
+      cache_[cacheN_++] = a;
+    } else {
+      cache_[cacheNext_] = a;
+      cacheNext_ = (cacheNext_ + 1) % kCache;
+    }
+    return true;
+  }
+
+  bool happensBefore(int32_t a, int32_t b) {
+    const PStep& sa = p_.steps[a];
+    const PStep& sb = p_.steps[b];
+    if (sa.queue == sb.queue) return sa.pos < sb.pos;
+    if (dyn_[a].state != kDone) return false;
+    for (int k = 0; k < sb.ndeps; ++k)
+      if (p_.deps[sb.depBegin + k] == a) return true;
+    if (const int32_t* clock = localClock(b))
+      if (clock[sa.queue - p_.queueBase[sa.rank]] > sa.pos) return true;
+    return searchBack(a, b);
+  }
+
+  // The local vector clock of step x: for each queue k of x's rank, 1 + the last position
+  // in k that reaches x through queue order and dependencies (0: none). Computed on first
+  // use, from its local predecessors' clocks; nullptr when the rank has too many queues
+  // or the clocks' memory budget is spent (the caller then searches).
+  const int32_t* localClock(int32_t x) {
+    const int r = p_.steps[x].rank;
+    const int64_t width = p_.queueBase[r + 1] - p_.queueBase[r];
+    if (width > kMaxClockWidth) return nullptr;
+    if (clockAt_.empty()) clockAt_.assign(p_.steps.size(), -1);
+    if (clockAt_[x] >= 0) return &clocks_[clockAt_[x]];
+    clockStack_.clear();
+    clockStack_.push_back(x);
+    while (!clockStack_.empty()) {
+      const int32_t y = clockStack_.back();
+      const PStep& sy = p_.steps[y];
+      const Queue& Q = p_.queues[sy.queue];
+      const int32_t pred = sy.pos > 0 ? p_.qSteps[Q.begin + sy.pos - 1] : -1;
+      bool ready = true;
+      if (pred >= 0 && clockAt_[pred] < 0) {
+        clockStack_.push_back(pred);
+        ready = false;
+      }
+      for (int k = 0; k < sy.ndeps; ++k) {
+        const int32_t d = p_.deps[sy.depBegin + k];
+        if (clockAt_[d] < 0) {
+          clockStack_.push_back(d);
+          ready = false;
+        }
+      }
+      if (!ready) continue;
+      clockStack_.pop_back();
+      if (clockAt_[y] >= 0) continue;  // reached twice before it was computed
+      if (clocks_.size() + width > kClockBudget) return nullptr;
+      const int64_t at = static_cast<int64_t>(clocks_.size());
+      clocks_.resize(clocks_.size() + width, 0);
+      int32_t* c = &clocks_[at];
+      auto merge = [&](int32_t from) {
+        const int32_t* f = &clocks_[clockAt_[from]];
+        for (int64_t k = 0; k < width; ++k) c[k] = std::max(c[k], f[k]);
+      };
+      if (pred >= 0) merge(pred);
+      for (int k = 0; k < sy.ndeps; ++k) merge(p_.deps[sy.depBegin + k]);
+      c[sy.queue - p_.queueBase[r]] = sy.pos + 1;
+      clockAt_[y] = at;
+    }
+    return &clocks_[clockAt_[x]];
+  }
+
+  // Whether a reaches b through any chain, messages included: a backward search from b
+  // that never goes back past the moment a finished.
+  bool searchBack(int32_t a, int32_t b) {
+    const PStep& sa = p_.steps[a];
+    const uint32_t ta = dyn_[a].doneTime;
+    if (visited_.empty()) visited_.assign(p_.steps.size(), 0);
+    if (++stamp_ == 0) {
+      std::fill(visited_.begin(), visited_.end(), 0);
+      stamp_ = 1;
+    }
+    stack_.clear();
+    stack_.push_back(b);
+    visited_[b] = stamp_;
+    // True when y proves the order; else queues y for a visit if it may lead back to a.
+    auto reach = [&](int32_t y) {
+      if (y == a) return true;
+      if (dyn_[y].doneTime <= ta) return false;  // finished before a did, so not after it
+      const PStep& sy = p_.steps[y];
+      if (sy.queue == sa.queue && sy.pos > sa.pos) return true;
+      if (visited_[y] != stamp_) {
+        visited_[y] = stamp_;
+        stack_.push_back(y);
+      }
+      return false;
+    };
+    while (!stack_.empty()) {
+      const int32_t x = stack_.back();
+      stack_.pop_back();
+      const PStep& sx = p_.steps[x];
+      const Queue& Q = p_.queues[sx.queue];
+      if (Q.kind == kRecvQ && reach(p_.qSteps[p_.queues[Q.partner].begin + sx.pos])) return true;
+      if (sx.pos > 0 && reach(p_.qSteps[Q.begin + sx.pos - 1])) return true;
+      for (int k = 0; k < sx.ndeps; ++k)
+        if (reach(p_.deps[sx.depBegin + k])) return true;
+    }
+    return false;
+  }
+
+  // ---- Barrier: who has heard from whom ---------------------------------------------
+
+  int32_t newSet() {
+    if (!freeSets_.empty()) {
+      const int32_t s = freeSets_.back();
+      freeSets_.pop_back();
+      std::fill_n(&setPool_[static_cast<size_t>(s) * words_], words_, 0);
+      return s;
+    }
+    setPool_.resize(setPool_.size() + words_, 0);
+    return static_cast<int32_t>(setPool_.size() / words_ - 1);
+  }
+  void orInto(int32_t set, int32_t from) {
+    uint64_t* d = &setPool_[static_cast<size_t>(set) * words_];
+    const uint64_t* s = &setPool_[static_cast<size_t>(stepSet_[from]) * words_];
+    for (size_t w = 0; w < words_; ++w) d[w] |= s[w];
+  }
+  void take(int32_t set, int32_t from) {
+    orInto(set, from);
+    if (--refs_[from] == 0) {
+      freeSets_.push_back(stepSet_[from]);
+      stepSet_[from] = -1;
+    }
+  }
+
+  void mergeHeard(int32_t g) {
+    const PStep& s = p_.steps[g];
+    const int r = s.rank;
+    const int32_t set = newSet();
+    setPool_[static_cast<size_t>(set) * words_ + r / 64] |= uint64_t{1} << (r % 64);
+    stepSet_[g] = set;
+    const Queue& Q = p_.queues[s.queue];
+    if (s.pos > 0) take(set, p_.qSteps[Q.begin + s.pos - 1]);
+    for (int k = 0; k < s.ndeps; ++k) take(set, p_.deps[s.depBegin + k]);
+    if (Q.kind == kRecvQ) take(set, p_.qSteps[p_.queues[Q.partner].begin + s.pos]);
+    uint64_t* h = &heard_[static_cast<size_t>(r) * words_];
+    const uint64_t* from = &setPool_[static_cast<size_t>(set) * words_];
+    for (size_t w = 0; w < words_; ++w) h[w] |= from[w];
+    if (refs_[g] == 0) {
+      freeSets_.push_back(set);
+      stepSet_[g] = -1;
+    }
+  }
+
+  bool checkBarrier() {
+    if (!p_.barrier) return true;
+    for (int r = 0; r < p_.n; ++r)
+      for (int s = 0; s < p_.n; ++s)
+        if (!(heard_[static_cast<size_t>(r) * words_ + s / 64] >> (s % 64) & 1))
+          return fail(
+              format("rank %d may leave the barrier before rank %d enters: no chain of "
+                     "messages leads from rank %d to rank %d's last step",
+                     r, s, s, r));
+    return true;
+  }
+
+  // ---- Final checks -------------------------------------------------------------------
+
+  std::string describeDeadlock() const {
+    int stuck = 0, shown = 0;
+    std::string detail;
+    for (int r = 0; r < p_.n; ++r) {
+      int32_t g = -1;
+      for (int64_t i = p_.stepBase[r]; i < p_.stepBase[r + 1] && g < 0; ++i)
+        if (dyn_[i].state != kDone) g = static_cast<int32_t>(i);
+      if (g < 0) continue;
+      ++stuck;
+      if (shown < 5) {
+        ++shown;
+        detail += "; " + whyStuck(g);
+      }
+    }
+    return format("deadlock: %d of %d ranks cannot finish", stuck, p_.n) + detail +
+           (stuck > shown ? "; ..." : "");
+  }
+
+  // Follows what holds g back on its own rank to a step blocked on communication.
+  std::string whyStuck(int32_t g) const {
+    std::string chain;
+    for (int hops = 0; hops < 64; ++hops) {
+      const PStep& s = p_.steps[g];
+      int32_t blocker = -1;
+      for (int k = 0; k < s.ndeps && blocker < 0; ++k)
+        if (dyn_[p_.deps[s.depBegin + k]].state != kDone) blocker = p_.deps[s.depBegin + k];
+      const int32_t atHead = p_.qSteps[qs_[s.queue].head];
+      if (blocker < 0 && atHead != g) blocker = atHead;
+      if (blocker < 0) return p_.describeStep(g) + chain + " " + waitReason(g);
+      chain += format(" (holding up step %d)", p_.local(g));
+      g = blocker;
+    }
+    return p_.describeStep(g) + " is in a cycle of dependencies";
+  }
+
+  std::string waitReason(int32_t g) const {
+    const PStep& s = p_.steps[g];
+    const Queue& Q = p_.queues[s.queue];
+    if (Q.kind == kSendQ) {
+      std::string why = format("waits for room: its connection to rank %d holds %lld slots", s.peer,
+                               static_cast<long long>(qs_[s.queue].occ));
+      if (Q.partner < 0)
+        return why + format(" and rank %d posts no receive from rank %d", s.peer, s.rank);
+      const Queue& R = p_.queues[Q.partner];
+      if (qs_[Q.partner].head >= R.end)
+        return why + format(" and rank %d has received all %d messages it expects", s.peer,
+                            R.end - R.begin);
+      return why + ", drained only by " + p_.describeStep(p_.qSteps[qs_[Q.partner].head]) +
+             ", which cannot run";
+    }
+    if (Q.kind == kRecvQ) {
+      const int32_t k = qs_[s.queue].head - Q.begin;
+      if (Q.partner < 0)
+        return format(
+            "waits for a message that rank %d never sends (it posts no send to this "
+            "rank)",
+            s.peer);
+      const Queue& S = p_.queues[Q.partner];
+      if (k >= S.end - S.begin)
+        return format("waits for message %d from rank %d, which sends only %d", k + 1, s.peer,
+                      S.end - S.begin);
+      return format("waits for message %d from rank %d, whose %s has not run", k + 1, s.peer,
+                    p_.describeStep(p_.qSteps[S.begin + k]).c_str());
+    }
+    return "is ready but did not run (a verifier bug)";
+  }
+
+  bool checkLeftoverMessages() {
+    for (const Queue& Q : p_.queues) {
+      if (Q.kind != kSendQ) continue;
+      const int32_t sent = Q.end - Q.begin;
+      const int32_t received =
+          Q.partner >= 0 ? p_.queues[Q.partner].end - p_.queues[Q.partner].begin : 0;
+      if (sent > received)
+        return fail(
+            format("rank %d sends %d messages to rank %d, which receives only %d: the "
+                   "first never received is %s",
+                   Q.rank, sent, Q.peer, received,
+                   p_.describeStep(p_.qSteps[Q.begin + received]).c_str()));
+    }
+    return true;
+  }
+
+  // Compares rank r's recv[offset + k] with expect(k) for k < len.
+  template <typename Expect>
+  bool expectRange(int r, size_t offset, size_t len, Expect expect) {
+    const BufInfo& bi = p_.buf(r, 1);
+    for (size_t k = 0; k < len; ++k) {
+      const Sym& got = mem_[bi.base + static_cast<int64_t>(offset + k)];
+      const Sym want = expect(k);
+      if (same(got, want)) continue;
+      size_t wrong = 0;
+      for (size_t j = k; j < len; ++j)
+        wrong += !same(mem_[bi.base + static_cast<int64_t>(offset + j)], expect(j));
+      return fail(
+          format("wrong result: rank %d's recv[%zu] holds %s, but should hold %s (%zu "
+                 "wrong elements in rank %d's recv[%zu..%zu))",
+                 r, offset + k, p_.describeSym(got).c_str(), p_.describeSym(want).c_str(), wrong, r,
+                 offset, offset + len));
+    }
+    return true;
+  }
+
+  bool checkOutputs() {
+    const size_t c = p_.args[0].count;
+    const size_t nn = static_cast<size_t>(p_.n);
+    const int root = p_.root;
+    for (int r = 0; r < p_.n; ++r) {
+      bool ok = true;
+      switch (p_.coll) {
+        case Collective::kAllReduce:
+          ok = expectRange(r, 0, c, [&](size_t k) { return p_.fullSym(k); });
+          break;
+        case Collective::kReduceScatter:
+          ok = expectRange(r, 0, c, [&](size_t k) { return p_.fullSym(r * c + k); });
+          break;
+        case Collective::kReduce:
+          if (r == root) ok = expectRange(r, 0, c, [&](size_t k) { return p_.fullSym(k); });
+          break;
+        case Collective::kAllGather:
+          ok = expectRange(r, 0, nn * c, [&](size_t k) { return p_.dataSym(k / c, k % c); });
+          break;
+        case Collective::kBroadcast:
+          ok = expectRange(r, 0, c, [&](size_t k) { return p_.dataSym(root, k); });
+          break;
+        case Collective::kAllToAll:
+          ok =
+              expectRange(r, 0, nn * c, [&](size_t k) { return p_.dataSym(k / c, r * c + k % c); });
+          break;
+        case Collective::kAllToAllv: {
+          const CollArgs& a = p_.args[r];
+          const BufInfo& bi = p_.buf(r, 1);
+          std::vector<uint8_t> covered(bi.size, 0);
+          for (int i = 0; i < p_.n && ok; ++i) {
+            const size_t from = p_.args[i].sendDispls[r];
+            ok = expectRange(r, a.recvDispls[i], a.recvCounts[i],
+                             [&](size_t k) { return p_.dataSym(i, from + k); });
+            std::fill_n(covered.begin() + a.recvDispls[i], a.recvCounts[i], 1);
+          }
+          for (size_t k = 0; k < covered.size() && ok; ++k)
+            if (!covered[k] && mem_[bi.base + k].cnt != 0)
+              ok =
+                  fail(format("rank %d's recv[%zu] lies outside every block it receives, but "
+                              "was written (%s)",
+                              r, k, p_.describeSym(mem_[bi.base + k]).c_str()));
+          break;
+        }
+        case Collective::kGather:
+          if (r == root)
+            ok = expectRange(r, 0, nn * c, [&](size_t k) { return p_.dataSym(k / c, k % c); });
+          break;
+        case Collective::kScatter:
+          ok = expectRange(r, 0, c, [&](size_t k) { return p_.dataSym(root, r * c + k); });
+          break;
+        case Collective::kBarrier:
+          break;
+      }
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  static constexpr int kCache = 8;
+  static constexpr int64_t kMaxClockWidth = 256;
+  static constexpr size_t kClockBudget = size_t{1} << 26;  // int32 entries: 256 MB
+
+  const Program& p_;
+  const int64_t slots_;  // 0: unbounded
+  bool failed_ = false;
+  std::string error_;
+
+  std::vector<Sym> mem_, tmp_;
+  int64_t remaining_ = 0;
+  uint32_t clock_ = 0;
+  // Per step, together so that one cache line serves a step's whole state.
+  struct Dyn {
+    uint32_t doneTime;  // 0: not done; else when it finished, in completions
+    StepState state;
+    uint8_t depsLeft;
+  };
+  std::vector<Dyn> dyn_;
+  std::vector<int64_t> payload_;  // send: where its message lies in arena_; -1: none
+  // Per queue, what the simulation reads and changes, in one record.
+  struct QState {
+    int32_t head;  // into qSteps: the step at its head
+    int32_t begin, end;
+    int32_t partner;
+    QueueKind kind;
+    uint8_t inWork;  // on the worklist
+    int64_t aux;     // slots of the head message pushed (send) or drained (recv)
+    int64_t occ;     // send: slots in the connection
+  };
+  std::vector<QState> qs_;
+  std::vector<int32_t> work_;
+
+  // Messages in flight.
+  std::vector<Sym> arena_;
+  std::vector<int32_t> liveSends_;
+  size_t liveElems_ = 0;
+
+  // Races: per element, the last writer and the readers since (one inline, more pooled).
+  std::vector<int32_t> writer_, reader_, overflow_;
+  std::vector<std::pair<int32_t, int32_t>> pool_;
+  std::vector<uint32_t> visited_;
+  uint32_t stamp_ = 0;
+  std::vector<int32_t> stack_;
+  std::vector<int64_t> clockAt_;  // per step: its local clock in clocks_; -1: not computed
+  std::vector<int32_t> clocks_, clockStack_;
+  int32_t cacheOwner_ = -1;
+  int32_t cache_[kCache] = {};
+  int cacheN_ = 0, cacheNext_ = 0;
+
+  // Barrier.
+  size_t words_ = 0;
+  std::vector<uint64_t> heard_, setPool_;
+  std::vector<int32_t> stepSet_, refs_, freeSets_;
+};
+
+std::string describeCall(const AlgorithmInfo& algo, int n, const CollArgs& a, bool inPlace) {
+  std::string s = format("%s %s nranks %d", algo.name, collectiveName(algo.coll), n);
+  if (algo.coll != Collective::kBarrier && algo.coll != Collective::kAllToAllv)
+    s += format(" count %zu", a.count);
+  if (isReducing(algo.coll)) s += format(" op %s", opName(a.op));
+  if (isRooted(algo.coll)) s += format(" root %d", a.root);
+  s += format(" pieceElems %zu", a.pieceElems);
+  if (inPlace && hasInPlace(algo.coll)) s += " in place";
+  return s;
+}
+
+}  // namespace
+
+VerifyResult verifySchedules(const AlgorithmInfo& algo, int nranks,
+                             const std::function<CollArgs(int rank)>& argsForRank, bool inPlace,
+                             const VerifyOptions& options) {
+  if (nranks < 1) return {false, format("nranks %d: need at least one rank", nranks)};
+  std::vector<CollArgs> args(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    args[r] = argsForRank(r);
+    args[r].rank = r;
+    args[r].nranks = nranks;
+  }
+  const std::string call = describeCall(algo, nranks, args[0], inPlace);
+  for (int r = 0; r < nranks; ++r)
+    if (const char* why = unsupportedReason(algo, args[r]))
+      return {false, call + ": the algorithm does not support this call on rank " +
+                         std::to_string(r) + ": " + why};
+
+  Program program;
+  std::string error;
+  if (!program.build(algo, nranks, std::move(args), inPlace, &error))
+    return {false, call + ": " + error};
+  RunResult res = Sim(program, options.connectionSlots).run();
+  if (res.outcome == Outcome::kDeadlock && options.connectionSlots > 0) {
+    const RunResult unbounded = Sim(program, 0).run();
+    if (unbounded.outcome == Outcome::kDeadlock)
+      res.message += " (it deadlocks with unbounded connection buffers too)";
+    else
+      res.message = format(
+                        "deadlock when each connection buffers %zu pieces of %zu elements "
+                        "(BRAID_BUFFSIZE = %zu x BRAID_CHUNKSIZE); with unbounded buffers it "
+                        "%s. ",
+                        options.connectionSlots, program.pieceElems, options.connectionSlots,
+                        unbounded.outcome == Outcome::kOk ? "completes" : "fails otherwise") +
+                    res.message;
+  }
+  if (res.outcome == Outcome::kOk) return {};
+  return {false, call + ": " + res.message};
 }
 
 }  // namespace braid
