@@ -49,8 +49,8 @@ BufRef at(BufferId b, size_t offset) { return BufRef{b, offset}; }
 //   Rounds, mask = 1, 2, .. p2/2: exchange the whole current vector with the rank whose
 //   new number differs in `mask`, and add what arrives. After log2(p2) rounds every rank
 //   holds the full reduction; the last addition divides for AVG. The partners of a round
-//   combine the same two values (IEEE sum, product, max and min commute exactly), so every
-//   rank ends with bit-identical results.
+//   combine the same two values, and the operations commute exactly, so every rank ends
+//   with the same bits (but for a zero's sign or a NaN's payload under MAX and MIN).
 //   Unfold: each odd rank of the first 2*rem sends the result to the even rank below it.
 // Cost: log2(p2) + 2 (if n is not a power of two) messages of the whole vector.
 // Each round reads one buffer and writes another, so a rank can forward its vector and

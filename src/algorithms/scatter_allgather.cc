@@ -22,9 +22,9 @@ namespace {
 //      receives chunk (v - 1 - s) from v - 1. A chunk the receiver already holds from the
 //      scatter is skipped on both sides (both can tell), as is an empty chunk, so no
 //      element is written twice; the root, holding all, only sends.
-// The root sends from its send buffer and copies it into its receive buffer. Each rank
-// sends and receives about (n-1)/n of the vector in the ring plus the scatter's share,
-// against log2(n) whole vectors for a binomial tree.
+// The root sends from its send buffer and copies it into its receive buffer. Every other
+// rank receives each chunk once, (n-1)/n of the vector in all, and no rank sends more than
+// 2(n-1)/n of it, where a binomial tree's root sends log2(n) whole vectors.
 void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* out) {
   out->steps.clear();
   out->scratchElems = 0;
@@ -109,9 +109,9 @@ void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* out) {
 
 void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table) {
   table->push_back({"scatter_allgather", Collective::kBroadcast,
-                    "binomial scatter of n chunks from the root, then ring all-gather; about "
-                    "2(n-1)/n of the vector per rank (Barnett et al. 1994, van de Geijn; MPICH "
-                    "scatter_ring_allgather)",
+                    "binomial scatter of n chunks from the root, then ring all-gather; each "
+                    "rank receives (n-1)/n of the vector once (Barnett et al. 1994, van de "
+                    "Geijn; MPICH scatter_ring_allgather)",
                     buildScatterAllGatherBroadcast, nullptr});
 }
 
