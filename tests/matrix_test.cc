@@ -38,7 +38,7 @@ TEST_P(MatrixProcesses, SampledRows) {
   auto results = runProcesses(n, "matrix", {"BRAID_CHUNKSIZE=256"});
   for (int r = 0; r < n; ++r)
     EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
-  EXPECT_TRUE(shmLeftovers().empty());
+  EXPECT_TRUE(shmLeftovers(results).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(NRanks, MatrixProcesses, ::testing::Values(2, 3, 5, 8));

@@ -241,6 +241,7 @@ std::vector<ChildResult> runProcesses(int nranks, const std::string& role,
     int st = 0;
     waitpid(pids[r], &st, 0);
     results[r].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    results[r].pid = pids[r];
   }
   return results;
 }
@@ -276,13 +277,21 @@ int childMain(int argc, char** argv) {
   return -1;
 }
 
-std::vector<std::string> shmLeftovers() {
+std::vector<std::string> shmLeftovers(int pid) {
   std::vector<std::string> out;
+  const std::string prefix = "braid-" + std::to_string(pid) + "-";
   DIR* d = opendir("/dev/shm");
   if (!d) return out;
   while (dirent* e = readdir(d))
-    if (std::strncmp(e->d_name, "braid-", 6) == 0) out.push_back(e->d_name);
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) out.push_back(e->d_name);
   closedir(d);
+  return out;
+}
+
+std::vector<std::string> shmLeftovers(const std::vector<ChildResult>& children) {
+  std::vector<std::string> out;
+  for (const ChildResult& c : children)
+    for (const std::string& name : shmLeftovers(c.pid)) out.push_back(name);
   return out;
 }
 

@@ -38,6 +38,7 @@ std::vector<std::string> runThreads(int nranks,
 struct ChildResult {
   int status;
   std::string output;
+  int pid = 0;
 };
 std::vector<ChildResult> runProcesses(int nranks, const std::string& role,
                                       const std::vector<std::string>& extraEnv = {});
@@ -47,7 +48,10 @@ std::vector<ChildResult> runProcesses(int nranks, const std::string& role,
 int childMain(int argc, char** argv);
 void registerChildRole(const std::string& role, std::function<int(braidComm_t, int, int)> fn);
 
-// Names in /dev/shm that start with "braid-".
-std::vector<std::string> shmLeftovers();
+// Braid segments in /dev/shm created by process `pid` ("braid-PID-..."); other jobs running
+// at the same time do not count.
+std::vector<std::string> shmLeftovers(int pid);
+// The same for every child of a runProcesses call.
+std::vector<std::string> shmLeftovers(const std::vector<ChildResult>& children);
 
 }  // namespace braid::test

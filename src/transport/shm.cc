@@ -2,14 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <climits>
-
 #include <cstring>
 
 #include "core/error.h"
@@ -58,7 +57,8 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   uint8_t rnd[12];
   BRAID_TRY(randomBytes(rnd, sizeof(rnd)));
   char name[64];
-  int n = snprintf(name, sizeof(name), "/braid-");
+  // The creator's pid in the name says whose segment it is, should one ever be left behind.
+  int n = snprintf(name, sizeof(name), "/braid-%d-", static_cast<int>(getpid()));
   for (uint8_t b : rnd) n += snprintf(name + n, sizeof(name) - n, "%02x", b);
   int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0)

@@ -1,10 +1,10 @@
 // Shared-memory transport between ranks of one host (processes or threads).
 //
 // Each rank creates one POSIX shared-memory segment (random name, mode 0600) that holds
-// one single-producer single-consumer FIFO per peer: the peer writes pieces into it, this
-// rank reads them. Peers map the segment during init; the creator unlinks it right after
-// the bootstrap barrier that says every peer has mapped it, so /dev/shm holds nothing once
-// init returns (and nothing if a rank dies later).
+// one single-producer single-consumer FIFO per peer (name "/braid-PID-RANDOM"): the peer writes
+// pieces into it, this rank reads them. Peers map the segment during init; the creator unlinks it
+// right after the bootstrap barrier that says every peer has mapped it, so /dev/shm holds nothing
+// once init returns (and nothing if a rank dies later).
 //
 // FIFO layout: a head counter (written by the sender only) and a tail counter (written by
 // the receiver only), each on its own cache line, then `slots` cells of a 64-byte header
