@@ -8,9 +8,8 @@ namespace braid::test {
 namespace {
 
 constexpr braidDataType_t kAllTypes[] = {
-    braidInt8,    braidUint8,    braidInt32,      braidUint32,     braidInt64, braidUint64,
-    braidFloat16, braidFloat32,  braidFloat64,    braidBfloat16,   braidFloat8e4m3,
-    braidFloat8e5m2};
+    braidInt8,    braidUint8,   braidInt32,   braidUint32,   braidInt64,      braidUint64,
+    braidFloat16, braidFloat32, braidFloat64, braidBfloat16, braidFloat8e4m3, braidFloat8e5m2};
 constexpr unsigned char kSentinel = 0xEE;
 
 // Byte b of element e of rank r's send buffer, for collectives that only move data.
@@ -32,25 +31,13 @@ size_t a2avCount(int i, int j, size_t count) {
 
 std::string mismatch(const char* what, const std::vector<char>& got, const std::vector<char>& want,
                      size_t offset, size_t elems, size_t es) {
-  long long bad = firstMismatch(got.data() + offset * es, want.data() + offset * es, elems * es, es);
+  long long bad =
+      firstMismatch(got.data() + offset * es, want.data() + offset * es, elems * es, es);
   if (bad < 0) return "";
   return std::string(what) + ": wrong element " + std::to_string(offset + bad);
 }
 
 }  // namespace
-
-bool isReducing(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
-         c == Collective::kReduce;
-}
-bool isRooted(Collective c) {
-  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
-         c == Collective::kScatter;
-}
-bool hasInPlace(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
-         c == Collective::kAllGather || c == Collective::kBroadcast || c == Collective::kReduce;
-}
 
 std::string Case::describe(int nranks) const {
   return std::string(algo->name) + " " + collectiveName(algo->coll) + " nranks " +
@@ -68,8 +55,9 @@ std::vector<Case> matrixCases(int nranks, bool sampled) {
   for (const AlgorithmInfo& a : algorithms()) {
     const bool reducing = isReducing(a.coll);
     std::vector<braidDataType_t> types(std::begin(kAllTypes), std::end(kAllTypes));
-    std::vector<braidRedOp_t> ops = reducing ? std::vector<braidRedOp_t>(std::begin(kOps), std::end(kOps))
-                                             : std::vector<braidRedOp_t>{braidSum};
+    std::vector<braidRedOp_t> ops =
+        reducing ? std::vector<braidRedOp_t>(std::begin(kOps), std::end(kOps))
+                 : std::vector<braidRedOp_t>{braidSum};
     if (sampled) {
       types = {braidFloat32, braidInt8, braidBfloat16};
       ops = reducing ? std::vector<braidRedOp_t>{braidSum, braidAvg, braidMax}
@@ -159,10 +147,12 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
       recv.assign(n * count * es + 1, static_cast<char>(kSentinel));
       want.assign(n * count * es + 1, 0);
       for (size_t j = 0; j < n; ++j)
-        for (size_t i = 0; i < count; ++i) expectData(static_cast<int>(j), i, es, &want[(j * count + i) * es]);
+        for (size_t i = 0; i < count; ++i)
+          expectData(static_cast<int>(j), i, es, &want[(j * count + i) * es]);
       if (c.inPlace) {
         fillData(rank, count, es, recv.data() + rank * count * es);
-        res = braidAllGather(recv.data() + rank * count * es, recv.data(), count, c.dtype, comm, nullptr);
+        res = braidAllGather(recv.data() + rank * count * es, recv.data(), count, c.dtype, comm,
+                             nullptr);
       } else {
         send.assign(count * es + 1, 0);
         fillData(rank, count, es, send.data());
@@ -196,7 +186,8 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
         if (c.inPlace) recv = send;
       }
       const void* sp = isRoot && c.inPlace ? recv.data() : send.data();
-      res = braidReduce(sp, isRoot ? recv.data() : nullptr, count, c.dtype, c.op, c.root, comm, nullptr);
+      res = braidReduce(sp, isRoot ? recv.data() : nullptr, count, c.dtype, c.op, c.root, comm,
+                        nullptr);
       if (res == braidSuccess && isRoot) bad = mismatch("root recv", recv, want, 0, count, es);
       if (res == braidSuccess && !isRoot && bad.empty())
         bad = mismatch("send buffer modified", send, pristine, 0, count, es);
@@ -248,9 +239,11 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
         recv.assign(n * count * es + 1, static_cast<char>(kSentinel));
         want.assign(n * count * es + 1, 0);
         for (size_t j = 0; j < n; ++j)
-          for (size_t i = 0; i < count; ++i) expectData(static_cast<int>(j), i, es, &want[(j * count + i) * es]);
+          for (size_t i = 0; i < count; ++i)
+            expectData(static_cast<int>(j), i, es, &want[(j * count + i) * es]);
       }
-      res = braidGather(send.data(), isRoot ? recv.data() : nullptr, count, c.dtype, c.root, comm, nullptr);
+      res = braidGather(send.data(), isRoot ? recv.data() : nullptr, count, c.dtype, c.root, comm,
+                        nullptr);
       if (res == braidSuccess && isRoot) bad = mismatch("root recv", recv, want, 0, n * count, es);
       break;
     }
@@ -262,7 +255,8 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
       recv.assign(count * es + 1, static_cast<char>(kSentinel));
       want.assign(count * es + 1, 0);
       for (size_t i = 0; i < count; ++i) expectData(c.root, rank * count + i, es, &want[i * es]);
-      res = braidScatter(isRoot ? send.data() : nullptr, recv.data(), count, c.dtype, c.root, comm, nullptr);
+      res = braidScatter(isRoot ? send.data() : nullptr, recv.data(), count, c.dtype, c.root, comm,
+                         nullptr);
       if (res == braidSuccess) bad = mismatch("recv", recv, want, 0, count, es);
       break;
     }

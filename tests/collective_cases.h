@@ -20,10 +20,6 @@ struct Case {
   std::string describe(int nranks) const;
 };
 
-bool isReducing(Collective c);
-bool isRooted(Collective c);
-bool hasInPlace(Collective c);
-
 // Cases for one rank count: every algorithm row x dtype x op x count x placement x root, with
 // the full dtype x op cross at counts {0, 1, nranks-1, 4097} and a rotating sample of dtypes
 // and ops at 1M+3 (and only for collectives whose buffers do not grow with nranks).

@@ -1,13 +1,12 @@
 // ../shared/EDGE_CASES.md: inputs that broke other collective libraries, each a test here.
 // (#1 group self-sends: p2p_test; #2 count 0 and #3 one rank: every row of matrix_test.)
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <thread>
-
-#include <unistd.h>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/schedule.h"
@@ -124,7 +123,8 @@ int main(int argc, char** argv) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string msg = braidGetLastError(comm);
     bool ok = res == braidRemoteError && msg.find("rank 1") != std::string::npos && s < 10;
-    if (!ok) std::fprintf(stderr, "got %s after %.1f s: %s\n", braidGetErrorString(res), s, msg.c_str());
+    if (!ok)
+      std::fprintf(stderr, "got %s after %.1f s: %s\n", braidGetErrorString(res), s, msg.c_str());
     return ok ? 0 : 1;
   });
   int rc = braid::test::childMain(argc, argv);

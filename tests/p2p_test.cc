@@ -67,7 +67,8 @@ class P2P : public ::testing::TestWithParam<int> {};
 TEST_P(P2P, ReversedOrderGroupsThreads) {
   const int n = GetParam();
   for (bool recvFirst : {true, false}) {
-    auto errors = runThreads(n, [&](braidComm_t c, int r) { return twoEachWay(c, r, n, recvFirst); });
+    auto errors =
+        runThreads(n, [&](braidComm_t c, int r) { return twoEachWay(c, r, n, recvFirst); });
     for (const auto& e : errors) ADD_FAILURE() << e;
   }
 }
@@ -90,8 +91,8 @@ TEST(P2P, OneThreadDrivesEveryRankInOneGroup) {
     for (auto& v : bufs[r]) v = static_cast<float>(r + 1);
   ASSERT_EQ(braidGroupStart(), braidSuccess);
   for (int r = 0; r < n; ++r)
-    ASSERT_EQ(braidAllReduce(bufs[r].data(), bufs[r].data(), 3000, braidFloat32, braidSum,
-                             comms[r], nullptr),
+    ASSERT_EQ(braidAllReduce(bufs[r].data(), bufs[r].data(), 3000, braidFloat32, braidSum, comms[r],
+                             nullptr),
               braidSuccess);
   ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError(nullptr);
   for (int r = 0; r < n; ++r) EXPECT_EQ(bufs[r][2999], 10.0f);

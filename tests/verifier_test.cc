@@ -33,10 +33,6 @@ bool rooted(Collective c) {
   return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
          c == Collective::kScatter;
 }
-bool hasInPlace(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
-         c == Collective::kAllGather || c == Collective::kBroadcast || c == Collective::kReduce;
-}
 // Collectives whose buffers hold nranks * count elements per rank.
 bool nTimesCount(Collective c) {
   return c == Collective::kReduceScatter || c == Collective::kAllGather ||

@@ -218,8 +218,8 @@ braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream);
 
 /// Where the scalar of braidRedOpCreatePreMulSum lives (NCCL's ncclScalarResidence_t).
 typedef enum {
-  braidScalarDevice = 0,       ///< read when the collective runs
-  braidScalarHostImmediate = 1 ///< read once, at creation
+  braidScalarDevice = 0,        ///< read when the collective runs
+  braidScalarHostImmediate = 1  ///< read once, at creation
 } braidScalarResidence_t;
 
 /// Creates an op computing sum over ranks of (scalar * x), with scalar of `datatype`
@@ -232,8 +232,7 @@ braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
 /// "reducescatter", "allgather", "broadcast", "reduce", "alltoall", "alltoallv", "gather",
 /// "scatter", "barrier"), in table order. Writes up to max names (static strings) and sets
 /// *count to the total. braidInvalidArgument for an unknown collective.
-braidResult_t braidListAlgorithms(const char* collective, const char** names, int max,
-                                  int* count);
+braidResult_t braidListAlgorithms(const char* collective, const char** names, int max, int* count);
 /// Braid extension: forces `algorithm` for `collective` on comm (NULL or "" restores the
 /// default rule). Overrides BRAID_ALGO. braidInvalidArgument if no such algorithm.
 braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,

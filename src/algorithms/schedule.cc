@@ -6,16 +6,26 @@ namespace braid {
 
 const char* collectiveName(Collective c) {
   switch (c) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kReduceScatter: return "reducescatter";
-    case Collective::kAllGather: return "allgather";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kAllToAll: return "alltoall";
-    case Collective::kAllToAllv: return "alltoallv";
-    case Collective::kGather: return "gather";
-    case Collective::kScatter: return "scatter";
-    case Collective::kBarrier: return "barrier";
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllToAll:
+      return "alltoall";
+    case Collective::kAllToAllv:
+      return "alltoallv";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kBarrier:
+      return "barrier";
   }
   return "unknown";
 }
@@ -48,22 +58,30 @@ const AlgorithmInfo* defaultAlgorithm(const CollArgs& args, size_t elemSize) {
   std::vector<const char*> prefs;
   switch (args.coll) {
     case Collective::kAllReduce:
-      if (bytes <= 2048) prefs = {"recursive_doubling", "rhd", "ring"};
-      else if (bytes <= (256u << 10)) prefs = {"rhd", "ring"};
-      else prefs = {"ring", "rhd"};
+      if (bytes <= 2048)
+        prefs = {"recursive_doubling", "rhd", "ring"};
+      else if (bytes <= (256u << 10))
+        prefs = {"rhd", "ring"};
+      else
+        prefs = {"ring", "rhd"};
       break;
     case Collective::kReduceScatter:
       prefs = bytes * n <= (512u << 10) ? std::vector<const char*>{"rhd", "ring"}
                                         : std::vector<const char*>{"ring", "rhd"};
       break;
     case Collective::kAllGather:
-      if (bytes * n < (80u << 10)) prefs = {(n & (n - 1)) == 0 ? "recursive_doubling" : "bruck", "bruck", "ring"};
-      else prefs = {"ring", "bruck"};
+      if (bytes * n < (80u << 10))
+        prefs = {(n & (n - 1)) == 0 ? "recursive_doubling" : "bruck", "bruck", "ring"};
+      else
+        prefs = {"ring", "bruck"};
       break;
     case Collective::kBroadcast:
-      if (bytes < (12u << 10) || n < 8) prefs = {"binomial", "ring"};
-      else if (bytes < (512u << 10)) prefs = {"scatter_allgather", "ring"};
-      else prefs = {"ring", "scatter_allgather"};
+      if (bytes < (12u << 10) || n < 8)
+        prefs = {"binomial", "ring"};
+      else if (bytes < (512u << 10))
+        prefs = {"scatter_allgather", "ring"};
+      else
+        prefs = {"ring", "scatter_allgather"};
       break;
     case Collective::kReduce:
       prefs = bytes <= (64u << 10) ? std::vector<const char*>{"binomial", "tree"}
@@ -73,10 +91,16 @@ const AlgorithmInfo* defaultAlgorithm(const CollArgs& args, size_t elemSize) {
       prefs = bytes <= 256 && n >= 8 ? std::vector<const char*>{"bruck", "pairwise"}
                                      : std::vector<const char*>{"pairwise", "bruck"};
       break;
-    case Collective::kAllToAllv: prefs = {"pairwise"}; break;
+    case Collective::kAllToAllv:
+      prefs = {"pairwise"};
+      break;
     case Collective::kGather:
-    case Collective::kScatter: prefs = {"direct"}; break;
-    case Collective::kBarrier: prefs = {"dissemination"}; break;
+    case Collective::kScatter:
+      prefs = {"direct"};
+      break;
+    case Collective::kBarrier:
+      prefs = {"dissemination"};
+      break;
   }
   for (const char* name : prefs) {
     const AlgorithmInfo* a = findAlgorithm(args.coll, name);

@@ -41,6 +41,21 @@ enum class Collective : uint8_t {
 constexpr int kNumCollectives = 10;
 const char* collectiveName(Collective c);
 
+// Whether c combines the ranks' data with a reduction op: all-reduce, reduce-scatter, reduce.
+inline bool isReducing(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+}
+// Whether c has a root rank (CollArgs::root): broadcast, reduce, gather, scatter.
+inline bool isRooted(Collective c) {
+  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+         c == Collective::kScatter;
+}
+// Whether c has an in-place form (the aliasing above); the others ignore in-place requests.
+inline bool hasInPlace(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
+         c == Collective::kAllGather || c == Collective::kBroadcast || c == Collective::kReduce;
+}
+
 // The call's buffers. Grouped point-to-point operations add one buffer per operation,
 // numbered from kFirstUser.
 enum class BufferId : uint16_t { kSend = 0, kRecv = 1, kScratch = 2, kFirstUser = 3 };
@@ -58,6 +73,20 @@ enum class StepKind : uint8_t {
   kRecvReduce,  // dst = op(src, received from `peer`), then divided by `divisor` if > 1
   kCopy,        // dst = src (divided by `divisor` if > 1), local
 };
+// "send", "recv", "recv-reduce" or "copy", for messages; "?" for a value outside the enum.
+inline const char* stepKindName(StepKind k) {
+  switch (k) {
+    case StepKind::kSend:
+      return "send";
+    case StepKind::kRecv:
+      return "recv";
+    case StepKind::kRecvReduce:
+      return "recv-reduce";
+    case StepKind::kCopy:
+      return "copy";
+  }
+  return "?";
+}
 
 struct Step {
   StepKind kind;

@@ -1,21 +1,13 @@
 // The schedule verifier (DESIGN.md, "algorithms are schedules"; the checks are listed in
-// verifier.h).
+// verifier.h): the symbolic run of a Program, every rank's schedule as
+// verifier_program.h builds, checks and packs it, over the symbols described there.
 //
-// How it runs. Every rank's schedule is built, checked step by step (peers, bounds, null
-// buffers, the read-only send buffer, divisors, dependency indices) and packed into a
-// Program: 40-byte steps with element addresses resolved, sorted into the executor's
-// queues (one FIFO per peer and direction, one for local steps). The simulation drains a
-// worklist of queues: a queue's head step runs once its dependencies are done. A send
-// snapshots its source elements as the message and pushes the message's slots into the
-// connection while there is room (VerifyOptions::connectionSlots); a receive drains the
-// slots of the message at the head of its connection and, once the whole message is in,
-// writes its destination. When no queue can move, whatever is left is a deadlock.
-//
-// Symbols. A reducing collective's element is (source index, number of ranks combined, two
-// 64-bit sums of per-rank random values, divided flag): 32 bytes whatever nranks is, and a
-// rank counted twice shows as a count above nranks or a sum that is not the full one. A
-// data-movement element is the same with one contributor, so it names its source rank
-// and index.
+// How it runs. The simulation drains a worklist of queues: a queue's head step runs once
+// its dependencies are done. A send snapshots its source elements as the message and pushes
+// the message's slots into the connection while there is room
+// (VerifyOptions::connectionSlots); a receive drains the slots of the message at the head
+// of its connection and, once the whole message is in, writes its destination. When no
+// queue can move, whatever is left is a deadlock.
 //
 // Races. The simulation picks one order; the executor may pick another. So each element
 // remembers its last writer and the readers since, and a step that reads (writes) it must
@@ -32,571 +24,16 @@
 #include "algorithms/verifier.h"
 
 #include <algorithm>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "algorithms/verifier_program.h"
+
 namespace braid {
+namespace verify {
 namespace {
-
-struct Sym {
-  uint64_t h1;
-  uint64_t h2;
-  uint64_t idx;      // source element index
-  uint32_t cnt;      // ranks combined into it; 0: undefined
-  uint32_t divided;  // AVG's division applied
-};
-static_assert(sizeof(Sym) == 32, "one symbol is 32 bytes");
-
-bool same(const Sym& a, const Sym& b) {
-  return a.h1 == b.h1 && a.h2 == b.h2 && a.idx == b.idx && a.cnt == b.cnt && a.divided == b.divided;
-}
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char small[512];
-  int len = vsnprintf(small, sizeof(small), fmt, ap);
-  va_end(ap);
-  if (len < 0) return fmt;
-  if (static_cast<size_t>(len) < sizeof(small)) return std::string(small, len);
-  std::string out(static_cast<size_t>(len) + 1, '\0');
-  va_start(ap, fmt);
-  vsnprintf(out.data(), out.size(), fmt, ap);
-  va_end(ap);
-  out.resize(static_cast<size_t>(len));
-  return out;
-}
-
-const char* kindName(StepKind k) {
-  switch (k) {
-    case StepKind::kSend:
-      return "send";
-    case StepKind::kRecv:
-      return "recv";
-    case StepKind::kRecvReduce:
-      return "recv-reduce";
-    case StepKind::kCopy:
-      return "copy";
-  }
-  return "bad-kind";
-}
-
-const char* opName(braidRedOp_t op) {
-  switch (op) {
-    case braidSum:
-      return "sum";
-    case braidProd:
-      return "prod";
-    case braidMax:
-      return "max";
-    case braidMin:
-      return "min";
-    case braidAvg:
-      return "avg";
-    default:
-      return "premulsum";
-  }
-}
-
-const char* bufName(int b) {
-  switch (b) {
-    case 0:
-      return "send";
-    case 1:
-      return "recv";
-    case 2:
-      return "scratch";
-    default:
-      return "user";
-  }
-}
-
-bool isReducing(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
-}
-bool isRooted(Collective c) {
-  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
-         c == Collective::kScatter;
-}
-bool hasInPlace(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
-         c == Collective::kAllGather || c == Collective::kBroadcast || c == Collective::kReduce;
-}
-
-// One step as a message shows it, whether from a Schedule or a packed step.
-std::string describe(int rank, int index, StepKind kind, int peer, size_t count, int srcBuf,
-                     size_t srcOff, int dstBuf, size_t dstOff, int divisor, braidRedOp_t op) {
-  const std::string div = divisor > 1 ? format(" / %d", divisor) : std::string();
-  switch (kind) {
-    case StepKind::kSend:
-      return format("rank %d step %d (send %zu elements from %s[%zu] to rank %d)", rank, index,
-                    count, bufName(srcBuf), srcOff, peer);
-    case StepKind::kRecv:
-      return format("rank %d step %d (recv %zu elements from rank %d into %s[%zu])", rank, index,
-                    count, peer, bufName(dstBuf), dstOff);
-    case StepKind::kRecvReduce:
-      return format(
-          "rank %d step %d (recv-reduce %zu elements from rank %d: %s[%zu] = %s(%s[%zu], "
-          "incoming)%s)",
-          rank, index, count, peer, bufName(dstBuf), dstOff, opName(op), bufName(srcBuf), srcOff,
-          div.c_str());
-    case StepKind::kCopy:
-      return format("rank %d step %d (copy %zu elements %s[%zu] -> %s[%zu]%s)", rank, index, count,
-                    bufName(srcBuf), srcOff, bufName(dstBuf), dstOff, div.c_str());
-  }
-  return format("rank %d step %d (unknown kind %d)", rank, index, static_cast<int>(kind));
-}
-
-struct BufInfo {
-  int64_t base = 0;  // into the flat element array
-  size_t size = 0;
-  bool null = true;  // the collective leaves this buffer unset on this rank
-};
-
-// A step packed for the simulation; src/dst are indices into the flat element array.
-struct PStep {
-  int32_t rank;
-  int32_t peer;
-  int32_t queue;
-  int32_t pos;  // in its queue
-  uint32_t count;
-  uint32_t src;
-  uint32_t dst;
-  int32_t divisor;
-  int32_t depBegin;  // into Program::deps, global step ids
-  StepKind kind;
-  uint8_t srcBuf, dstBuf, ndeps;
-};
-static_assert(sizeof(PStep) == 40, "a packed step is 40 bytes");
-
-enum QueueKind : uint8_t { kLocalQ, kSendQ, kRecvQ };
-
-struct Queue {
-  int32_t rank;
-  int32_t peer;  // -1 for the local queue
-  QueueKind kind;
-  int32_t begin, end;    // into Program::qSteps
-  int32_t partner = -1;  // the queue at the other end of the connection
-};
-
-// Every rank's schedule, checked and packed; immutable once built.
-struct Program {
-  int n = 0;
-  Collective coll = Collective::kAllReduce;
-  bool reducing = false, barrier = false, inPlace = false;
-  int root = 0;
-  braidRedOp_t op = braidSum;
-  size_t pieceElems = 1;
-  std::vector<CollArgs> args;
-
-  std::vector<BufInfo> bufs;  // [rank * 3 + BufferId]
-  int64_t elems = 0;          // flat array size
-  std::vector<uint64_t> r1, r2;
-  uint64_t h1All = 0, h2All = 0;
-  std::vector<std::pair<uint64_t, int>> hashToRank;
-
-  std::vector<int64_t> stepBase;   // rank -> first global step id
-  std::vector<int32_t> queueBase;  // rank -> first queue id (a rank's queues are contiguous)
-  std::vector<PStep> steps;
-  std::vector<int32_t> deps;
-  std::vector<Queue> queues;
-  std::vector<int32_t> qSteps;         // queue members in order
-  std::vector<int32_t> revBegin, rev;  // who depends on each step
-  std::vector<int32_t> refs;           // barrier: consumers of each step's heard set
-
-  const BufInfo& buf(int r, int b) const { return bufs[static_cast<size_t>(r) * 3 + b]; }
-  int local(int32_t g) const { return static_cast<int>(g - stepBase[steps[g].rank]); }
-
-  Sym dataSym(int r, uint64_t k) const { return Sym{r1[r], r2[r], k, 1, 0}; }
-  Sym fullSym(uint64_t k) const {
-    return Sym{h1All, h2All, k, static_cast<uint32_t>(n), op == braidAvg && n > 1 ? 1u : 0u};
-  }
-
-  std::string describeStep(int32_t g) const {
-    const PStep& s = steps[g];
-    const size_t so = s.srcBuf < 3 ? s.src - buf(s.rank, s.srcBuf).base : 0;
-    const size_t dof = s.dstBuf < 3 ? s.dst - buf(s.rank, s.dstBuf).base : 0;
-    return describe(s.rank, local(g), s.kind, s.peer, s.count, s.srcBuf, so, s.dstBuf, dof,
-                    s.divisor, op);
-  }
-
-  int rankOfHash(uint64_t h) const {
-    auto it = std::lower_bound(hashToRank.begin(), hashToRank.end(), std::make_pair(h, -1));
-    return it != hashToRank.end() && it->first == h ? it->second : -1;
-  }
-  std::string describeSym(const Sym& s) const {
-    if (s.cnt == 0) return "nothing (never written)";
-    const unsigned long long idx = s.idx;
-    if (!reducing) {
-      if (s.cnt != 1) return format("a combination of %u ranks' element %llu", s.cnt, idx);
-      return format("rank %d's send[%llu]", rankOfHash(s.h1), idx);
-    }
-    const std::string div = s.divided ? format(", divided by %d", n) : std::string();
-    if (static_cast<int>(s.cnt) == n) {
-      if (s.h1 == h1All && s.h2 == h2All)
-        return format("the reduction of element %llu over all %d ranks%s", idx, n, div.c_str());
-      return format(
-          "a reduction of element %llu over %d contributions that counts some rank "
-          "twice and misses another%s",
-          idx, n, div.c_str());
-    }
-    if (s.cnt == 1)
-      return format("only rank %d's element %llu%s", rankOfHash(s.h1), idx, div.c_str());
-    if (static_cast<int>(s.cnt) == n - 1) {
-      const int missing = rankOfHash(h1All - s.h1);
-      if (missing >= 0)
-        return format("a reduction of element %llu over all ranks but rank %d%s", idx, missing,
-                      div.c_str());
-    }
-    return format("a partial reduction of element %llu over %u of %d ranks%s", idx, s.cnt, n,
-                  div.c_str());
-  }
-
-  // Builds and checks every rank's schedule; false with *error on the first problem.
-  bool build(const AlgorithmInfo& algo, int nranks, std::vector<CollArgs> a, bool inPlaceCall,
-             std::string* error);
-
- private:
-  bool fail(std::string* error, std::string msg) {
-    *error = std::move(msg);
-    return false;
-  }
-  bool checkArgs(std::string* error);
-  bool layout(int r, size_t scratchElems, std::string* error);
-  bool pack(int r, const Schedule& s, std::string* error);
-  void link();
-
-  // Per-rank queue lookup while packing: peer -> queue id (reset after each rank).
-  std::vector<int32_t> sendQ_, recvQ_;
-  std::vector<int32_t> qCount_;
-};
-
-bool Program::checkArgs(std::string* error) {
-  const CollArgs& a0 = args[0];
-  for (int r = 0; r < n; ++r) {
-    const CollArgs& a = args[r];
-    if (a.coll != coll)
-      return fail(error, format("rank %d's arguments are for collective %d, the algorithm's "
-                                "is %d",
-                                r, static_cast<int>(a.coll), static_cast<int>(coll)));
-    if (coll != Collective::kAllToAllv && a.count != a0.count)
-      return fail(error, format("ranks 0 and %d were given different counts (%zu, %zu)", r,
-                                a0.count, a.count));
-    if (a.op != a0.op || a.root != a0.root || a.pieceElems != a0.pieceElems)
-      return fail(error, format("ranks 0 and %d were given different ops, roots or "
-                                "pieceElems",
-                                r));
-  }
-  if (isRooted(coll) && (root < 0 || root >= n))
-    return fail(error, format("root %d is not a rank of %d", root, n));
-  if (coll == Collective::kAllToAllv) {
-    for (int r = 0; r < n; ++r)
-      if (!args[r].sendCounts || !args[r].sendDispls || !args[r].recvCounts || !args[r].recvDispls)
-        return fail(error, format("rank %d's all-to-all-v arrays are null", r));
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        if (args[i].sendCounts[j] != args[j].recvCounts[i])
-          return fail(error, format("inconsistent arguments: rank %d sends %zu elements to "
-                                    "rank %d, which expects %zu",
-                                    i, args[i].sendCounts[j], j, args[j].recvCounts[i]));
-  }
-  if (coll != Collective::kAllToAllv && a0.count > (size_t{1} << 31) / static_cast<size_t>(n))
-    return fail(error, format("count %zu is too large to verify", a0.count));
-  return true;
-}
-
-// Places rank r's buffers in the flat array; aliases share elements.
-bool Program::layout(int r, size_t scratchElems, std::string* error) {
-  const size_t nn = static_cast<size_t>(n);
-  const size_t c = args[0].count;
-  auto alloc = [&](size_t size) {
-    BufInfo b;
-    b.base = elems;
-    b.size = size;
-    b.null = false;
-    elems += static_cast<int64_t>(size);
-    return b;
-  };
-  BufInfo& send = bufs[static_cast<size_t>(r) * 3 + 0];
-  BufInfo& recv = bufs[static_cast<size_t>(r) * 3 + 1];
-  const bool isRoot = r == root;
-  switch (coll) {
-    case Collective::kAllReduce:
-      send = alloc(c);
-      recv = inPlace ? send : alloc(c);
-      break;
-    case Collective::kReduceScatter:
-      send = alloc(nn * c);
-      if (inPlace) {
-        recv = send;
-        recv.base += static_cast<int64_t>(r * c);
-        recv.size = c;
-      } else {
-        recv = alloc(c);
-      }
-      break;
-    case Collective::kAllGather:
-      recv = alloc(nn * c);
-      if (inPlace) {
-        send = recv;
-        send.base += static_cast<int64_t>(r * c);
-        send.size = c;
-      } else {
-        send = alloc(c);
-      }
-      break;
-    case Collective::kBroadcast:
-      recv = alloc(c);
-      if (isRoot) send = inPlace ? recv : alloc(c);
-      break;
-    case Collective::kReduce:
-      send = alloc(c);
-      if (isRoot) recv = inPlace ? send : alloc(c);
-      break;
-    case Collective::kAllToAll:
-      send = alloc(nn * c);
-      recv = alloc(nn * c);
-      break;
-    case Collective::kAllToAllv: {
-      size_t se = 0, re = 0;
-      const CollArgs& a = args[r];
-      for (size_t j = 0; j < nn; ++j) {
-        se = std::max(se, a.sendDispls[j] + a.sendCounts[j]);
-        re = std::max(re, a.recvDispls[j] + a.recvCounts[j]);
-      }
-      send = alloc(se);
-      recv = alloc(re);
-      break;
-    }
-    case Collective::kGather:
-      send = alloc(c);
-      if (isRoot) recv = alloc(nn * c);
-      break;
-    case Collective::kScatter:
-      recv = alloc(c);
-      if (isRoot) send = alloc(nn * c);
-      break;
-    case Collective::kBarrier:
-      break;
-  }
-  bufs[static_cast<size_t>(r) * 3 + 2] = alloc(scratchElems);
-  if (elems >= (int64_t{1} << 31))
-    return fail(error, format("buffers of %lld elements in all are too large to verify",
-                              static_cast<long long>(elems)));
-  return true;
-}
-
-// Checks rank r's steps and appends them, packed, to the program.
-bool Program::pack(int r, const Schedule& sched, std::string* error) {
-  const int nsteps = static_cast<int>(sched.steps.size());
-  const int64_t base = stepBase[r];
-  if (base + nsteps >= (int64_t{1} << 31) - 1)
-    return fail(error, "too many steps in all to verify");
-  int32_t localQ = -1;
-  std::vector<int> touched;
-  for (int i = 0; i < nsteps; ++i) {
-    const Step& s = sched.steps[i];
-    auto what = [&] {
-      return describe(r, i, s.kind, s.peer, s.count, static_cast<int>(s.src.buf), s.src.offset,
-                      static_cast<int>(s.dst.buf), s.dst.offset, s.divisor, op);
-    };
-    const bool comm =
-        s.kind == StepKind::kSend || s.kind == StepKind::kRecv || s.kind == StepKind::kRecvReduce;
-    if (!comm && s.kind != StepKind::kCopy) return fail(error, what() + " has an unknown kind");
-    if (comm && (s.peer < 0 || s.peer >= n || s.peer == r))
-      return fail(error, what() + format(" names peer %d: not another rank of %d", s.peer, n));
-    if (s.divisor < 1) return fail(error, what() + format(" has divisor %d", s.divisor));
-    if (s.divisor > 1 && s.kind != StepKind::kRecvReduce && s.kind != StepKind::kCopy)
-      return fail(error, what() + format(" has divisor %d, which the executor ignores on a %s",
-                                         s.divisor, kindName(s.kind)));
-    if (s.kind == StepKind::kRecvReduce && !reducing)
-      return fail(error, what() + format(" reduces in %s, which moves data and must not "
-                                         "combine it",
-                                         collectiveName(coll)));
-    const bool reads = s.kind != StepKind::kRecv, writes = s.kind != StepKind::kSend;
-    uint32_t addr[2] = {0, 0};
-    for (int side = 0; side < 2; ++side) {
-      if (side == 0 ? !reads : !writes) continue;
-      const BufRef& ref = side == 0 ? s.src : s.dst;
-      const int id = static_cast<int>(ref.buf);
-      if (id > 2)
-        return fail(error,
-                    what() + format(" names buffer %d, which a collective does not have", id));
-      if (side == 1 && ref.buf == BufferId::kSend)
-        return fail(error, what() +
-                               " writes the send buffer, which is the caller's read-only "
-                               "input");
-      const BufInfo& b = buf(r, id);
-      if (s.count == 0) {  // touches nothing; the address only serves messages
-        addr[side] = static_cast<uint32_t>(b.base + (ref.offset <= b.size ? ref.offset : 0));
-        continue;
-      }
-      const char* verb = side == 0 ? "reads" : "writes";
-      if (b.null)
-        return fail(error, what() + format(" %s the %s buffer, which this collective leaves "
-                                           "unset (null) on rank %d",
-                                           verb, bufName(id), r));
-      if (ref.offset > b.size || s.count > b.size - ref.offset)
-        return fail(error,
-                    what() + format(" %s %s[%zu..%zu), past the end of its %zu elements", verb,
-                                    bufName(id), ref.offset, ref.offset + s.count, b.size));
-      addr[side] = static_cast<uint32_t>(b.base + static_cast<int64_t>(ref.offset));
-    }
-    if (reads && writes && s.count > 0) {
-      const int64_t src = addr[0], dst = addr[1], cnt = static_cast<int64_t>(s.count);
-      const bool elementwise = s.kind == StepKind::kRecvReduce || s.divisor > 1;
-      if (elementwise && src != dst && src < dst + cnt && dst < src + cnt)
-        return fail(error, what() +
-                               ": source and destination overlap without coinciding, "
-                               "which the reduce kernels do not allow");
-    }
-    PStep p;
-    p.rank = r;
-    p.peer = comm ? s.peer : -1;
-    p.count = static_cast<uint32_t>(s.count);
-    p.src = addr[0];
-    p.dst = addr[1];
-    p.divisor = s.divisor;
-    p.kind = s.kind;
-    p.srcBuf = reads ? static_cast<uint8_t>(s.src.buf) : 3;
-    p.dstBuf = writes ? static_cast<uint8_t>(s.dst.buf) : 3;
-    p.depBegin = static_cast<int32_t>(deps.size());
-    p.ndeps = 0;
-    for (int32_t d : s.deps) {
-      if (d == -1) continue;
-      if (d < 0 || d >= nsteps || d == i)
-        return fail(error, what() + format(" depends on step %d: not another step of its "
-                                           "schedule (%d steps)",
-                                           d, nsteps));
-      deps.push_back(static_cast<int32_t>(base + d));
-      ++p.ndeps;
-    }
-    int32_t* slot = !comm ? &localQ : s.kind == StepKind::kSend ? &sendQ_[s.peer] : &recvQ_[s.peer];
-    if (*slot < 0) {
-      *slot = static_cast<int32_t>(queues.size());
-      Queue q;
-      q.rank = r;
-      q.peer = p.peer;
-      q.kind = !comm ? kLocalQ : s.kind == StepKind::kSend ? kSendQ : kRecvQ;
-      q.begin = q.end = 0;
-      queues.push_back(q);
-      qCount_.push_back(0);
-      if (comm) touched.push_back(s.peer);
-    }
-    p.queue = *slot;
-    p.pos = qCount_[*slot]++;
-    steps.push_back(p);
-  }
-  for (int peer : touched) sendQ_[peer] = recvQ_[peer] = -1;
-  return true;
-}
-
-// Queue membership, connection partners and reverse dependencies.
-void Program::link() {
-  const int32_t total = static_cast<int32_t>(steps.size());
-  int32_t at = 0;
-  for (size_t q = 0; q < queues.size(); ++q) {
-    queues[q].begin = at;
-    at += qCount_[q];
-    queues[q].end = at;
-  }
-  qSteps.resize(total);
-  for (int32_t g = 0; g < total; ++g) qSteps[queues[steps[g].queue].begin + steps[g].pos] = g;
-
-  std::vector<std::pair<uint64_t, int32_t>> sends, recvs;
-  const uint64_t nn = static_cast<uint64_t>(n);
-  for (size_t q = 0; q < queues.size(); ++q) {
-    const Queue& Q = queues[q];
-    if (Q.kind == kSendQ) sends.push_back({Q.rank * nn + Q.peer, static_cast<int32_t>(q)});
-    if (Q.kind == kRecvQ) recvs.push_back({Q.peer * nn + Q.rank, static_cast<int32_t>(q)});
-  }
-  std::sort(sends.begin(), sends.end());
-  std::sort(recvs.begin(), recvs.end());
-  for (size_t i = 0, j = 0; i < sends.size() && j < recvs.size();) {
-    if (sends[i].first < recvs[j].first) {
-      ++i;
-    } else if (sends[i].first > recvs[j].first) {
-      ++j;
-    } else {
-      queues[sends[i].second].partner = recvs[j].second;
-      queues[recvs[j].second].partner = sends[i].second;
-      ++i;
-      ++j;
-    }
-  }
-
-  revBegin.assign(static_cast<size_t>(total) + 1, 0);
-  for (int32_t d : deps) ++revBegin[d + 1];
-  for (int32_t g = 0; g < total; ++g) revBegin[g + 1] += revBegin[g];
-  rev.resize(deps.size());
-  std::vector<int32_t> fill(revBegin.begin(), revBegin.end() - 1);
-  for (int32_t g = 0; g < total; ++g)
-    for (int k = 0; k < steps[g].ndeps; ++k) rev[fill[deps[steps[g].depBegin + k]]++] = g;
-
-  if (barrier) {
-    refs.assign(total, 0);
-    for (int32_t g = 0; g < total; ++g) {
-      const Queue& Q = queues[steps[g].queue];
-      if (Q.begin + steps[g].pos + 1 < Q.end) ++refs[g];
-      if (steps[g].kind == StepKind::kSend && Q.partner >= 0) ++refs[g];
-      for (int k = 0; k < steps[g].ndeps; ++k) ++refs[deps[steps[g].depBegin + k]];
-    }
-  }
-}
-
-bool Program::build(const AlgorithmInfo& algo, int nranks, std::vector<CollArgs> a,
-                    bool inPlaceCall, std::string* error) {
-  n = nranks;
-  coll = algo.coll;
-  reducing = isReducing(coll);
-  barrier = coll == Collective::kBarrier;
-  inPlace = inPlaceCall && hasInPlace(coll);
-  args = std::move(a);
-  root = args[0].root;
-  op = args[0].op;
-  pieceElems = std::max<size_t>(1, args[0].pieceElems);
-  if (!checkArgs(error)) return false;
-
-  r1.resize(n);
-  r2.resize(n);
-  hashToRank.resize(n);
-  for (int r = 0; r < n; ++r) {
-    r1[r] = splitmix64(0x5eed0000ull + 2 * static_cast<uint64_t>(r));
-    r2[r] = splitmix64(0xb0a7000000ull + 2 * static_cast<uint64_t>(r) + 1);
-    h1All += r1[r];
-    h2All += r2[r];
-    hashToRank[r] = {r1[r], r};
-  }
-  std::sort(hashToRank.begin(), hashToRank.end());
-
-  bufs.assign(static_cast<size_t>(n) * 3, BufInfo{});
-  stepBase.assign(n + 1, 0);
-  queueBase.assign(n + 1, 0);
-  sendQ_.assign(n, -1);
-  recvQ_.assign(n, -1);
-  Schedule sched;
-  for (int r = 0; r < n; ++r) {
-    algo.build(args[r], &sched);
-    stepBase[r] = static_cast<int64_t>(steps.size());
-    queueBase[r] = static_cast<int32_t>(queues.size());
-    if (!layout(r, sched.scratchElems, error) || !pack(r, sched, error)) return false;
-  }
-  stepBase[n] = static_cast<int64_t>(steps.size());
-  queueBase[n] = static_cast<int32_t>(queues.size());
-  link();
-  return true;
-}
 
 enum class Outcome { kOk, kDeadlock, kError };
 struct RunResult {
@@ -1335,42 +772,44 @@ std::string describeCall(const AlgorithmInfo& algo, int n, const CollArgs& a, bo
 }
 
 }  // namespace
+}  // namespace verify
 
 VerifyResult verifySchedules(const AlgorithmInfo& algo, int nranks,
                              const std::function<CollArgs(int rank)>& argsForRank, bool inPlace,
                              const VerifyOptions& options) {
-  if (nranks < 1) return {false, format("nranks %d: need at least one rank", nranks)};
+  if (nranks < 1) return {false, verify::format("nranks %d: need at least one rank", nranks)};
   std::vector<CollArgs> args(nranks);
   for (int r = 0; r < nranks; ++r) {
     args[r] = argsForRank(r);
     args[r].rank = r;
     args[r].nranks = nranks;
   }
-  const std::string call = describeCall(algo, nranks, args[0], inPlace);
+  const std::string call = verify::describeCall(algo, nranks, args[0], inPlace);
   for (int r = 0; r < nranks; ++r)
     if (const char* why = unsupportedReason(algo, args[r]))
       return {false, call + ": the algorithm does not support this call on rank " +
                          std::to_string(r) + ": " + why};
 
-  Program program;
+  verify::Program program;
   std::string error;
   if (!program.build(algo, nranks, std::move(args), inPlace, &error))
     return {false, call + ": " + error};
-  RunResult res = Sim(program, options.connectionSlots).run();
-  if (res.outcome == Outcome::kDeadlock && options.connectionSlots > 0) {
-    const RunResult unbounded = Sim(program, 0).run();
-    if (unbounded.outcome == Outcome::kDeadlock)
+  verify::RunResult res = verify::Sim(program, options.connectionSlots).run();
+  if (res.outcome == verify::Outcome::kDeadlock && options.connectionSlots > 0) {
+    const verify::RunResult unbounded = verify::Sim(program, 0).run();
+    if (unbounded.outcome == verify::Outcome::kDeadlock)
       res.message += " (it deadlocks with unbounded connection buffers too)";
     else
-      res.message = format(
-                        "deadlock when each connection buffers %zu pieces of %zu elements "
-                        "(BRAID_BUFFSIZE = %zu x BRAID_CHUNKSIZE); with unbounded buffers it "
-                        "%s. ",
-                        options.connectionSlots, program.pieceElems, options.connectionSlots,
-                        unbounded.outcome == Outcome::kOk ? "completes" : "fails otherwise") +
-                    res.message;
+      res.message =
+          verify::format(
+              "deadlock when each connection buffers %zu pieces of %zu elements "
+              "(BRAID_BUFFSIZE = %zu x BRAID_CHUNKSIZE); with unbounded buffers it "
+              "%s. ",
+              options.connectionSlots, program.pieceElems, options.connectionSlots,
+              unbounded.outcome == verify::Outcome::kOk ? "completes" : "fails otherwise") +
+          res.message;
   }
-  if (res.outcome == Outcome::kOk) return {};
+  if (res.outcome == verify::Outcome::kOk) return {};
   return {false, call + ": " + res.message};
 }
 

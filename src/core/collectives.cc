@@ -105,8 +105,10 @@ braidResult_t runGroupItems(braidComm* comm, const std::vector<Pending>& items) 
       batch.clear();
     }
     if (i == items.size()) break;
-    if (items[i].isP2P) batch.push_back(items[i].p2p);
-    else BRAID_TRY(items[i].work());
+    if (items[i].isP2P)
+      batch.push_back(items[i].p2p);
+    else
+      BRAID_TRY(items[i].work());
   }
   return braidSuccess;
 }
@@ -139,9 +141,8 @@ braidResult_t withPreMulSum(braidComm* comm, braidRedOp_t op, braidDataType_t dt
   return run(scaled.data(), braidSum);
 }
 
-braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff,
-                         braidStream_t stream, size_t preMulElems = 0,
-                         const size_t* a2avArrays[4] = nullptr) {
+braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, braidStream_t stream,
+                         size_t preMulElems = 0, const size_t* a2avArrays[4] = nullptr) {
   BRAID_TRY(checkComm(c.comm, c.fn));
   BRAID_TRY(record(c.comm, checkCall(c, sendbuff, recvbuff)));
   if (c.coll != Collective::kBarrier && c.coll != Collective::kAllToAllv && c.count == 0)
@@ -167,8 +168,8 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff,
       a.recvCounts = arrays.data() + 2 * n;
       a.recvDispls = arrays.data() + 3 * n;
     }
-    return withPreMulSum(comm, args.op, args.dtype, sendbuff,
-                         preMulElems, [&](const void* send, braidRedOp_t op) {
+    return withPreMulSum(comm, args.op, args.dtype, sendbuff, preMulElems,
+                         [&](const void* send, braidRedOp_t op) {
                            a.op = op;
                            return braid::runCollective(comm, a, send, recvbuff);
                          });
@@ -181,8 +182,8 @@ braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDa
   Call c{fn, comm, Collective::kAllToAll, dtype, count, isSend ? count : 0, isSend ? 0 : count};
   BRAID_TRY(record(comm, checkCall(c, buff, buff)));
   if (peer < 0 || peer >= comm->nranks)
-    return record(comm, fail(braidInvalidArgument, "%s: peer %d is out of range [0, nranks=%d)",
-                             fn, peer, comm->nranks));
+    return record(comm, fail(braidInvalidArgument, "%s: peer %d is out of range [0, nranks=%d)", fn,
+                             peer, comm->nranks));
   braid::P2POp op{isSend, peer, buff, count * braidTypeSize(dtype)};
   if (t_groupDepth > 0) {
     t_pending.push_back({comm, stream, true, op, nullptr});
@@ -213,16 +214,23 @@ braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t re
                                  braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                                  braidStream_t stream) {
   size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidReduceScatter", comm, Collective::kReduceScatter, datatype, recvcount,
-         n * recvcount, recvcount, true, op};
+  Call c{"braidReduceScatter",
+         comm,
+         Collective::kReduceScatter,
+         datatype,
+         recvcount,
+         n * recvcount,
+         recvcount,
+         true,
+         op};
   return collective(c, sendbuff, recvbuff, stream, n * recvcount);
 }
 
 braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                              braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
   size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidAllGather", comm, Collective::kAllGather, datatype, sendcount, sendcount,
-         n * sendcount};
+  Call c{"braidAllGather", comm,      Collective::kAllGather, datatype,
+         sendcount,        sendcount, n * sendcount};
   return collective(c, sendbuff, recvbuff, stream);
 }
 
@@ -230,8 +238,17 @@ braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, int root, braidComm_t comm,
                              braidStream_t stream) {
   bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
-  Call c{"braidBroadcast", comm, Collective::kBroadcast, datatype, count, isRoot ? count : 0,
-         count, false, braidSum, true, root};
+  Call c{"braidBroadcast",
+         comm,
+         Collective::kBroadcast,
+         datatype,
+         count,
+         isRoot ? count : 0,
+         count,
+         false,
+         braidSum,
+         true,
+         root};
   return collective(c, sendbuff, recvbuff, stream);
 }
 
@@ -244,8 +261,17 @@ braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count,
                           braidDataType_t datatype, braidRedOp_t op, int root, braidComm_t comm,
                           braidStream_t stream) {
   bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
-  Call c{"braidReduce", comm, Collective::kReduce, datatype, count, count, isRoot ? count : 0,
-         true, op, true, root};
+  Call c{"braidReduce",
+         comm,
+         Collective::kReduce,
+         datatype,
+         count,
+         count,
+         isRoot ? count : 0,
+         true,
+         op,
+         true,
+         root};
   return collective(c, sendbuff, recvbuff, stream, count);
 }
 
@@ -266,24 +292,24 @@ braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
                              braidStream_t stream) {
   BRAID_TRY(checkComm(comm, "braidAllToAllv"));
   if (!sendcounts || !sdispls || !recvcounts || !rdispls)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidAllToAllv: %s is NULL",
-                             !sendcounts ? "sendcounts" : !sdispls ? "sdispls"
-                             : !recvcounts ? "recvcounts" : "rdispls"));
+    return record(comm, fail(braidInvalidArgument, "braidAllToAllv: %s is NULL",
+                             !sendcounts   ? "sendcounts"
+                             : !sdispls    ? "sdispls"
+                             : !recvcounts ? "recvcounts"
+                                           : "rdispls"));
   size_t sendElems = 0, recvElems = 0, maxCount = 0;
   const size_t size = braidTypeSize(datatype);
   for (int j = 0; j < comm->nranks; ++j) {
     for (size_t v : {sendcounts[j], sdispls[j], recvcounts[j], rdispls[j]})
       if (size != 0 && v > SIZE_MAX / size / 4)
-        return record(comm, fail(braidInvalidArgument,
-                                 "braidAllToAllv: count or displacement %zu for peer %d overflows",
-                                 v, j));
+        return record(
+            comm, fail(braidInvalidArgument,
+                       "braidAllToAllv: count or displacement %zu for peer %d overflows", v, j));
     sendElems = std::max(sendElems, sdispls[j] + sendcounts[j]);
     recvElems = std::max(recvElems, rdispls[j] + recvcounts[j]);
     maxCount = std::max({maxCount, sendcounts[j], recvcounts[j]});
   }
-  Call c{"braidAllToAllv", comm, Collective::kAllToAllv, datatype, maxCount,
-         sendElems, recvElems};
+  Call c{"braidAllToAllv", comm, Collective::kAllToAllv, datatype, maxCount, sendElems, recvElems};
   const size_t* arrays[4] = {sendcounts, sdispls, recvcounts, rdispls};
   return collective(c, sendbuff, recvbuff, stream, 0, arrays);
 }
@@ -293,8 +319,17 @@ braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
                           braidStream_t stream) {
   bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
   size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidGather", comm, Collective::kGather, datatype, count, count,
-         isRoot ? n * count : 0, false, braidSum, true, root};
+  Call c{"braidGather",
+         comm,
+         Collective::kGather,
+         datatype,
+         count,
+         count,
+         isRoot ? n * count : 0,
+         false,
+         braidSum,
+         true,
+         root};
   return collective(c, sendbuff, recvbuff, stream);
 }
 
@@ -303,8 +338,10 @@ braidResult_t braidScatter(const void* sendbuff, void* recvbuff, size_t count,
                            braidStream_t stream) {
   bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
   size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidScatter", comm, Collective::kScatter, datatype, count, isRoot ? n * count : 0,
-         count, false, braidSum, true, root};
+  Call c{"braidScatter", comm,  Collective::kScatter,
+         datatype,       count, isRoot ? n * count : 0,
+         count,          false, braidSum,
+         true,           root};
   return collective(c, sendbuff, recvbuff, stream);
 }
 
@@ -401,8 +438,10 @@ braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDat
   size_t slot = comm->preMulSums.size();
   for (size_t k = 0; k < comm->preMulSums.size(); ++k)
     if (!comm->preMulSums[k].live) slot = k;
-  if (slot == comm->preMulSums.size()) comm->preMulSums.push_back(pm);
-  else comm->preMulSums[slot] = pm;
+  if (slot == comm->preMulSums.size())
+    comm->preMulSums.push_back(pm);
+  else
+    comm->preMulSums[slot] = pm;
   *op = static_cast<braidRedOp_t>(braidNumOps + static_cast<int>(slot));
   return braidSuccess;
 }
@@ -420,8 +459,7 @@ braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm) {
   return braidSuccess;
 }
 
-braidResult_t braidListAlgorithms(const char* collective, const char** names, int max,
-                                  int* count) {
+braidResult_t braidListAlgorithms(const char* collective, const char** names, int max, int* count) {
   if (!collective || !count)
     return fail(braidInvalidArgument, "braidListAlgorithms: collective or count is NULL");
   int c = 0;
@@ -455,9 +493,9 @@ braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
                              "braidCommSetAlgorithm: unknown collective \"%s\"", collective));
   std::string name = algorithm ? algorithm : "";
   if (!name.empty() && !braid::findAlgorithm(static_cast<Collective>(c), name))
-    return record(comm, fail(braidInvalidArgument,
-                             "braidCommSetAlgorithm: no %s algorithm named \"%s\"", collective,
-                             name.c_str()));
+    return record(comm,
+                  fail(braidInvalidArgument, "braidCommSetAlgorithm: no %s algorithm named \"%s\"",
+                       collective, name.c_str()));
   std::lock_guard<std::mutex> lock(comm->mu);
   comm->forcedAlgo[c] = name;
   return braidSuccess;

@@ -73,9 +73,9 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
                   r, p.hostId.c_str(), mine.hostId.c_str());
     BRAID_TRY(ShmSegment::open(p.shmName, &comm->peerSegments[r]));
     const ShmSegment& peerSeg = *comm->peerSegments[r];
-    comm->connections[r] =
-        std::make_unique<ShmConnection>(peerSeg.fifo(rank), comm->segment->fifo(r),
-                                        comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
+    comm->connections[r] = std::make_unique<ShmConnection>(
+        peerSeg.fifo(rank), comm->segment->fifo(r), comm->segment->slots(),
+        comm->segment->slotBytes(), peerSeg.doorbell());
     BRAID_INFO("INIT", "rank %d -> rank %d via shm (same host %s): %d slots of %zu bytes", rank, r,
                mine.hostId.c_str(), comm->segment->slots(), comm->segment->slotBytes());
   }
@@ -97,16 +97,26 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
 
 const char* collectiveLabel(Collective c) {
   switch (c) {
-    case Collective::kAllReduce: return "all-reduce";
-    case Collective::kReduceScatter: return "reduce-scatter";
-    case Collective::kAllGather: return "all-gather";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kAllToAll: return "all-to-all";
-    case Collective::kAllToAllv: return "all-to-all-v";
-    case Collective::kGather: return "gather";
-    case Collective::kScatter: return "scatter";
-    case Collective::kBarrier: return "barrier";
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+    case Collective::kAllGather:
+      return "all-gather";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllToAll:
+      return "all-to-all";
+    case Collective::kAllToAllv:
+      return "all-to-all-v";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kBarrier:
+      return "barrier";
   }
   return "collective";
 }
@@ -187,9 +197,9 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
     compilePlan(uncached.get(), elemSize);
     plan = uncached.get();
   } else {
-    auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<const void*>(algo),
-                               args.count, static_cast<int>(args.dtype), static_cast<int>(args.op),
-                               args.root);
+    auto key =
+        std::make_tuple(static_cast<int>(args.coll), static_cast<const void*>(algo), args.count,
+                        static_cast<int>(args.dtype), static_cast<int>(args.op), args.root);
     auto it = comm->plans.find(key);
     if (it == comm->plans.end()) {
       if (comm->plans.size() >= 256) comm->plans.clear();
@@ -206,10 +216,20 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   BRAID_INFO("COLL", "%s #%llu count %zu %s %s root %d: algorithm %s", collectiveLabel(args.coll),
              static_cast<unsigned long long>(comm->opCount), args.count, braidTypeName(args.dtype),
              braidOpName(args.op), args.root, algo->name);
-  ExecContext ctx{comm->rank,          comm->nranks,         args.dtype,
-                  args.op,             elemSize,             collectiveLabel(args.coll),
-                  comm->opCount,       comm->bases.data(),   comm->bases.size(),
-                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data(), comm->peerPids.data(), comm->segment ? comm->segment->doorbell() : nullptr,
+  ExecContext ctx{comm->rank,
+                  comm->nranks,
+                  args.dtype,
+                  args.op,
+                  elemSize,
+                  collectiveLabel(args.coll),
+                  comm->opCount,
+                  comm->bases.data(),
+                  comm->bases.size(),
+                  comm->connPtrs.data(),
+                  comm->sendSeq.data(),
+                  comm->recvSeq.data(),
+                  comm->peerPids.data(),
+                  comm->segment ? comm->segment->doorbell() : nullptr,
                   comm->oversubscribed};
   return execute(plan, ctx);
 }
@@ -246,8 +266,9 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
     const P2POp& snd = ops[selfSends[i]];
     const P2POp& rcv = ops[selfRecvs[i]];
     if (snd.bytes != rcv.bytes)
-      return fail(braidInvalidUsage, "group: send to self of %zu bytes meets a receive of %zu bytes",
-                  snd.bytes, rcv.bytes);
+      return fail(braidInvalidUsage,
+                  "group: send to self of %zu bytes meets a receive of %zu bytes", snd.bytes,
+                  rcv.bytes);
     Step s;
     s.kind = StepKind::kCopy;
     s.src = {userBuffer(selfSends[i]), 0};
@@ -256,10 +277,20 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
     plan.schedule.add(s);
   }
   compilePlan(&plan, 1);
-  ExecContext ctx{comm->rank,          comm->nranks,         braidUint8,
-                  braidSum,            1,                    "send/recv group",
-                  comm->opCount,       comm->bases.data(),   comm->bases.size(),
-                  comm->connPtrs.data(), comm->sendSeq.data(), comm->recvSeq.data(), comm->peerPids.data(), comm->segment ? comm->segment->doorbell() : nullptr,
+  ExecContext ctx{comm->rank,
+                  comm->nranks,
+                  braidUint8,
+                  braidSum,
+                  1,
+                  "send/recv group",
+                  comm->opCount,
+                  comm->bases.data(),
+                  comm->bases.size(),
+                  comm->connPtrs.data(),
+                  comm->sendSeq.data(),
+                  comm->recvSeq.data(),
+                  comm->peerPids.data(),
+                  comm->segment ? comm->segment->doorbell() : nullptr,
                   comm->oversubscribed};
   return execute(&plan, ctx);
 }

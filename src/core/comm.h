@@ -45,15 +45,16 @@ struct braidComm {
   std::vector<braid::Connection*> connPtrs;  // same, as raw pointers for the executor
   std::vector<uint64_t> sendSeq, recvSeq;
   bool oversubscribed = false;  // more ranks on this host than online cores
-  std::vector<int> peerPids;  // same-host peers' pids (0 elsewhere)    // message sequence numbers per peer
-  uint64_t opCount = 0;                      // collectives issued, for messages
-  std::mutex mu;                             // one collective at a time per communicator
+  std::vector<int>
+      peerPids;  // same-host peers' pids (0 elsewhere)    // message sequence numbers per peer
+  uint64_t opCount = 0;  // collectives issued, for messages
+  std::mutex mu;         // one collective at a time per communicator
   std::string lastError;
   std::string forcedAlgo[braid::kNumCollectives];  // braidCommSetAlgorithm
   // Ops made by braidRedOpCreatePreMulSum: op value braidNumOps + index.
   struct PreMulSum {
     braidDataType_t dtype;
-    std::vector<char> scalar;        // host-immediate value
+    std::vector<char> scalar;         // host-immediate value
     const void* scalarPtr = nullptr;  // "device" residence: read at each call
     bool live = false;
   };

@@ -25,20 +25,6 @@ struct Cursor {
   size_t bytesDone = 0;
 };
 
-const char* kindName(StepKind k) {
-  switch (k) {
-    case StepKind::kSend:
-      return "send";
-    case StepKind::kRecv:
-      return "recv";
-    case StepKind::kRecvReduce:
-      return "recv-reduce";
-    case StepKind::kCopy:
-      return "copy";
-  }
-  return "?";
-}
-
 class Run {
  public:
   Run(Plan* plan, const ExecContext& ctx) : plan_(*plan), ctx_(ctx) {
@@ -256,7 +242,7 @@ class Run {
                     "%d (step %d of %zu, %s of %zu elements): rank %d is late, stalled or dead",
                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), waited,
                     plan_.recvs[q].peer, idx, plan_.schedule.steps.size(),
-                    kindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count,
+                    stepKindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count,
                     plan_.recvs[q].peer);
       }
     }
