@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +69,38 @@ TEST(EdgeCases, ExitedPeerIsNamedBeforeTheTimeout) {
   EXPECT_EQ(results[0].status, 0) << results[0].output;
 }
 
+// Ranks in different calls (all-reduce against broadcast of the same size): the rank that
+// sees the other's message is told it is a different call; afterwards the communicator
+// refuses further use instead of mixing data.
+TEST(EdgeCases, DifferentCallsAreNamedAndTheCommIsRetired) {
+  auto results = runProcesses(2, "mismatch", {"BRAID_TIMEOUT=3"});
+  EXPECT_EQ(results[0].status, 0) << results[0].output;
+  EXPECT_EQ(results[1].status, 0) << results[1].output;
+}
+
+TEST(EdgeCases, AllToAllvInPlaceRefusedAndEmptyWithNullBuffersAccepted) {
+  auto errors = runThreads(2, [](braidComm_t comm, int) -> std::string {
+    std::vector<size_t> counts = {3, 3}, displs = {0, 3}, zeros = {0, 0}, far = {7, 9};
+    std::vector<int32_t> buf(6, 1);
+    if (braidAllToAllv(buf.data(), counts.data(), displs.data(), buf.data(), counts.data(),
+                       displs.data(), braidInt32, comm, nullptr) != braidInvalidArgument)
+      return "in-place all-to-all-v was accepted";
+    if (braidAllToAllv(nullptr, zeros.data(), far.data(), nullptr, zeros.data(), far.data(),
+                       braidInt32, comm, nullptr) != braidSuccess)
+      return std::string("all-zero counts with NULL buffers refused: ") + braidGetLastError(comm);
+    return "";
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+// Ranks with different BRAID_BUFFSIZE / BRAID_CHUNKSIZE: each sends into the peer's FIFO
+// laid out the peer's way (rank 1 sets its own values before init, in main below).
+TEST(EdgeCases, RanksWithDifferentBufferSettingsAgree) {
+  auto results = runProcesses(2, "geometry");
+  EXPECT_EQ(results[0].status, 0) << results[0].output;
+  EXPECT_EQ(results[1].status, 0) << results[1].output;
+}
+
 // #8: a flat buffer of segments 8 + 0 + 24 elements reduced segment by segment, and 57
 // elements padded to 60 for a reduce-scatter over 2 ranks.
 TEST(EdgeCases, ZeroLengthSegmentsAndPaddedReduceScatter) {
@@ -126,6 +159,43 @@ int main(int argc, char** argv) {
     if (!ok)
       std::fprintf(stderr, "got %s after %.1f s: %s\n", braidGetErrorString(res), s, msg.c_str());
     return ok ? 0 : 1;
+  });
+  braid::test::registerChildRole("mismatch", [](braidComm_t comm, int rank, int) {
+    std::vector<float> x(100, 1.0f), y(100, 0.0f);
+    braidCommSetAlgorithm(comm, "broadcast", "binomial");
+    braidResult_t res =
+        rank == 0 ? braidAllReduce(x.data(), y.data(), 100, braidFloat32, braidSum, comm, nullptr)
+                  : braidBroadcast(nullptr, y.data(), 100, braidFloat32, 0, comm, nullptr);
+    std::string msg = braidGetLastError(comm);
+    bool ok = res != braidSuccess;
+    if (rank == 1)
+      ok = ok && res == braidInvalidUsage && msg.find("different call") != std::string::npos;
+    braidResult_t again =
+        braidAllReduce(x.data(), y.data(), 100, braidFloat32, braidSum, comm, nullptr);
+    ok = ok && again == braidInvalidUsage &&
+         std::string(braidGetLastError(comm)).find("cannot be used again") != std::string::npos;
+    if (!ok)
+      std::fprintf(stderr, "rank %d got %s: %s / then %s\n", rank, braidGetErrorString(res),
+                   msg.c_str(), braidGetLastError(comm));
+    return ok ? 0 : 1;
+  });
+  if (const char* r = std::getenv("BRAID_RANK"); r && std::string(r) == "1") {
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == "--braid-child=geometry") {
+        setenv("BRAID_BUFFSIZE", "8M", 1);
+        setenv("BRAID_CHUNKSIZE", "1M", 1);
+      }
+  }
+  braid::test::registerChildRole("geometry", [](braidComm_t comm, int, int) {
+    std::vector<float> x(5u << 20, 1.0f), y(5u << 20, 0.0f);
+    if (braidAllReduce(x.data(), y.data(), x.size(), braidFloat32, braidSum, comm, nullptr) !=
+        braidSuccess) {
+      std::fprintf(stderr, "%s\n", braidGetLastError(comm));
+      return 1;
+    }
+    for (float v : y)
+      if (v != 2.0f) return 1;
+    return 0;
   });
   int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;

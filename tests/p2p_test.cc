@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "braid/braid.h"
@@ -133,6 +134,46 @@ TEST(PreMulSum, ScalesEachContributionBeforeSumming) {
         braidInvalidArgument)
       return "a destroyed op was accepted";
     return "";
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+TEST(Streams, DestroyWaitsForQueuedWork) {
+  const int n = 2;
+  std::vector<braidComm_t> comms(n);
+  ASSERT_EQ(braidCommInitAll(comms.data(), n, nullptr), braidSuccess);
+  std::vector<braidStream_t> streams(n);
+  std::vector<std::vector<int32_t>> bufs(n, std::vector<int32_t>(4096, 1));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(braidStreamCreate(&streams[r]), braidSuccess);
+    for (int k = 0; k < 20; ++k)
+      ASSERT_EQ(braidAllReduce(bufs[r].data(), bufs[r].data(), 4096, braidInt32, braidSum, comms[r],
+                               streams[r]),
+                braidSuccess);
+  }
+  // Destroying the communicators first must wait for the queued calls, not free under them.
+  std::vector<std::thread> ts;
+  for (int r = 0; r < n; ++r) ts.emplace_back([&, r] { braidCommDestroy(comms[r]); });
+  for (auto& t : ts) t.join();
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(braidStreamDestroy(streams[r]), braidSuccess);
+    EXPECT_EQ(bufs[r][4095], 1 << 20);  // doubled 20 times
+  }
+}
+
+TEST(PreMulSum, QueuedCallKeepsTheScalarOfItsCall) {
+  auto errors = runThreads(2, [](braidComm_t comm, int) -> std::string {
+    braidStream_t s;
+    braidStreamCreate(&s);
+    braidRedOp_t op, op2;
+    float two = 2, five = 5, x = 1, y = 0;
+    braidRedOpCreatePreMulSum(&op, &two, braidFloat32, braidScalarHostImmediate, comm);
+    braidAllReduce(&x, &y, 1, braidFloat32, op, comm, s);
+    braidRedOpDestroy(op, comm);
+    braidRedOpCreatePreMulSum(&op2, &five, braidFloat32, braidScalarHostImmediate, comm);
+    if (braidStreamDestroy(s) != braidSuccess) return braidGetLastError(nullptr);
+    braidRedOpDestroy(op2, comm);
+    return y == 4.0f ? "" : "expected 2*1 + 2*1 = 4, got " + std::to_string(y);
   });
   for (const auto& e : errors) ADD_FAILURE() << e;
 }

@@ -38,7 +38,6 @@ braidResult_t braidGetUniqueId(braidUniqueId* uniqueId) {
 }
 
 braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank) {
-  braid::setLogRank(-1);
   if (!comm) return fail(braidInvalidArgument, "braidCommInitRank: comm is NULL");
   *comm = nullptr;
   if (nranks < 1)
@@ -66,7 +65,6 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
     threads.emplace_back([&, r] {
       results[r] = braidCommInitRank(&comms[r], ndev, id, r);
       if (results[r] != braidSuccess) messages[r] = braid::lastError();
-      braid::setLogRank(-1);
     });
   }
   for (auto& t : threads) t.join();
@@ -75,7 +73,7 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
       for (int k = 0; k < ndev; ++k)
         if (results[k] == braidSuccess && comms[k]) braidCommDestroy(comms[k]);
       for (int k = 0; k < ndev; ++k) comms[k] = nullptr;
-      return fail(results[r], "braidCommInitAll: %s", messages[r].c_str());
+      return braid::failVerbatim(results[r], "braidCommInitAll: " + messages[r]);
     }
   }
   return braidSuccess;
@@ -83,6 +81,11 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
 
 braidResult_t braidCommDestroy(braidComm_t comm) {
   BRAID_TRY(checkComm(comm, "braidCommDestroy"));
+  {
+    // Work still queued on streams would run on freed memory: let it finish first.
+    std::unique_lock<std::mutex> lock(comm->queueMu);
+    comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
+  }
   {
     std::lock_guard<std::mutex> lock(comm->mu);  // waits for a running collective
     comm->magic = 0;

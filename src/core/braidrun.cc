@@ -16,8 +16,10 @@
 //
 // Exit status: the first failing child's, 0 if all succeed, 2 for a usage error, 127 if
 // CMD cannot be found or executed, 1 if braidrun itself fails.
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -249,6 +251,19 @@ class Launcher {
         .count();
   }
 
+  // A rank killed during init (before its peers mapped its segment) cannot unlink it;
+  // segments carry their creator's pid ("/dev/shm/braid-PID-..."), so its launcher can.
+  static void RemoveSharedMemoryOf(pid_t pid) {
+    const std::string prefix = "braid-" + std::to_string(pid) + "-";
+    DIR* d = opendir("/dev/shm");
+    if (!d) return;
+    while (dirent* e = readdir(d)) {
+      if (strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+        shm_unlink(("/" + std::string(e->d_name)).c_str());
+    }
+    closedir(d);
+  }
+
   void Reap() {
     for (int rank = 0; rank < nranks_; ++rank) {
       Child& c = children_[rank];
@@ -257,6 +272,7 @@ class Launcher {
       const pid_t r = waitpid(c.pid, &wstatus, WNOHANG);
       if (r != c.pid) continue;
       c.running = false;
+      RemoveSharedMemoryOf(c.pid);
       int status = 0;
       if (WIFEXITED(wstatus)) {
         status = WEXITSTATUS(wstatus);

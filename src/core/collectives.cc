@@ -118,16 +118,34 @@ braidResult_t submit(braidComm* comm, braidStream_t stream, std::function<braidR
     t_pending.push_back({comm, stream, false, {}, std::move(work)});
     return braidSuccess;
   }
-  if (stream) return braid::streamEnqueue(stream, std::move(work));
+  if (stream) return braid::enqueueOnStream(comm, stream, std::move(work));
   return record(comm, work());
 }
 
+// A PreMulSum op as captured when the call is made: destroying or re-creating the op
+// afterwards does not change a call already queued (NCCL's rule).
+struct PreMul {
+  bool active = false;
+  std::vector<char> scalar;         // host-immediate value, copied
+  const void* scalarPtr = nullptr;  // "device" residence: read when the call runs
+};
+
+PreMul capturePreMul(braidComm* comm, braidRedOp_t op) {
+  PreMul pm;
+  if (static_cast<int>(op) < braidNumOps) return pm;
+  std::lock_guard<std::mutex> lock(comm->mu);
+  const braidComm::PreMulSum& src = comm->preMulSums[static_cast<size_t>(op) - braidNumOps];
+  pm.active = true;
+  pm.scalar = src.scalar;
+  pm.scalarPtr = src.scalarPtr;
+  return pm;
+}
+
 // sum over ranks of (scalar * x): scale a copy of the input, then sum it.
-braidResult_t withPreMulSum(braidComm* comm, braidRedOp_t op, braidDataType_t dtype,
+braidResult_t withPreMulSum(const PreMul& pm, braidRedOp_t op, braidDataType_t dtype,
                             const void* sendbuff, size_t elems,
                             const std::function<braidResult_t(const void*, braidRedOp_t)>& run) {
-  if (static_cast<int>(op) < braidNumOps) return run(sendbuff, op);
-  const braidComm::PreMulSum& pm = comm->preMulSums[static_cast<size_t>(op) - braidNumOps];
+  if (!pm.active) return run(sendbuff, op);
   const size_t size = braidTypeSize(dtype);
   const void* scalar = pm.scalarPtr ? pm.scalarPtr : pm.scalar.data();
   constexpr size_t kBlock = 1024;
@@ -159,6 +177,7 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
     for (int k = 0; k < 4; ++k) arrays.insert(arrays.end(), a2avArrays[k], a2avArrays[k] + n);
   }
   braidComm* comm = c.comm;
+  const PreMul pm = capturePreMul(comm, args.op);
   return submit(comm, stream, [=]() {
     braid::CollArgs a = args;
     if (!arrays.empty()) {
@@ -168,7 +187,7 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
       a.recvCounts = arrays.data() + 2 * n;
       a.recvDispls = arrays.data() + 3 * n;
     }
-    return withPreMulSum(comm, args.op, args.dtype, sendbuff, preMulElems,
+    return withPreMulSum(pm, args.op, args.dtype, sendbuff, preMulElems,
                          [&](const void* send, braidRedOp_t op) {
                            a.op = op;
                            return braid::runCollective(comm, a, send, recvbuff);
@@ -195,7 +214,8 @@ braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDa
                              "the receive in one braidGroupStart/End",
                              fn));
   std::vector<braid::P2POp> ops{op};
-  if (stream) return braid::streamEnqueue(stream, [comm, ops] { return braid::runP2P(comm, ops); });
+  if (stream)
+    return braid::enqueueOnStream(comm, stream, [comm, ops] { return braid::runP2P(comm, ops); });
   return record(comm, braid::runP2P(comm, ops));
 }
 
@@ -305,10 +325,15 @@ braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
         return record(
             comm, fail(braidInvalidArgument,
                        "braidAllToAllv: count or displacement %zu for peer %d overflows", v, j));
-    sendElems = std::max(sendElems, sdispls[j] + sendcounts[j]);
-    recvElems = std::max(recvElems, rdispls[j] + recvcounts[j]);
+    // Only non-empty blocks need memory: all-zero counts with NULL buffers are fine (MPI).
+    if (sendcounts[j] > 0) sendElems = std::max(sendElems, sdispls[j] + sendcounts[j]);
+    if (recvcounts[j] > 0) recvElems = std::max(recvElems, rdispls[j] + recvcounts[j]);
     maxCount = std::max({maxCount, sendcounts[j], recvcounts[j]});
   }
+  if (sendbuff && sendbuff == recvbuff && sendElems > 0 && recvElems > 0)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidAllToAllv: sendbuff and recvbuff are the same buffer; "
+                             "all-to-all-v has no in-place form"));
   Call c{"braidAllToAllv", comm, Collective::kAllToAllv, datatype, maxCount, sendElems, recvElems};
   const size_t* arrays[4] = {sendcounts, sdispls, recvcounts, rdispls};
   return collective(c, sendbuff, recvbuff, stream, 0, arrays);
@@ -388,7 +413,7 @@ braidResult_t braidGroupEnd(void) {
       }
     braidComm* comm = comms[k];
     if (stream) {
-      braid::streamEnqueue(stream, [comm, items] { return runGroupItems(comm, items); });
+      braid::enqueueOnStream(comm, stream, [comm, items] { return runGroupItems(comm, items); });
     } else if (comms.size() == 1) {
       results[k] = runGroupItems(comm, items);
       if (results[k] != braidSuccess) messages[k] = braid::lastError();
@@ -404,7 +429,7 @@ braidResult_t braidGroupEnd(void) {
   for (auto& w : workers) w.join();
   for (size_t k = 0; k < comms.size(); ++k) {
     if (results[k] != braidSuccess) {
-      braidResult_t res = fail(results[k], "%s", messages[k].c_str());
+      braidResult_t res = braid::failVerbatim(results[k], messages[k]);
       return record(comms[k], res);
     }
   }

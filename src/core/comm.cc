@@ -8,19 +8,23 @@
 #include "core/bootstrap.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/stream.h"
 
 namespace braid {
 
 std::string PeerCard::encode() const {
-  return hostId + "\n" + std::to_string(pid) + "\n" + shmName + "\n";
+  return hostId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" + std::to_string(chunkSize) +
+         "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid;
-  if (!std::getline(in, out->hostId) || !std::getline(in, pid) || !std::getline(in, out->shmName))
+  std::string pid, chunk;
+  if (!std::getline(in, out->hostId) || !std::getline(in, pid) || !std::getline(in, out->shmName) ||
+      !std::getline(in, chunk))
     return false;
   out->pid = std::atoi(pid.c_str());
+  out->chunkSize = std::strtoull(chunk.c_str(), nullptr, 10);
   return true;
 }
 
@@ -35,7 +39,7 @@ std::string localHostId() {
 }
 
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank) {
-  setLogRank(rank);
+  LogRankScope rankScope(rank);
   auto comm = std::make_unique<braidComm>();
   comm->rank = rank;
   comm->nranks = nranks;
@@ -47,6 +51,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   PeerCard mine;
   mine.hostId = localHostId();
   mine.pid = getpid();
+  mine.chunkSize = cfg.chunkSize;
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
     mine.shmName = comm->segment->name();
@@ -58,6 +63,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     if (!PeerCard::decode(cards[r], &comm->peers[r]))
       return fail(braidInternalError, "init: malformed card from rank %d", r);
 
+  // Every rank must cut messages into the same pieces: rank 0's BRAID_CHUNKSIZE rules.
+  comm->chunkSize = comm->peers[0].chunkSize > 0 ? comm->peers[0].chunkSize : cfg.chunkSize;
   comm->peerSegments.resize(nranks);
   comm->connections.resize(nranks);
   comm->sendSeq.assign(nranks, 0);
@@ -74,8 +81,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     BRAID_TRY(ShmSegment::open(p.shmName, &comm->peerSegments[r]));
     const ShmSegment& peerSeg = *comm->peerSegments[r];
     comm->connections[r] = std::make_unique<ShmConnection>(
-        peerSeg.fifo(rank), comm->segment->fifo(r), comm->segment->slots(),
-        comm->segment->slotBytes(), peerSeg.doorbell());
+        peerSeg.fifo(rank), peerSeg.slots(), peerSeg.slotBytes(), comm->segment->fifo(r),
+        comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
     BRAID_INFO("INIT", "rank %d -> rank %d via shm (same host %s): %d slots of %zu bytes", rank, r,
                mine.hostId.c_str(), comm->segment->slots(), comm->segment->slotBytes());
   }
@@ -151,6 +158,35 @@ std::string namesFor(Collective coll) {
 
 }  // namespace
 
+namespace {
+
+// What every rank must agree on for one call (alltoallv's counts differ per rank by design).
+uint32_t callTag(const CollArgs& a) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t v :
+       {static_cast<uint64_t>(a.coll) + 1,
+        a.coll == Collective::kAllToAllv ? 0 : static_cast<uint64_t>(a.count),
+        static_cast<uint64_t>(a.dtype), static_cast<uint64_t>(a.op), static_cast<uint64_t>(a.root)})
+    h = (h ^ v) * 1099511628211ull;
+  uint32_t tag = static_cast<uint32_t>(h ^ (h >> 32));
+  return tag == 0 ? 1 : tag;
+}
+
+// After a failed exchange the connections hold partial messages: refuse later calls.
+braidResult_t markBroken(braidComm* comm, braidResult_t res) {
+  if (res != braidSuccess && comm->broken.empty()) comm->broken = lastError();
+  return res;
+}
+
+braidResult_t checkUsable(const braidComm* comm) {
+  if (comm->broken.empty()) return braidSuccess;
+  return fail(braidInvalidUsage,
+              "this communicator failed earlier and cannot be used again (destroy it): %s",
+              comm->broken.c_str());
+}
+
+}  // namespace
+
 braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
                               const AlgorithmInfo** out) {
   std::string forced = comm->forcedAlgo[static_cast<int>(args.coll)];
@@ -180,12 +216,13 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
                             void* recvbuff) {
   std::lock_guard<std::mutex> lock(comm->mu);
-  setLogRank(comm->rank);
+  LogRankScope rankScope(comm->rank);
+  BRAID_TRY(checkUsable(comm));
   CollArgs args = in;
   args.rank = comm->rank;
   args.nranks = comm->nranks;
   const size_t elemSize = braidTypeSize(args.dtype);
-  args.pieceElems = std::max<size_t>(1, config().chunkSize / elemSize);
+  args.pieceElems = std::max<size_t>(1, comm->chunkSize / elemSize);
   const AlgorithmInfo* algo = nullptr;
   BRAID_TRY(chooseAlgorithm(comm, args, &algo));
   ++comm->opCount;
@@ -230,13 +267,30 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
                   comm->recvSeq.data(),
                   comm->peerPids.data(),
                   comm->segment ? comm->segment->doorbell() : nullptr,
-                  comm->oversubscribed};
-  return execute(plan, ctx);
+                  comm->oversubscribed,
+                  callTag(args)};
+  return markBroken(comm, execute(plan, ctx));
+}
+
+braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
+                              std::function<braidResult_t()> work) {
+  {
+    std::lock_guard<std::mutex> lock(comm->queueMu);
+    ++comm->queued;
+  }
+  return streamEnqueue(stream, [comm, work = std::move(work)] {
+    braidResult_t res = work();
+    std::lock_guard<std::mutex> lock(comm->queueMu);
+    --comm->queued;
+    comm->queueCv.notify_all();
+    return res;
+  });
 }
 
 braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
   std::lock_guard<std::mutex> lock(comm->mu);
-  setLogRank(comm->rank);
+  LogRankScope rankScope(comm->rank);
+  BRAID_TRY(checkUsable(comm));
   ++comm->opCount;
   Plan plan;
   comm->bases.assign(3 + ops.size(), nullptr);
@@ -291,8 +345,9 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
                   comm->recvSeq.data(),
                   comm->peerPids.data(),
                   comm->segment ? comm->segment->doorbell() : nullptr,
-                  comm->oversubscribed};
-  return execute(&plan, ctx);
+                  comm->oversubscribed,
+                  0};
+  return markBroken(comm, execute(&plan, ctx));
 }
 
 }  // namespace braid

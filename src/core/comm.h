@@ -2,7 +2,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +25,7 @@ struct PeerCard {
   std::string hostId;
   int pid = 0;
   std::string shmName;
+  size_t chunkSize = 0;  // this rank's BRAID_CHUNKSIZE
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -38,6 +41,7 @@ struct braidComm {
   uint64_t magic = kMagic;
   int rank = 0;
   int nranks = 1;
+  size_t chunkSize = 0;  // pipelining grain in bytes, the same on every rank (rank 0's)
   std::vector<braid::PeerCard> peers;
   std::unique_ptr<braid::ShmSegment> segment;  // my inbound FIFOs
   std::vector<std::unique_ptr<braid::ShmSegment>> peerSegments;
@@ -48,8 +52,13 @@ struct braidComm {
   std::vector<int>
       peerPids;  // same-host peers' pids (0 elsewhere)    // message sequence numbers per peer
   uint64_t opCount = 0;  // collectives issued, for messages
-  std::mutex mu;         // one collective at a time per communicator
+  std::mutex mu;
+  // Work queued on streams and not yet finished; braidCommDestroy waits for it.
+  std::mutex queueMu;
+  std::condition_variable queueCv;
+  int queued = 0;  // one collective at a time per communicator
   std::string lastError;
+  std::string broken;  // why the communicator became unusable, once a call failed mid-way
   std::string forcedAlgo[braid::kNumCollectives];  // braidCommSetAlgorithm
   // Ops made by braidRedOpCreatePreMulSum: op value braidNumOps + index.
   struct PreMulSum {
@@ -85,5 +94,8 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops);
 // default rule. Fails, naming the algorithm and why, if the forced one cannot run args.
 braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
                               const AlgorithmInfo** out);
-const char* collectiveLabel(Collective c);  // "all-reduce", for messages
+const char* collectiveLabel(Collective c);
+// Queues work for comm on stream, counted so braidCommDestroy can wait for it.
+braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
+                              std::function<braidResult_t()> work);  // "all-reduce", for messages
 }  // namespace braid

@@ -1,34 +1,57 @@
 #include "core/config.h"
 
+#include <errno.h>
 #include <strings.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 namespace braid {
 namespace {
 
-size_t parseBytes(const char* s, size_t fallback) {
+// Configuration mistakes are reported once, on stderr, whatever BRAID_DEBUG says: a
+// silently ignored setting is worse than a noisy one.
+void badValue(const char* name, const char* value, const char* why, const std::string& used) {
+  std::fprintf(stderr, "BRAID WARN %s=\"%s\" %s; using %s\n", name, value, why, used.c_str());
+}
+
+// "4194304", "128K", "2M", "1G" (1024-based). Out of [lo, hi] or unparsable: warn, keep fallback.
+size_t parseBytes(const char* name, const char* s, size_t fallback, size_t lo, size_t hi) {
   char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (end == s || v <= 0) return fallback;
-  switch (*end) {
-    case 'k':
-    case 'K':
-      v *= 1024;
-      break;
-    case 'm':
-    case 'M':
-      v *= 1024 * 1024;
-      break;
-    case 'g':
-    case 'G':
-      v *= 1024.0 * 1024 * 1024;
-      break;
-    default:
-      break;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  int shift = 0;
+  if (end != s && *end) {
+    switch (*end) {
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        shift = -1;
+    }
+    if (shift >= 0) ++end;
   }
-  return static_cast<size_t>(v);
+  bool ok =
+      end != s && *end == '\0' && shift >= 0 && errno == 0 && s[0] != '-' && v <= (hi >> shift);
+  size_t bytes = ok ? static_cast<size_t>(v) << shift : 0;
+  if (!ok || bytes < lo || bytes > hi) {
+    badValue(
+        name, s,
+        ("is not a byte count in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str(),
+        std::to_string(fallback));
+    return fallback;
+  }
+  return bytes;
 }
 
 Config load() {
@@ -40,21 +63,34 @@ Config load() {
       c.debugLevel = LogLevel::kTrace;
     else if (!strcasecmp(v, "NONE") || !strcasecmp(v, "VERSION"))
       c.debugLevel = LogLevel::kNone;
-    else
+    else if (!strcasecmp(v, "WARN"))
       c.debugLevel = LogLevel::kWarn;
+    else
+      badValue("BRAID_DEBUG", v, "is not NONE, WARN, INFO or TRACE", "WARN");
   }
   if (const char* v = getEnv("DEBUG_SUBSYS")) c.debugSubsys = v;
   if (const char* v = getEnv("TIMEOUT")) {
-    double t = std::strtod(v, nullptr);
-    if (t > 0) c.timeoutSec = t;
+    char* end = nullptr;
+    double t = std::strtod(v, &end);
+    if (end != v && *end == '\0' && t > 0 && t < 1e9)
+      c.timeoutSec = t;
+    else
+      badValue("BRAID_TIMEOUT", v, "is not a positive number of seconds", "300");
   }
   if (const char* v = getEnv("SOCKET_IFNAME")) c.socketIfname = v;
   if (const char* v = std::getenv("BRAID_HOST_ID")) c.hostId = v;
   if (const char* v = getEnv("ALGO")) c.algo = v;
-  if (const char* v = getEnv("BUFFSIZE")) c.buffSize = parseBytes(v, c.buffSize);
-  if (const char* v = getEnv("CHUNKSIZE")) c.chunkSize = parseBytes(v, c.chunkSize);
-  if (c.chunkSize < 64) c.chunkSize = 64;
-  if (c.buffSize < 2 * c.chunkSize) c.buffSize = 2 * c.chunkSize;
+  // A connection's FIFO holds buffSize / chunkSize slots: at least 2, at most 4096.
+  if (const char* v = getEnv("CHUNKSIZE"))
+    c.chunkSize = parseBytes("BRAID_CHUNKSIZE", v, c.chunkSize, 64, 64u << 20);
+  if (const char* v = getEnv("BUFFSIZE"))
+    c.buffSize = parseBytes("BRAID_BUFFSIZE", v, c.buffSize, 128, 1u << 30);
+  if (c.buffSize < 2 * c.chunkSize) {
+    badValue("BRAID_BUFFSIZE", std::to_string(c.buffSize).c_str(),
+             "holds fewer than 2 chunks of BRAID_CHUNKSIZE", std::to_string(2 * c.chunkSize));
+    c.buffSize = 2 * c.chunkSize;
+  }
+  if (c.buffSize / c.chunkSize > 4096) c.buffSize = 4096 * c.chunkSize;
   return c;
 }
 

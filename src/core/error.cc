@@ -35,6 +35,13 @@ braidResult_t fail(braidResult_t code, const char* fmt, ...) {
   return code;
 }
 
+braidResult_t failVerbatim(braidResult_t code, const std::string& msg) {
+  t_last_error = msg;
+  return code;
+}
+
+int logRank() { return t_log_rank; }
+
 const char* lastError() { return t_last_error.c_str(); }
 void clearLastError() { t_last_error.clear(); }
 void setLogRank(int rank) { t_log_rank = rank; }

@@ -13,6 +13,8 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
 // Records msg as the calling thread's last error and returns code.
 braidResult_t fail(braidResult_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Records msg exactly (no rank prefix added): for passing on another thread's error.
+braidResult_t failVerbatim(braidResult_t code, const std::string& msg);
 const char* lastError();
 void clearLastError();
 
@@ -20,8 +22,20 @@ bool logEnabled(LogLevel level);
 void log(LogLevel level, const char* subsys, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-// Thread-local rank used to prefix log lines; set while a rank runs a call.
+// Thread-local rank used to prefix log lines and errors; set while a rank runs a call.
 void setLogRank(int rank);
+int logRank();
+// Sets the log rank for a scope and restores the previous one after it.
+class LogRankScope {
+ public:
+  explicit LogRankScope(int rank) : saved_(logRank()) { setLogRank(rank); }
+  ~LogRankScope() { setLogRank(saved_); }
+  LogRankScope(const LogRankScope&) = delete;
+  LogRankScope& operator=(const LogRankScope&) = delete;
+
+ private:
+  int saved_;
+};
 
 }  // namespace braid
 

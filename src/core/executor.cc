@@ -98,6 +98,12 @@ class Run {
     return braidSuccess;
   }
 
+  // A piece's 64-bit tag: the call's fingerprint above the per-peer message number, so a
+  // peer in a different call is told apart from one that is merely out of step.
+  uint64_t frame(uint64_t messageSeq) const {
+    return static_cast<uint64_t>(ctx_.callTag) << 32 | (messageSeq & 0xffffffffu);
+  }
+
   bool ready(const Step& s) const {
     for (int32_t d : s.deps)
       if (d >= 0 && !plan_.done[d]) return false;
@@ -126,7 +132,7 @@ class Run {
       size_t total = s.count * ctx_.elemSize;
       size_t n = std::min(cap, total - cur.bytesDone);
       std::memcpy(buf, addr(s.src) + cur.bytesDone, n);
-      conn->sendCommit(n, ctx_.sendSeq[queue.peer]);
+      conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
       cur.bytesDone += n;
       progressed = true;
       if (cur.bytesDone == total) {
@@ -152,15 +158,23 @@ class Run {
       const void* data = conn->recvPeek(&bytes, &seq);
       if (!data) break;
       size_t total = s.count * ctx_.elemSize;
-      if (seq != ctx_.recvSeq[queue.peer] || bytes > total - cur.bytesDone ||
-          bytes % ctx_.elemSize != 0)
+      const uint64_t want = frame(ctx_.recvSeq[queue.peer]);
+      if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want))
+        return fail(braidInvalidUsage,
+                    "%s #%llu: rank %d is in a different call at this point (another collective, "
+                    "count, datatype, op or root); this rank called %s with count %zu per step "
+                    "group, datatype %s, op %s: every rank must make the same calls in the same "
+                    "order",
+                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount), queue.peer, ctx_.what,
+                    s.count, braidTypeName(ctx_.dtype), braidOpName(ctx_.op));
+      if (seq != want || bytes > total - cur.bytesDone || bytes % ctx_.elemSize != 0)
         return fail(braidInvalidUsage,
                     "%s #%llu: rank %d sent a piece of %zu bytes as message %llu, but this rank "
                     "expects message %llu with %zu bytes left: the ranks called different "
                     "collectives or counts",
                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), queue.peer, bytes,
-                    static_cast<unsigned long long>(seq),
-                    static_cast<unsigned long long>(ctx_.recvSeq[queue.peer]),
+                    static_cast<unsigned long long>(seq & 0xffffffffu),
+                    static_cast<unsigned long long>(ctx_.recvSeq[queue.peer] & 0xffffffffu),
                     total - cur.bytesDone);
       char* dst = addr(s.dst) + cur.bytesDone;
       if (s.kind == StepKind::kRecv) {

@@ -48,6 +48,7 @@ struct ExecContext {
   const int* peerPids;  // by peer, for liveness checks of processes on this host; may be null
   Doorbell* doorbell;   // this rank's, for sleeping while idle; may be null
   bool oversubscribed;  // more ranks on this host than cores: sleep instead of spinning
+  uint32_t callTag;     // fingerprint of (collective, count, dtype, op, root); 0 for send/recv
 };
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);

@@ -158,13 +158,15 @@ void Doorbell::wait(uint32_t seen, long timeoutUs) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&ticket), FUTEX_WAIT, seen, &ts, nullptr, 0);
 }
 
-ShmConnection::ShmConnection(void* sendFifo, void* recvFifo, int slots, size_t slotBytes,
-                             Doorbell* peerBell)
+ShmConnection::ShmConnection(void* sendFifo, int slots, size_t slotBytes, void* recvFifo,
+                             int recvSlots, size_t recvSlotBytes, Doorbell* peerBell)
     : send_(static_cast<Fifo*>(sendFifo)),
       recv_(static_cast<Fifo*>(recvFifo)),
       peerBell_(peerBell),
       slots_(slots),
-      slotBytes_(slotBytes) {}
+      slotBytes_(slotBytes),
+      recvSlots_(recvSlots),
+      recvSlotBytes_(recvSlotBytes) {}
 
 void* ShmConnection::sendReserve(size_t* capacity) {
   if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) {
@@ -189,7 +191,7 @@ const void* ShmConnection::recvPeek(size_t* bytes, uint64_t* seq) {
     recvHeadSeen_ = recv_->head.load(std::memory_order_acquire);
     if (recvTail_ == recvHeadSeen_) return nullptr;
   }
-  Fifo::CellHeader* c = recv_->cell(static_cast<int>(recvTail_ % slots_), slotBytes_);
+  Fifo::CellHeader* c = recv_->cell(static_cast<int>(recvTail_ % recvSlots_), recvSlotBytes_);
   *bytes = c->bytes;
   *seq = c->seq;
   return c + 1;

@@ -53,9 +53,12 @@ class ShmSegment {
 // One direction of one pair: sender side writes into the FIFO in the receiver's segment.
 class ShmConnection : public Connection {
  public:
-  // sendFifo: my FIFO inside the peer's segment; recvFifo: the peer's FIFO inside mine.
+  // sendFifo: my FIFO inside the peer's segment, laid out by the peer (slots x slotBytes);
+  // recvFifo: the peer's FIFO inside mine, laid out by me (recvSlots x recvSlotBytes), so
+  // ranks with different BRAID_BUFFSIZE / BRAID_CHUNKSIZE still agree on every address.
   // peerBell: the peer's doorbell, rung after each publish and each freed slot.
-  ShmConnection(void* sendFifo, void* recvFifo, int slots, size_t slotBytes, Doorbell* peerBell);
+  ShmConnection(void* sendFifo, int slots, size_t slotBytes, void* recvFifo, int recvSlots,
+                size_t recvSlotBytes, Doorbell* peerBell);
 
   void* sendReserve(size_t* capacity) override;
   void sendCommit(size_t bytes, uint64_t seq) override;
@@ -70,8 +73,10 @@ class ShmConnection : public Connection {
   Fifo* send_;
   Fifo* recv_;
   Doorbell* peerBell_;
-  int slots_;
+  int slots_;  // of the FIFO this rank sends into
   size_t slotBytes_;
+  int recvSlots_;  // of the FIFO this rank receives from
+  size_t recvSlotBytes_;
   uint64_t sendHead_ = 0;  // local copies: each counter has one writer
   uint64_t sendTailSeen_ = 0;
   uint64_t recvTail_ = 0;
