@@ -269,15 +269,6 @@ enum class Bug {
 };
 Bug gBug = Bug::kNone;
 
-Step makeStep(StepKind kind, int peer, BufRef src, BufRef dst, size_t count) {
-  Step s;
-  s.kind = kind;
-  s.peer = peer;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  return s;
-}
 constexpr BufferId kS = BufferId::kSend, kR = BufferId::kRecv;
 
 // Central all-reduce (or reduce to rank 0 when a.coll is kReduce): every rank sends to

@@ -11,32 +11,6 @@ namespace braid {
 
 namespace {
 
-Step makeStep(StepKind kind, int peer, BufRef src, BufRef dst, size_t count) {
-  Step s;
-  s.kind = kind;
-  s.peer = peer;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  return s;
-}
-
-void addDep(Step* s, int32_t d) {
-  if (d < 0) return;
-  for (int32_t& x : s->deps) {
-    if (x == d) return;
-    if (x < 0) {
-      x = d;
-      return;
-    }
-  }
-}
-
-size_t piecesFor(size_t elems, size_t pieceElems) {
-  const size_t grain = std::max<size_t>(1, pieceElems);
-  return std::max<size_t>(1, elems / grain + (elems % grain != 0));
-}
-
 BufRef at(BufferId b, size_t offset) { return BufRef{b, offset}; }
 
 // Recursive-doubling all-reduce (Thakur, Rabenseifner & Gropp 2005, section 4.4; MPICH's

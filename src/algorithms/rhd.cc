@@ -14,32 +14,6 @@ namespace braid {
 
 namespace {
 
-Step makeStep(StepKind kind, int peer, BufRef src, BufRef dst, size_t count) {
-  Step s;
-  s.kind = kind;
-  s.peer = peer;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  return s;
-}
-
-void addDep(Step* s, int32_t d) {
-  if (d < 0) return;
-  for (int32_t& x : s->deps) {
-    if (x == d) return;
-    if (x < 0) {
-      x = d;
-      return;
-    }
-  }
-}
-
-size_t piecesFor(size_t elems, size_t pieceElems) {
-  const size_t grain = std::max<size_t>(1, pieceElems);
-  return std::max<size_t>(1, elems / grain + (elems % grain != 0));
-}
-
 // One message: its pieces in increasing element order (so also in step order), each
 // [begin, end) in the vector's element numbering, with the step that moves it.
 struct Piece {

@@ -11,22 +11,6 @@ namespace braid {
 
 namespace {
 
-Step makeStep(StepKind kind, int peer, BufRef src, BufRef dst, size_t count) {
-  Step s;
-  s.kind = kind;
-  s.peer = peer;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  return s;
-}
-
-// Pieces per block of `elems`, so that none is larger than pieceElems.
-size_t piecesFor(size_t elems, size_t pieceElems) {
-  const size_t grain = std::max<size_t>(1, pieceElems);
-  return std::max<size_t>(1, elems / grain + (elems % grain != 0));
-}
-
 void resetSchedule(Schedule* out) {
   out->steps.clear();
   out->scratchElems = 0;

@@ -3,8 +3,11 @@
 // touch transports; the executor runs them, and later the verifier and simulator read them.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -113,6 +116,40 @@ struct Schedule {
     return static_cast<int>(steps.size()) - 1;
   }
 };
+
+// Helpers every builder uses.
+inline Step makeStep(StepKind kind, int peer, BufRef src, BufRef dst, size_t count) {
+  Step s;
+  s.kind = kind;
+  s.peer = peer;
+  s.src = src;
+  s.dst = dst;
+  s.count = count;
+  return s;
+}
+
+// Adds dependency d (ignored if < 0 or already there). More than Step::kMaxDeps is a bug
+// in the builder, which must chain through a step of the same queue instead: stop loudly
+// rather than drop an ordering and race.
+inline void addDep(Step* s, int32_t d) {
+  if (d < 0) return;
+  for (int32_t& x : s->deps) {
+    if (x == d) return;
+    if (x < 0) {
+      x = d;
+      return;
+    }
+  }
+  std::fprintf(stderr, "braid internal error: a schedule step needs more than %d dependencies\n",
+               Step::kMaxDeps);
+  std::abort();
+}
+
+// Pieces per block of `elems`, so that none is larger than pieceElems (at least one).
+inline size_t piecesFor(size_t elems, size_t pieceElems) {
+  const size_t grain = std::max<size_t>(1, pieceElems);
+  return std::max<size_t>(1, elems / grain + (elems % grain != 0));
+}
 
 // Everything an algorithm may look at to build one rank's schedule.
 struct CollArgs {

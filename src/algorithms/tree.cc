@@ -41,27 +41,6 @@ namespace braid {
 
 namespace {
 
-Step makeStep(StepKind kind, int peer, BufRef src, BufRef dst, size_t count) {
-  Step s;
-  s.kind = kind;
-  s.peer = peer;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  return s;
-}
-
-void addDep(Step* s, int32_t d) {
-  if (d < 0) return;
-  for (int32_t& x : s->deps) {
-    if (x == d) return;
-    if (x < 0) {
-      x = d;
-      return;
-    }
-  }
-}
-
 // NCCL's ncclGetBtree on labels 0..n-1: parent and up to two children, -1 for none.
 void btree(int n, int v, int* up, int* down0, int* down1) {
   int bit = 1;
@@ -167,11 +146,6 @@ struct Halves {
     *len = pe - pb;
   }
 };
-
-size_t piecesFor(size_t elems, size_t pieceElems) {
-  const size_t grain = std::max<size_t>(1, pieceElems);
-  return std::max<size_t>(1, elems / grain + (elems % grain != 0));
-}
 
 enum class Mode { kAllReduce, kReduce, kBroadcast };
 

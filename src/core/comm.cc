@@ -1,5 +1,6 @@
 #include "core/comm.h"
 
+#include <strings.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -133,20 +134,42 @@ namespace {
 // BRAID_ALGO: either one name for every collective ("ring"), or per collective
 // "allreduce:ring;broadcast:tree" (',' also separates). Returns "" when it says nothing
 // about coll.
-std::string envAlgorithmFor(Collective coll) {
+// The algorithm BRAID_ALGO names for coll ("" for none), or an error for a spec that names
+// no known collective or algorithm. A single name applies to the collectives that have an
+// algorithm of that name; "coll:name" items are checked strictly.
+braidResult_t envAlgorithmFor(Collective coll, std::string* out) {
+  out->clear();
   const std::string& spec = config().algo;
-  if (spec.find(':') == std::string::npos) return spec;
+  if (spec.empty()) return braidSuccess;
+  if (spec.find(':') == std::string::npos) {
+    bool anywhere = false;
+    for (const AlgorithmInfo& a : algorithms()) anywhere |= strcasecmp(a.name, spec.c_str()) == 0;
+    if (!anywhere)
+      return fail(braidInvalidArgument, "BRAID_ALGO=%s: no algorithm of that name", spec.c_str());
+    if (findAlgorithm(coll, spec)) *out = spec;
+    return braidSuccess;
+  }
   size_t pos = 0;
   while (pos < spec.size()) {
     size_t end = spec.find_first_of(";,", pos);
     std::string item = spec.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     size_t colon = item.find(':');
-    if (colon != std::string::npos && item.substr(0, colon) == collectiveName(coll))
-      return item.substr(colon + 1);
+    int c = 0;
+    while (c < kNumCollectives &&
+           (colon == std::string::npos ||
+            item.substr(0, colon) != collectiveName(static_cast<Collective>(c))))
+      ++c;
+    if (c == kNumCollectives)
+      return fail(braidInvalidArgument,
+                  "BRAID_ALGO=%s: \"%s\" is not COLLECTIVE:ALGORITHM with a known collective "
+                  "(allreduce, reducescatter, allgather, broadcast, reduce, alltoall, alltoallv, "
+                  "gather, scatter, barrier)",
+                  spec.c_str(), item.c_str());
+    if (c == static_cast<int>(coll)) *out = item.substr(colon + 1);
     if (end == std::string::npos) break;
     pos = end + 1;
   }
-  return "";
+  return braidSuccess;
 }
 
 std::string namesFor(Collective coll) {
@@ -192,7 +215,7 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
   std::string forced = comm->forcedAlgo[static_cast<int>(args.coll)];
   const char* source = "braidCommSetAlgorithm";
   if (forced.empty()) {
-    forced = envAlgorithmFor(args.coll);
+    BRAID_TRY(envAlgorithmFor(args.coll, &forced));
     source = "BRAID_ALGO";
   }
   if (!forced.empty()) {
