@@ -57,22 +57,7 @@ std::string format(const char* fmt, ...) {
   return out;
 }
 
-const char* opName(braidRedOp_t op) {
-  switch (op) {
-    case braidSum:
-      return "sum";
-    case braidProd:
-      return "prod";
-    case braidMax:
-      return "max";
-    case braidMin:
-      return "min";
-    case braidAvg:
-      return "avg";
-    default:
-      return "premulsum";
-  }
-}
+const char* opName(braidRedOp_t op) { return op < braidNumOps ? braidOpName(op) : "premulsum"; }
 
 const char* bufName(int b) {
   switch (b) {

@@ -304,28 +304,7 @@ bool isKnownType(braidDataType_t dtype) {
   return static_cast<unsigned>(dtype) < static_cast<unsigned>(braidNumTypes);
 }
 
-size_t elementSize(braidDataType_t dtype) {
-  switch (dtype) {
-    case braidInt8:
-    case braidUint8:
-    case braidFloat8e4m3:
-    case braidFloat8e5m2:
-      return 1;
-    case braidFloat16:
-    case braidBfloat16:
-      return 2;
-    case braidInt32:
-    case braidUint32:
-    case braidFloat32:
-      return 4;
-    case braidInt64:
-    case braidUint64:
-    case braidFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
+size_t elementSize(braidDataType_t dtype) { return braidTypeSize(dtype); }
 
 template <typename Op, typename Post>
 bool combineByType(braidDataType_t dtype, void* dst, const void* a, const void* b, size_t count,
