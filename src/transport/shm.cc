@@ -10,6 +10,9 @@
 
 #include <climits>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "core/error.h"
 #include "core/socket.h"
@@ -27,6 +30,34 @@ struct SegmentHeader {
   uint64_t fifoBytes;
 };
 constexpr uint64_t kSegMagic = 0x4d48532d44495242ull;  // "BRAID-SHM"
+
+// Names this process created and has not unlinked yet. If the process exits while a rank
+// is still inside init (another thread's exit(), say), its destructor unlinks them, so
+// nothing is left in /dev/shm.
+class LinkedSegments {
+ public:
+  void add(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    names_.insert(name);
+  }
+  void remove(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    names_.erase(name);
+  }
+  ~LinkedSegments() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& n : names_) shm_unlink(n.c_str());
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::string> names_;
+};
+
+LinkedSegments& linkedSegments() {
+  static LinkedSegments segments;
+  return segments;
+}
 
 size_t fifoBytesFor(int slots, size_t slotBytes) {
   return 2 * kLine + static_cast<size_t>(slots) * (kLine + slotBytes);
@@ -67,6 +98,7 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   s->name_ = name;
   s->owner_ = true;
   s->linked_ = true;
+  linkedSegments().add(s->name_);
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     int e = errno;
     ::close(fd);
@@ -127,7 +159,10 @@ ShmSegment::~ShmSegment() {
 }
 
 void ShmSegment::unlink() {
-  if (owner_ && linked_) shm_unlink(name_.c_str());
+  if (owner_ && linked_) {
+    shm_unlink(name_.c_str());
+    linkedSegments().remove(name_);
+  }
   linked_ = false;
 }
 
