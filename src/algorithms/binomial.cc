@@ -11,36 +11,6 @@ namespace {
 
 constexpr int kKnomialRadix = 4;
 
-Step sendStep(int peer, BufRef src, size_t count, int32_t dep = -1) {
-  Step s;
-  s.kind = StepKind::kSend;
-  s.peer = peer;
-  s.src = src;
-  s.count = count;
-  s.deps[0] = dep;
-  return s;
-}
-
-Step recvStep(int peer, BufRef dst, size_t count, int32_t dep = -1) {
-  Step s;
-  s.kind = StepKind::kRecv;
-  s.peer = peer;
-  s.dst = dst;
-  s.count = count;
-  s.deps[0] = dep;
-  return s;
-}
-
-Step copyStep(BufRef src, BufRef dst, size_t count, int divisor = 1) {
-  Step s;
-  s.kind = StepKind::kCopy;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  s.divisor = divisor;
-  return s;
-}
-
 // One rank's place in the k-nomial tree over ranks relabelled relative to the root
 // (vrank = (rank - root) mod n, so the root is vrank 0).
 struct TreeNode {
@@ -123,7 +93,9 @@ void buildTreeReduce(const CollArgs& a, int radix, Schedule* out) {
   if (a.count == 0) return;
   const int divisor = a.op == braidAvg ? n : 1;
   if (n == 1) {
-    out->add(copyStep({BufferId::kSend, 0}, {BufferId::kRecv, 0}, a.count, divisor));
+    Step copy = copyStep({BufferId::kSend, 0}, {BufferId::kRecv, 0}, a.count);
+    copy.divisor = divisor;
+    out->add(copy);
     return;
   }
   const int vrank = (a.rank - a.root + n) % n;

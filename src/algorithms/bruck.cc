@@ -11,40 +11,6 @@ namespace braid {
 
 namespace {
 
-Step sendStep(int peer, BufRef src, size_t count, int32_t dep0 = -1, int32_t dep1 = -1,
-              int32_t dep2 = -1) {
-  Step s;
-  s.kind = StepKind::kSend;
-  s.peer = peer;
-  s.src = src;
-  s.count = count;
-  s.deps[0] = dep0;
-  s.deps[1] = dep1;
-  s.deps[2] = dep2;
-  return s;
-}
-
-Step recvStep(int peer, BufRef dst, size_t count, int32_t dep = -1) {
-  Step s;
-  s.kind = StepKind::kRecv;
-  s.peer = peer;
-  s.dst = dst;
-  s.count = count;
-  s.deps[0] = dep;
-  return s;
-}
-
-Step copyStep(BufRef src, BufRef dst, size_t count, int32_t dep0 = -1, int32_t dep1 = -1) {
-  Step s;
-  s.kind = StepKind::kCopy;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  s.deps[0] = dep0;
-  s.deps[1] = dep1;
-  return s;
-}
-
 BufRef scratchAt(size_t offset) { return {BufferId::kScratch, offset}; }
 
 // Bruck all-gather (the paper's concatenation algorithm; MPICH's

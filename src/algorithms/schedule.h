@@ -145,6 +145,26 @@ inline void addDep(Step* s, int32_t d) {
   std::abort();
 }
 
+// Step constructors with any number (up to Step::kMaxDeps) of dependencies; -1 means none.
+template <typename... Deps>
+Step sendStep(int peer, BufRef src, size_t count, Deps... deps) {
+  Step s = makeStep(StepKind::kSend, peer, src, BufRef{BufferId::kRecv, 0}, count);
+  (addDep(&s, static_cast<int32_t>(deps)), ...);
+  return s;
+}
+template <typename... Deps>
+Step recvStep(int peer, BufRef dst, size_t count, Deps... deps) {
+  Step s = makeStep(StepKind::kRecv, peer, BufRef{BufferId::kSend, 0}, dst, count);
+  (addDep(&s, static_cast<int32_t>(deps)), ...);
+  return s;
+}
+template <typename... Deps>
+Step copyStep(BufRef src, BufRef dst, size_t count, Deps... deps) {
+  Step s = makeStep(StepKind::kCopy, -1, src, dst, count);
+  (addDep(&s, static_cast<int32_t>(deps)), ...);
+  return s;
+}
+
 // Pieces per block of `elems`, so that none is larger than pieceElems (at least one).
 inline size_t piecesFor(size_t elems, size_t pieceElems) {
   const size_t grain = std::max<size_t>(1, pieceElems);
