@@ -18,21 +18,14 @@ void buildDirectGather(const CollArgs& a, Schedule* out) {
   out->scratchElems = 0;
   if (a.count == 0) return;
   const size_t c = a.count;
-  Step s;
+  const BufRef send{BufferId::kSend, 0};
   if (a.rank != a.root) {
-    s.kind = StepKind::kSend;
-    s.peer = a.root;
-    s.src = {BufferId::kSend, 0};
-    s.count = c;
-    out->add(s);
+    out->add(sendStep(a.root, send, c));
     return;
   }
   for (int j = 0; j < a.nranks; ++j) {
-    s.kind = j == a.root ? StepKind::kCopy : StepKind::kRecv;
-    s.peer = j == a.root ? -1 : j;
-    s.dst = {BufferId::kRecv, static_cast<size_t>(j) * c};
-    s.count = c;
-    out->add(s);
+    const BufRef block{BufferId::kRecv, static_cast<size_t>(j) * c};
+    out->add(j == a.root ? copyStep(send, block, c) : recvStep(j, block, c));
   }
 }
 
@@ -44,21 +37,14 @@ void buildDirectScatter(const CollArgs& a, Schedule* out) {
   out->scratchElems = 0;
   if (a.count == 0) return;
   const size_t c = a.count;
-  Step s;
+  const BufRef recv{BufferId::kRecv, 0};
   if (a.rank != a.root) {
-    s.kind = StepKind::kRecv;
-    s.peer = a.root;
-    s.dst = {BufferId::kRecv, 0};
-    s.count = c;
-    out->add(s);
+    out->add(recvStep(a.root, recv, c));
     return;
   }
   for (int j = 0; j < a.nranks; ++j) {
-    s.kind = j == a.root ? StepKind::kCopy : StepKind::kSend;
-    s.peer = j == a.root ? -1 : j;
-    s.src = {BufferId::kSend, static_cast<size_t>(j) * c};
-    s.count = c;
-    out->add(s);
+    const BufRef block{BufferId::kSend, static_cast<size_t>(j) * c};
+    out->add(j == a.root ? copyStep(block, recv, c) : sendStep(j, block, c));
   }
 }
 
