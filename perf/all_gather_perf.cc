@@ -14,30 +14,6 @@ namespace {
 using braid::perf::CheckArgs;
 using braid::perf::CollCounts;
 
-CollCounts Counts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = count / n;
-  c.recv_count = count / n * n;
-  c.param_count = count / n;
-  c.send_inplace_offset = count / n;
-  return c;
-}
-
-double BusBwFactor(int nranks) { return static_cast<double>(nranks - 1) / nranks; }
-
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  braid::perf::FillPattern(send, c.send_count, 0, args, args.rank);
-}
-
-void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
-  auto* out = static_cast<char*>(expected);
-  const size_t block_bytes = c.param_count * braid::perf::ElementSize(args.dtype);
-  for (int j = 0; j < args.nranks; ++j) {
-    braid::perf::FillPattern(out + j * block_bytes, c.param_count, 0, args, j);
-  }
-}
-
 braidResult_t Run(const void* send, void* recv, const CollCounts& c, braidDataType_t dtype,
                   braidRedOp_t /*op*/, int /*root*/, braidComm_t comm, braidStream_t stream) {
   return braidAllGather(send, recv, c.param_count, dtype, comm, stream);
@@ -52,10 +28,10 @@ const braid::perf::Collective kAllGather = {
     .uses_root = false,
     .in_place = true,
     .bitwise = true,
-    .counts = Counts,
-    .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
-    .fill_expected = FillExpected,
+    .counts = braid::perf::GatherCounts,
+    .busbw_factor = braid::perf::BusBwAllButOwn,
+    .fill_send = braid::perf::FillSendPattern,
+    .fill_expected = braid::perf::FillBlocksByRank,
     .run = Run,
 };
 

@@ -11,19 +11,7 @@ namespace {
 using braid::perf::CheckArgs;
 using braid::perf::CollCounts;
 
-CollCounts Counts(size_t count, int /*nranks*/) {
-  CollCounts c;
-  c.send_count = count;
-  c.recv_count = count;
-  c.param_count = count;
-  return c;
-}
-
 double BusBwFactor(int nranks) { return 2.0 * (nranks - 1) / nranks; }
-
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  braid::perf::FillInput(send, c.send_count, 0, args, args.rank);
-}
 
 void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
   braid::perf::FillReduced(expected, c.recv_count, 0, args);
@@ -43,9 +31,9 @@ const braid::perf::Collective kAllReduce = {
     .uses_root = false,
     .in_place = true,
     .bitwise = false,
-    .counts = Counts,
+    .counts = braid::perf::WholeCounts,
     .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
+    .fill_send = braid::perf::FillSendInput,
     .fill_expected = FillExpected,
     .run = Run,
 };

@@ -14,22 +14,7 @@ namespace {
 using braid::perf::CheckArgs;
 using braid::perf::CollCounts;
 
-CollCounts Counts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = count / n * n;
-  c.recv_count = count / n * n;
-  c.param_count = count / n;
-  return c;
-}
-
-double BusBwFactor(int nranks) { return static_cast<double>(nranks - 1) / nranks; }
-
 // Element k of block j of rank i's input is pattern element j * block + k of rank i.
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  braid::perf::FillPattern(send, c.send_count, 0, args, args.rank);
-}
-
 void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
   auto* out = static_cast<char*>(expected);
   const size_t block = c.param_count;
@@ -53,9 +38,9 @@ const braid::perf::Collective kAllToAll = {
     .uses_root = false,
     .in_place = false,
     .bitwise = true,
-    .counts = Counts,
-    .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
+    .counts = braid::perf::AllToAllCounts,
+    .busbw_factor = braid::perf::BusBwAllButOwn,
+    .fill_send = braid::perf::FillSendPattern,
     .fill_expected = FillExpected,
     .run = Run,
 };

@@ -14,21 +14,7 @@ namespace {
 using braid::perf::CheckArgs;
 using braid::perf::CollCounts;
 
-CollCounts Counts(size_t count, int /*nranks*/) {
-  CollCounts c;
-  c.send_count = count;
-  c.recv_count = count;
-  c.param_count = count;
-  return c;
-}
-
-double BusBwFactor(int /*nranks*/) { return 1.0; }
-
 // Only the root's input is read (braid.h), so only the root writes one, as nccl-tests does.
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  if (args.rank == args.root) braid::perf::FillPattern(send, c.send_count, 0, args, args.root);
-}
-
 void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
   braid::perf::FillPattern(expected, c.recv_count, 0, args, args.root);
 }
@@ -47,9 +33,9 @@ const braid::perf::Collective kBroadcast = {
     .uses_root = true,
     .in_place = true,
     .bitwise = true,
-    .counts = Counts,
-    .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
+    .counts = braid::perf::WholeCounts,
+    .busbw_factor = braid::perf::BusBwOne,
+    .fill_send = braid::perf::FillSendRootPattern,
     .fill_expected = FillExpected,
     .run = Run,
 };

@@ -85,6 +85,27 @@ struct Collective {
 ///         the known ones).
 int PerfMain(int argc, char** argv, const Collective& coll);
 
+/// Building blocks shared by the binaries' Collective descriptors (nccl-tests'
+/// getCollByteCount shapes; count = bytes / element size, n = nranks):
+/// Whole: every rank sends and receives count (all-reduce, broadcast, reduce, send/recv).
+CollCounts WholeCounts(size_t count, int nranks);
+/// Gather-shaped: send count/n, receive n blocks; in place, send = recv + rank block.
+CollCounts GatherCounts(size_t count, int nranks);
+/// Scatter-shaped: send n blocks, receive count/n; in place, recv = send + rank block.
+CollCounts ScatterCounts(size_t count, int nranks);
+/// All-to-all: n blocks of count/n each way.
+CollCounts AllToAllCounts(size_t count, int nranks);
+/// busbw factors of nccl-tests doc/PERFORMANCE.md.
+double BusBwOne(int nranks);        ///< broadcast, reduce, send/recv: 1
+double BusBwAllButOwn(int nranks);  ///< gather-like and all-to-all: (n-1)/n
+/// This rank's reduction input (FillInput), or its bit pattern (FillPattern), as send.
+void FillSendInput(void* send, const CollCounts& counts, const CheckArgs& args);
+void FillSendPattern(void* send, const CollCounts& counts, const CheckArgs& args);
+/// The root's bit pattern as send, on the root only (broadcast, scatter).
+void FillSendRootPattern(void* send, const CollCounts& counts, const CheckArgs& args);
+/// Expected: block j of param_count elements holds rank j's pattern (all-gather, gather).
+void FillBlocksByRank(void* expected, const CollCounts& counts, const CheckArgs& args);
+
 }  // namespace braid::perf
 
 #endif  // BRAID_PERF_COMMON_H_

@@ -30,26 +30,12 @@ CollCounts Counts(size_t count, int nranks) {
   return c;
 }
 
-double BusBwFactor(int /*nranks*/) { return 1.0; }
-
 double AlgBwBytes(const CollCounts& c, size_t elem_size, int nranks) {
   return static_cast<double>(c.param_count * elem_size) * (nranks - 1);
 }
 
 const char* SkipReason(int nranks) {
   return (nranks & (nranks - 1)) == 0 ? nullptr : "is not a power of 2";
-}
-
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  braid::perf::FillPattern(send, c.send_count, 0, args, args.rank);
-}
-
-void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
-  auto* out = static_cast<char*>(expected);
-  const size_t block_bytes = c.param_count * braid::perf::ElementSize(args.dtype);
-  for (int j = 0; j < args.nranks; ++j) {
-    braid::perf::FillPattern(out + j * block_bytes, c.param_count, 0, args, j);
-  }
 }
 
 braidResult_t Run(const void* send, void* recv, const CollCounts& c, braidDataType_t dtype,
@@ -88,9 +74,9 @@ const braid::perf::Collective kHyperCube = {
     .in_place = true,
     .bitwise = true,
     .counts = Counts,
-    .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
-    .fill_expected = FillExpected,
+    .busbw_factor = braid::perf::BusBwOne,
+    .fill_send = braid::perf::FillSendPattern,
+    .fill_expected = braid::perf::FillBlocksByRank,
     .run = Run,
     .algbw_bytes = AlgBwBytes,
     .skip_reason = SkipReason,

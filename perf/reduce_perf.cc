@@ -15,20 +15,6 @@ namespace {
 using braid::perf::CheckArgs;
 using braid::perf::CollCounts;
 
-CollCounts Counts(size_t count, int /*nranks*/) {
-  CollCounts c;
-  c.send_count = count;
-  c.recv_count = count;
-  c.param_count = count;
-  return c;
-}
-
-double BusBwFactor(int /*nranks*/) { return 1.0; }
-
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  braid::perf::FillInput(send, c.send_count, 0, args, args.rank);
-}
-
 void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
   if (args.rank == args.root) braid::perf::FillReduced(expected, c.recv_count, 0, args);
 }
@@ -47,9 +33,9 @@ const braid::perf::Collective kReduce = {
     .uses_root = true,
     .in_place = true,
     .bitwise = false,
-    .counts = Counts,
-    .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
+    .counts = braid::perf::WholeCounts,
+    .busbw_factor = braid::perf::BusBwOne,
+    .fill_send = braid::perf::FillSendInput,
     .fill_expected = FillExpected,
     .run = Run,
 };

@@ -15,22 +15,6 @@ namespace {
 using braid::perf::CheckArgs;
 using braid::perf::CollCounts;
 
-CollCounts Counts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = count / n * n;
-  c.recv_count = count / n;
-  c.param_count = count / n;
-  c.recv_inplace_offset = count / n;
-  return c;
-}
-
-double BusBwFactor(int nranks) { return static_cast<double>(nranks - 1) / nranks; }
-
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  braid::perf::FillInput(send, c.send_count, 0, args, args.rank);
-}
-
 void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
   braid::perf::FillReduced(expected, c.recv_count, c.recv_count * args.rank, args);
 }
@@ -49,9 +33,9 @@ const braid::perf::Collective kReduceScatter = {
     .uses_root = false,
     .in_place = true,
     .bitwise = false,
-    .counts = Counts,
-    .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
+    .counts = braid::perf::ScatterCounts,
+    .busbw_factor = braid::perf::BusBwAllButOwn,
+    .fill_send = braid::perf::FillSendInput,
     .fill_expected = FillExpected,
     .run = Run,
 };

@@ -16,23 +16,7 @@ namespace {
 using braid::perf::CheckArgs;
 using braid::perf::CollCounts;
 
-CollCounts Counts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = count / n * n;
-  c.recv_count = count / n;
-  c.param_count = count / n;
-  c.recv_inplace_offset = count / n;
-  return c;
-}
-
-double BusBwFactor(int nranks) { return static_cast<double>(nranks - 1) / nranks; }
-
 // Only the root's input is read (braid.h), so only the root writes one, as nccl-tests does.
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  if (args.rank == args.root) braid::perf::FillPattern(send, c.send_count, 0, args, args.root);
-}
-
 void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
   braid::perf::FillPattern(expected, c.recv_count, c.recv_count * args.rank, args, args.root);
 }
@@ -51,9 +35,9 @@ const braid::perf::Collective kScatter = {
     .uses_root = true,
     .in_place = true,
     .bitwise = true,
-    .counts = Counts,
-    .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
+    .counts = braid::perf::ScatterCounts,
+    .busbw_factor = braid::perf::BusBwAllButOwn,
+    .fill_send = braid::perf::FillSendRootPattern,
     .fill_expected = FillExpected,
     .run = Run,
 };

@@ -15,20 +15,6 @@ namespace {
 using braid::perf::CheckArgs;
 using braid::perf::CollCounts;
 
-CollCounts Counts(size_t count, int /*nranks*/) {
-  CollCounts c;
-  c.send_count = count;
-  c.recv_count = count;
-  c.param_count = count;
-  return c;
-}
-
-double BusBwFactor(int /*nranks*/) { return 1.0; }
-
-void FillSend(void* send, const CollCounts& c, const CheckArgs& args) {
-  braid::perf::FillPattern(send, c.send_count, 0, args, args.rank);
-}
-
 void FillExpected(void* expected, const CollCounts& c, const CheckArgs& args) {
   const int from = (args.rank + args.nranks - 1) % args.nranks;
   braid::perf::FillPattern(expected, c.recv_count, 0, args, from);
@@ -58,9 +44,9 @@ const braid::perf::Collective kSendRecv = {
     .uses_root = false,
     .in_place = false,
     .bitwise = true,
-    .counts = Counts,
-    .busbw_factor = BusBwFactor,
-    .fill_send = FillSend,
+    .counts = braid::perf::WholeCounts,
+    .busbw_factor = braid::perf::BusBwOne,
+    .fill_send = braid::perf::FillSendPattern,
     .fill_expected = FillExpected,
     .run = Run,
 };
