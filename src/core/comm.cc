@@ -246,30 +246,33 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   args.nranks = comm->nranks;
   const size_t elemSize = braidTypeSize(args.dtype);
   args.pieceElems = std::max<size_t>(1, comm->chunkSize / elemSize);
-  const AlgorithmInfo* algo = nullptr;
-  BRAID_TRY(chooseAlgorithm(comm, args, &algo));
-  ++comm->opCount;
+  // The algorithm is chosen once per plan: a cached call goes straight to its steps.
   Plan* plan = nullptr;
   std::unique_ptr<Plan> uncached;
+  auto compile = [&](Plan* p) -> braidResult_t {
+    BRAID_TRY(chooseAlgorithm(comm, args, &p->algo));
+    p->algo->build(args, &p->schedule);
+    compilePlan(p, elemSize);
+    return braidSuccess;
+  };
   if (args.coll == Collective::kAllToAllv) {
     uncached = std::make_unique<Plan>();  // counts vary per call: not cached
-    algo->build(args, &uncached->schedule);
-    compilePlan(uncached.get(), elemSize);
+    BRAID_TRY(compile(uncached.get()));
     plan = uncached.get();
   } else {
-    auto key =
-        std::make_tuple(static_cast<int>(args.coll), static_cast<const void*>(algo), args.count,
-                        static_cast<int>(args.dtype), static_cast<int>(args.op), args.root);
+    auto key = std::make_tuple(static_cast<int>(args.coll), args.count,
+                               static_cast<int>(args.dtype), static_cast<int>(args.op), args.root);
     auto it = comm->plans.find(key);
     if (it == comm->plans.end()) {
       if (comm->plans.size() >= 256) comm->plans.clear();
       auto p = std::make_unique<Plan>();
-      algo->build(args, &p->schedule);
-      compilePlan(p.get(), elemSize);
+      BRAID_TRY(compile(p.get()));
       it = comm->plans.emplace(key, std::move(p)).first;
     }
     plan = it->second.get();
   }
+  ++comm->opCount;
+  const AlgorithmInfo* algo = plan->algo;
   comm->bases.assign(3, nullptr);
   comm->bases[0] = static_cast<char*>(const_cast<void*>(sendbuff));
   comm->bases[1] = static_cast<char*>(recvbuff);

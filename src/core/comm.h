@@ -69,8 +69,9 @@ struct braidComm {
   };
   std::vector<PreMulSum> preMulSums;
   std::vector<char*> bases;  // executor buffer table, reused across calls
-  // Compiled plans by (collective, algorithm, count, dtype, op, root).
-  std::map<std::tuple<int, const void*, size_t, int, int, int>, std::unique_ptr<braid::Plan>> plans;
+  // Compiled plans, each with its chosen algorithm, by (collective, count, dtype, op, root);
+  // cleared when braidCommSetAlgorithm changes the choice.
+  std::map<std::tuple<int, size_t, int, int, int>, std::unique_ptr<braid::Plan>> plans;
 };
 
 namespace braid {

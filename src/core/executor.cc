@@ -19,15 +19,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Progress of one queue: which step is at its head, and how many bytes of it are done.
-struct Cursor {
-  size_t index = 0;
-  size_t bytesDone = 0;
-};
+using Cursor = Plan::Cursor;
 
 class Run {
  public:
-  Run(Plan* plan, const ExecContext& ctx) : plan_(*plan), ctx_(ctx) {
+  Run(Plan* plan, const ExecContext& ctx)
+      : plan_(*plan), ctx_(ctx), sendCur_(plan->sendCur), recvCur_(plan->recvCur) {
     bases_ = ctx.bases;
     if (ctx.nbases > static_cast<size_t>(BufferId::kScratch))
       bases_[static_cast<int>(BufferId::kScratch)] = plan->scratch.data();
@@ -35,8 +32,8 @@ class Run {
 
   braidResult_t go() {
     std::fill(plan_.done.begin(), plan_.done.end(), 0);
-    sendCur_.assign(plan_.sends.size(), Cursor{});
-    recvCur_.assign(plan_.recvs.size(), Cursor{});
+    std::fill(sendCur_.begin(), sendCur_.end(), Cursor{});
+    std::fill(recvCur_.begin(), recvCur_.end(), Cursor{});
     localCur_ = 0;
     remaining_ = plan_.schedule.steps.size();
     const double timeout = config().timeoutSec;
@@ -275,7 +272,8 @@ class Run {
   Plan& plan_;
   const ExecContext& ctx_;
   char** bases_;
-  std::vector<Cursor> sendCur_, recvCur_;
+  std::vector<Cursor>& sendCur_;
+  std::vector<Cursor>& recvCur_;
   size_t localCur_ = 0;
   size_t remaining_ = 0;
 };
@@ -307,6 +305,8 @@ void compilePlan(Plan* plan, size_t elemSize) {
     }
   }
   plan->done.assign(s.steps.size(), 0);
+  plan->sendCur.assign(plan->sends.size(), Plan::Cursor{});
+  plan->recvCur.assign(plan->recvs.size(), Plan::Cursor{});
   plan->scratch.assign(s.scratchElems * elemSize, 0);
 }
 

@@ -17,6 +17,7 @@
 namespace braid {
 
 struct Plan {
+  const AlgorithmInfo* algo = nullptr;  // what built the schedule
   Schedule schedule;
   struct Queue {
     int peer;
@@ -25,6 +26,12 @@ struct Plan {
   std::vector<Queue> sends, recvs;
   std::vector<int32_t> locals;
   std::vector<uint8_t> done;  // per step, reset each run
+  // Progress of each queue during a run: head step and bytes of it done (reused).
+  struct Cursor {
+    size_t index = 0;
+    size_t bytesDone = 0;
+  };
+  std::vector<Cursor> sendCur, recvCur;
   std::vector<char> scratch;
 };
 
