@@ -104,6 +104,8 @@ Launch DetectLaunch(const Options& o, int* argc, char*** argv) {
 
 // Ends the whole job at once: peers blocked in a collective would otherwise wait for this
 // rank until BRAID_TIMEOUT. braidrun and mpirun then stop the other processes.
+// quick_exit skips static destructors (other threads may be inside Braid) but lets Braid
+// unlink the shared memory of ranks still in init.
 void Abort(const Launch& l) {
   fflush(stdout);
   fflush(stderr);
@@ -112,7 +114,7 @@ void Abort(const Launch& l) {
 #else
   (void)l;
 #endif
-  _exit(1);
+  std::quick_exit(1);
 }
 
 void FinishLaunch(const Launch& l) {

@@ -137,8 +137,8 @@ const char* braidGetLastError(braidComm_t comm);
 /// @param recvbuff count elements of datatype
 /// @param count    elements (not bytes); 0 is a successful no-op
 /// @param stream   NULL to run now and return when done, else queued on the stream
-/// Algorithm: ring reduce-scatter then ring all-gather (Patarasuk & Yuan, 2009), chunked
-/// and pipelined; BRAID_ALGO may force another once more exist.
+/// Algorithm: chosen per call by message size (ring, tree, recursive doubling, rhd); BRAID_ALGO
+/// or braidCommSetAlgorithm force one.
 /// @return braidInvalidArgument for NULL buffers with count > 0, an unknown datatype or
 ///         op, or count * size overflowing; braidRemoteError/braidTimeout if a peer fails.
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -1,14 +1,18 @@
 #include "transport/shm.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -33,9 +37,12 @@ constexpr uint64_t kSegMagic = 0x4d48532d44495242ull;  // "BRAID-SHM"
 
 // Names this process created and has not unlinked yet. If the process exits while a rank
 // is still inside init (another thread's exit(), say), its destructor unlinks them, so
-// nothing is left in /dev/shm.
+// nothing is left in /dev/shm; std::quick_exit does the same (perf binaries abort with it).
 class LinkedSegments {
  public:
+  LinkedSegments() {
+    std::at_quick_exit(+[] { linkedSegmentsUnlinkAll(); });
+  }
   void add(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
     names_.insert(name);
@@ -44,12 +51,20 @@ class LinkedSegments {
     std::lock_guard<std::mutex> lock(mu_);
     names_.erase(name);
   }
-  ~LinkedSegments() {
-    std::lock_guard<std::mutex> lock(mu_);
+  // From exit or quick_exit, while other threads may still run: waits at most ~100 ms
+  // for a thread that is adding or removing a name, never forever.
+  void unlinkAll() {
+    bool locked = false;
+    for (int i = 0; i < 1000 && !(locked = mu_.try_lock()); ++i) usleep(100);
+    if (!locked) return;
     for (const std::string& n : names_) shm_unlink(n.c_str());
+    names_.clear();
+    mu_.unlock();
   }
+  ~LinkedSegments() { unlinkAll(); }
 
  private:
+  static void linkedSegmentsUnlinkAll();
   std::mutex mu_;
   std::set<std::string> names_;
 };
@@ -57,6 +72,22 @@ class LinkedSegments {
 LinkedSegments& linkedSegments() {
   static LinkedSegments segments;
   return segments;
+}
+
+void LinkedSegments::linkedSegmentsUnlinkAll() { linkedSegments().unlinkAll(); }
+
+// Segments whose creator has died without unlinking them (killed during init, or exiting
+// while another rank thread was still in init): the name carries the creator's pid, so the
+// next Braid process on the host removes them, once, before creating its own.
+void removeSegmentsOfDeadProcesses() {
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    int pid = 0;
+    if (std::sscanf(e->d_name, "braid-%d-", &pid) != 1 || pid <= 0) continue;
+    if (kill(pid, 0) != 0 && errno == ESRCH) shm_unlink(("/" + std::string(e->d_name)).c_str());
+  }
+  closedir(d);
 }
 
 size_t fifoBytesFor(int slots, size_t slotBytes) {
@@ -85,6 +116,8 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   size_t fifoBytes = fifoBytesFor(slots, slotBytes);
   size_t bytes = 2 * kLine + static_cast<size_t>(nfifos) * fifoBytes;
   std::unique_ptr<ShmSegment> s(new ShmSegment());
+  static std::once_flag swept;
+  std::call_once(swept, removeSegmentsOfDeadProcesses);
   uint8_t rnd[12];
   BRAID_TRY(randomBytes(rnd, sizeof(rnd)));
   char name[64];
