@@ -186,6 +186,10 @@ struct CollArgs {
   const size_t* sendDispls = nullptr;
   const size_t* recvCounts = nullptr;
   const size_t* recvDispls = nullptr;
+  // Where the ranks run: hostOf[r] is rank r's host, numbered 0.. by first appearance in
+  // rank order (so hostOf[0] == 0); nullptr means every rank on one host. The communicator
+  // fills it from the peers' host ids; hierarchical algorithms read it.
+  const int* hostOf = nullptr;
 };
 
 // Element i of a vector of `count` split into `parts` near-equal parts: where part p

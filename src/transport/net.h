@@ -1,0 +1,64 @@
+// Network backends, and the proxy thread that carries a rank's connections over them.
+//
+// A backend has the shape of NCCL's net plugin (ncclNet_t): it connects the ranks that
+// are not reached through shared memory, then moves whole pieces with non-blocking isend /
+// irecv / test. Backends never see the executor: the proxy (net_proxy.h) drains each
+// connection's local send FIFO into isends and fills its receive FIFO from irecvs, so to
+// the executor a network peer is one more FIFO connection (transport.h), and a rank waiting
+// on shm and network peers at once sleeps on its one doorbell.
+//
+// Threading: connect() runs on the rank's thread during init; everything else only on the
+// proxy thread, so a backend needs no locks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "braid/braid.h"
+#include "core/socket.h"
+
+namespace braid {
+
+class NetBackend {
+ public:
+  virtual ~NetBackend() = default;
+  virtual const char* name() const = 0;  // "tcp", "ucx"
+  // What peers need to reach this rank, carried in the init card: printable, no newline.
+  virtual std::string handle() const = 0;
+  // Connects both directions with every rank p for which remote[p] is true, given every
+  // rank's handle(); collective over those ranks, bounded by deadline. Errors name the peer.
+  virtual braidResult_t connect(const std::vector<std::string>& handles,
+                                const std::vector<char>& remote, Deadline deadline) = 0;
+  // Posts a send of `bytes` at data to `peer`. `piece` numbers the pieces of one direction
+  // 0, 1, 2, ... in posting order; the receiver's irecv of the same number gets it.
+  // *req is an opaque request, valid until test() reports it done.
+  virtual braidResult_t isend(int peer, const void* data, size_t bytes, uint64_t piece,
+                              void** req) = 0;
+  // Posts a receive of piece number `piece` from `peer` into data (at most capacity bytes;
+  // a larger piece is an error naming the peer).
+  virtual braidResult_t irecv(int peer, void* data, size_t capacity, uint64_t piece,
+                              void** req) = 0;
+  // Whether req has completed; when it has, the request is freed and *bytes (may be null)
+  // receives the piece's size. A lost peer (EOF, reset, transport error) is
+  // braidRemoteError naming the peer.
+  virtual braidResult_t test(void* req, bool* done, size_t* bytes) = 0;
+  // Moves outstanding I/O without blocking; *progressed is set when anything moved.
+  virtual braidResult_t progress(bool* progressed) = 0;
+  // A file descriptor that turns readable when network activity may let progress() move,
+  // or -1 (the proxy then polls). arm() is called before sleeping on it and returns false
+  // when there is activity already (the proxy then does not sleep).
+  virtual int waitFd() = 0;
+  virtual bool arm() = 0;
+};
+
+// Sockets: BRAID_NSOCKS_PERPEER sockets per direction and peer, pieces striped across them.
+braidResult_t createTcpBackend(int rank, int nranks, const uint8_t secret[32],
+                               std::unique_ptr<NetBackend>* out);
+// UCX through UCP tag matching on one worker. braidInvalidUsage, naming the build option,
+// when Braid was built without UCX.
+braidResult_t createUcxBackend(int rank, int nranks, std::unique_ptr<NetBackend>* out);
+
+}  // namespace braid
