@@ -3,34 +3,37 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "core/bootstrap.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/socket.h"
 #include "core/stream.h"
+#include "transport/net.h"
 
 namespace braid {
 
 std::string PeerCard::encode() const {
-  return hostId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" + std::to_string(chunkSize) +
-         "\n";
+  return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
+         std::to_string(chunkSize) + "\n" + transport + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
   std::string pid, chunk;
-  if (!std::getline(in, out->hostId) || !std::getline(in, pid) || !std::getline(in, out->shmName) ||
-      !std::getline(in, chunk))
+  if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
+      !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
+      !std::getline(in, out->transport))
     return false;
   out->pid = std::atoi(pid.c_str());
   out->chunkSize = std::strtoull(chunk.c_str(), nullptr, 10);
   return true;
 }
 
-std::string localHostId() {
-  if (!config().hostId.empty()) return config().hostId;
+std::string localMachineId() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   std::string boot;
@@ -39,11 +42,95 @@ std::string localHostId() {
   return std::string(host) + "/" + boot;
 }
 
+std::string localHostId() {
+  if (!config().hostId.empty()) return config().hostId;
+  return localMachineId();
+}
+
+namespace {
+
+// How this rank reaches peer r, by rank 0's BRAID_TRANSPORT: shared memory within a host,
+// the network across hosts; "tcp" or "ucx" put every peer on the network (one host too),
+// "shm" refuses other hosts.
+braidResult_t pickTransport(const braidComm& comm, int r, const std::string& rule, bool* net,
+                            std::string* why) {
+  const PeerCard& me = comm.peers[comm.rank];
+  const PeerCard& p = comm.peers[r];
+  const bool sameHost = p.hostId == me.hostId;
+  if (rule == "shm") {
+    if (!sameHost)
+      return fail(braidInvalidUsage,
+                  "init: BRAID_TRANSPORT=shm (rank 0's setting) but rank %d is on host \"%s\" and "
+                  "this rank on \"%s\": shared memory cannot reach another host (unset "
+                  "BRAID_TRANSPORT, or give every rank the same BRAID_HOST_ID)",
+                  r, p.hostId.c_str(), me.hostId.c_str());
+    *net = false;
+    *why = "BRAID_TRANSPORT=shm";
+  } else if (!rule.empty()) {
+    *net = true;
+    *why = "BRAID_TRANSPORT=" + rule;
+  } else {
+    *net = !sameHost;
+    *why = sameHost ? "same host " + me.hostId : "host " + p.hostId + " is not " + me.hostId;
+  }
+  return braidSuccess;
+}
+
+// The shared-memory connection to same-host peer r.
+braidResult_t connectShm(braidComm* comm, int r) {
+  BRAID_TRY(ShmSegment::open(comm->peers[r].shmName, &comm->peerSegments[r]));
+  const ShmSegment& peerSeg = *comm->peerSegments[r];
+  comm->connections[r] = std::make_unique<FifoConnection>(
+      "shm", peerSeg.fifo(comm->rank), peerSeg.slots(), peerSeg.slotBytes(), comm->segment->fifo(r),
+      comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
+  return braidSuccess;
+}
+
+// Starts the network backend, swaps handles with every rank and connects the network peers.
+braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string& backendName,
+                             const std::vector<char>& remote, bool anyNet, const UniqueIdData& id) {
+  std::unique_ptr<NetBackend> backend;
+  if (anyNet) {
+    if (backendName == "ucx")
+      BRAID_TRY(createUcxBackend(comm->rank, comm->nranks, &backend));
+    else
+      BRAID_TRY(createTcpBackend(comm->rank, comm->nranks, id.secret, &backend));
+  }
+  // Every rank takes part in the round, even one without network peers.
+  std::vector<std::string> handles;
+  BRAID_TRY(boot->allGather(backend ? backend->handle() : std::string(), &handles));
+  if (!backend) return braidSuccess;
+  const PeerCard& me = comm->peers[comm->rank];
+  for (int r = 0; r < comm->nranks; ++r) {
+    if (!remote[r]) continue;
+    // Loopback is never used between machines: it would reach the wrong host.
+    if (backendName == "tcp" && handles[r].rfind("127.", 0) == 0 &&
+        comm->peers[r].machineId != me.machineId)
+      return fail(braidInvalidUsage,
+                  "init: rank %d listens on loopback (%s) but runs on another machine (%s); set "
+                  "BRAID_SOCKET_IFNAME to an interface both hosts share",
+                  r, handles[r].c_str(), comm->peers[r].machineId.c_str());
+  }
+  BRAID_TRY(backend->connect(handles, remote, deadlineAfter(config().timeoutSec)));
+  const int slots =
+      static_cast<int>(std::clamp<size_t>(config().buffSize / comm->chunkSize, 2, 64));
+  const size_t slotBytes = (comm->chunkSize + kFifoLine - 1) / kFifoLine * kFifoLine;
+  comm->proxy = std::make_unique<NetProxy>(std::move(backend), comm->rank,
+                                           comm->segment->doorbell(), slots, slotBytes);
+  for (int r = 0; r < comm->nranks; ++r)
+    if (remote[r]) comm->connections[r] = comm->proxy->addPeer(r);
+  return comm->proxy->start();
+}
+
+}  // namespace
+
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank) {
   LogRankScope rankScope(rank);
   auto comm = std::make_unique<braidComm>();
   comm->rank = rank;
   comm->nranks = nranks;
+  UniqueIdData idData;
+  BRAID_TRY(decodeUniqueId(id, &idData));
   std::unique_ptr<Bootstrap> boot;
   BRAID_TRY(Bootstrap::join(id, rank, nranks, &boot));
 
@@ -51,8 +138,10 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   const int slots = static_cast<int>(cfg.buffSize / cfg.chunkSize);
   PeerCard mine;
   mine.hostId = localHostId();
+  mine.machineId = localMachineId();
   mine.pid = getpid();
   mine.chunkSize = cfg.chunkSize;
+  mine.transport = cfg.transport;
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
     mine.shmName = comm->segment->name();
@@ -64,41 +153,59 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     if (!PeerCard::decode(cards[r], &comm->peers[r]))
       return fail(braidInternalError, "init: malformed card from rank %d", r);
 
-  // Every rank must cut messages into the same pieces: rank 0's BRAID_CHUNKSIZE rules.
+  // Every rank must cut messages into the same pieces and pick the same transports: rank
+  // 0's BRAID_CHUNKSIZE and BRAID_TRANSPORT rule.
   comm->chunkSize = comm->peers[0].chunkSize > 0 ? comm->peers[0].chunkSize : cfg.chunkSize;
+  const std::string& rule = comm->peers[0].transport;
+  if (rule != cfg.transport)
+    BRAID_WARN("INIT", "BRAID_TRANSPORT=\"%s\" here but \"%s\" on rank 0: rank 0's applies",
+               cfg.transport.c_str(), rule.c_str());
   comm->peerSegments.resize(nranks);
   comm->connections.resize(nranks);
   comm->sendSeq.assign(nranks, 0);
   comm->recvSeq.assign(nranks, 0);
+  // Which pairs go over the network: decided from the cards alone, so every rank agrees.
+  std::vector<char> remote(nranks, 0);
+  bool anyNet = false;
+  for (int r = 0; r < nranks; ++r) {
+    for (int q = 0; q < nranks && !anyNet; ++q) {
+      if (q == r) continue;
+      anyNet |= !rule.empty() ? rule != "shm" : comm->peers[q].hostId != comm->peers[r].hostId;
+    }
+  }
+  const std::string backendName = rule == "ucx" ? "ucx" : "tcp";
   for (int r = 0; r < nranks; ++r) {
     if (r == rank) continue;
-    const PeerCard& p = comm->peers[r];
-    if (p.hostId != mine.hostId)
-      return fail(braidInvalidUsage,
-                  "init: rank %d is on host \"%s\" but this rank is on \"%s\"; this build has only "
-                  "the shared-memory transport, so every rank must run on one host (unset "
-                  "BRAID_HOST_ID or give all ranks the same value)",
-                  r, p.hostId.c_str(), mine.hostId.c_str());
-    BRAID_TRY(ShmSegment::open(p.shmName, &comm->peerSegments[r]));
-    const ShmSegment& peerSeg = *comm->peerSegments[r];
-    comm->connections[r] = std::make_unique<ShmConnection>(
-        peerSeg.fifo(rank), peerSeg.slots(), peerSeg.slotBytes(), comm->segment->fifo(r),
-        comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
-    BRAID_INFO("INIT", "rank %d -> rank %d via shm (same host %s): %d slots of %zu bytes", rank, r,
-               mine.hostId.c_str(), comm->segment->slots(), comm->segment->slotBytes());
+    bool net = false;
+    std::string why;
+    BRAID_TRY(pickTransport(*comm, r, rule, &net, &why));
+    remote[r] = net;
+    if (!net) BRAID_TRY(connectShm(comm.get(), r));
+    BRAID_INFO("INIT", "rank %d -> rank %d via %s (%s)", rank, r, net ? backendName.c_str() : "shm",
+               why.c_str());
   }
+  BRAID_TRY(connectNetwork(comm.get(), boot.get(), backendName, remote, anyNet, idData));
   for (auto& c : comm->connections) comm->connPtrs.push_back(c.get());
+  // Hosts numbered by first appearance, for hierarchical algorithms.
+  std::vector<std::string> hostNames;
   int local = 0;
   for (const PeerCard& p : comm->peers) {
-    comm->peerPids.push_back(p.hostId == mine.hostId ? p.pid : 0);
-    local += p.hostId == mine.hostId;
+    auto it = std::find(hostNames.begin(), hostNames.end(), p.hostId);
+    comm->hostOf.push_back(static_cast<int>(it - hostNames.begin()));
+    if (it == hostNames.end()) hostNames.push_back(p.hostId);
+    // Pids mean something only on this machine; all its ranks share its cores.
+    const bool sameMachine = p.machineId == mine.machineId;
+    comm->peerPids.push_back(sameMachine ? p.pid : 0);
+    local += sameMachine;
   }
+  comm->nhosts = static_cast<int>(hostNames.size());
   comm->oversubscribed = local > sysconf(_SC_NPROCESSORS_ONLN);
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
   BRAID_TRY(boot->barrier());
   if (comm->segment) comm->segment->unlink();
   boot->close();
-  BRAID_INFO("INIT", "communicator ready: rank %d of %d", rank, nranks);
+  BRAID_INFO("INIT", "communicator ready: rank %d of %d, %d host%s", rank, nranks, comm->nhosts,
+             comm->nhosts == 1 ? "" : "s");
   *out = comm.release();
   return braidSuccess;
 }
@@ -246,6 +353,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   args.nranks = comm->nranks;
   const size_t elemSize = braidTypeSize(args.dtype);
   args.pieceElems = std::max<size_t>(1, comm->chunkSize / elemSize);
+  args.hostOf = comm->nhosts > 1 ? comm->hostOf.data() : nullptr;
   // The algorithm is chosen once per plan: a cached call goes straight to its steps.
   Plan* plan = nullptr;
   std::unique_ptr<Plan> uncached;

@@ -15,6 +15,7 @@
 #include "algorithms/schedule.h"
 #include "braid/braid.h"
 #include "core/executor.h"
+#include "transport/net_proxy.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
 
@@ -22,16 +23,20 @@ namespace braid {
 
 // What each rank tells the others during init.
 struct PeerCard {
-  std::string hostId;
+  std::string hostId;     // the logical host: BRAID_HOST_ID, else machineId
+  std::string machineId;  // hostname plus boot id, whatever BRAID_HOST_ID says
   int pid = 0;
   std::string shmName;
-  size_t chunkSize = 0;  // this rank's BRAID_CHUNKSIZE
+  size_t chunkSize = 0;   // this rank's BRAID_CHUNKSIZE
+  std::string transport;  // this rank's BRAID_TRANSPORT ("" for the default)
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
 };
 
-// This host's identity: BRAID_HOST_ID, else hostname plus boot id.
+// This machine's identity: hostname plus boot id.
+std::string localMachineId();
+// This host's identity: BRAID_HOST_ID, else localMachineId().
 std::string localHostId();
 
 }  // namespace braid
@@ -47,11 +52,14 @@ struct braidComm {
   std::vector<std::unique_ptr<braid::ShmSegment>> peerSegments;
   std::vector<std::unique_ptr<braid::Connection>> connections;  // by peer rank; null for self
   std::vector<braid::Connection*> connPtrs;  // same, as raw pointers for the executor
+  // Carries the network connections; declared after them so it stops first.
+  std::unique_ptr<braid::NetProxy> proxy;
+  std::vector<int> hostOf;  // host number of each rank, by first appearance in rank order
+  int nhosts = 1;
   std::vector<uint64_t> sendSeq, recvSeq;
   bool oversubscribed = false;  // more ranks on this host than online cores
-  std::vector<int>
-      peerPids;  // same-host peers' pids (0 elsewhere)    // message sequence numbers per peer
-  uint64_t opCount = 0;  // collectives issued, for messages
+  std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness
+  uint64_t opCount = 0;         // collectives issued, for messages
   std::mutex mu;
   // Work queued on streams and not yet finished; braidCommDestroy waits for it.
   std::mutex queueMu;

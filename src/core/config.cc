@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <strings.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -80,6 +81,24 @@ Config load() {
   if (const char* v = getEnv("SOCKET_IFNAME")) c.socketIfname = v;
   if (const char* v = std::getenv("BRAID_HOST_ID")) c.hostId = v;
   if (const char* v = getEnv("ALGO")) c.algo = v;
+  if (const char* v = std::getenv("BRAID_TRANSPORT")) {
+    if (!strcasecmp(v, "shm") || !strcasecmp(v, "tcp") || !strcasecmp(v, "ucx")) {
+      c.transport = v;
+      for (char& ch : c.transport) ch = static_cast<char>(std::tolower(ch));
+    } else if (*v) {
+      badValue("BRAID_TRANSPORT", v, "is not shm, tcp or ucx",
+               "shm within a host and tcp between hosts");
+    }
+  }
+  if (const char* v = std::getenv("BRAID_NSOCKS_PERPEER")) {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && n >= 1 && n <= 16)
+      c.nsocksPerPeer = static_cast<int>(n);
+    else
+      badValue("BRAID_NSOCKS_PERPEER", v, "is not a whole number in [1, 16]",
+               std::to_string(c.nsocksPerPeer));
+  }
   // A connection's FIFO holds buffSize / chunkSize slots: at least 2, at most 4096.
   if (const char* v = getEnv("CHUNKSIZE"))
     c.chunkSize = parseBytes("BRAID_CHUNKSIZE", v, c.chunkSize, 64, 64u << 20);

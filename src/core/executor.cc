@@ -212,9 +212,8 @@ class Run {
 
   // The first peer this rank still waits on whose process is gone, as an error.
   braidResult_t checkPeersAlive() {
-    if (!ctx_.peerPids) return braidSuccess;
     auto dead = [&](int peer) {
-      int pid = ctx_.peerPids[peer];
+      int pid = ctx_.peerPids ? ctx_.peerPids[peer] : 0;
       if (pid <= 0 || pid == getpid()) return false;
       if (kill(pid, 0) != 0) return errno == ESRCH;
       // An exited process stays a zombie until its parent reaps it.
@@ -226,12 +225,19 @@ class Run {
       }
       return state == 'Z' || state == 'X';
     };
+    auto check = [&](int peer) -> braidResult_t {
+      if (const char* why = ctx_.connections[peer]->failure())
+        return fail(braidRemoteError,
+                    "%s #%llu: the %s connection to rank %d is lost while this rank waits on it: "
+                    "%s",
+                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount),
+                    ctx_.connections[peer]->name(), peer, why);
+      return dead(peer) ? deadPeer(peer) : braidSuccess;
+    };
     for (size_t q = 0; q < plan_.recvs.size(); ++q)
-      if (recvCur_[q].index < plan_.recvs[q].steps.size() && dead(plan_.recvs[q].peer))
-        return deadPeer(plan_.recvs[q].peer);
+      if (recvCur_[q].index < plan_.recvs[q].steps.size()) BRAID_TRY(check(plan_.recvs[q].peer));
     for (size_t q = 0; q < plan_.sends.size(); ++q)
-      if (sendCur_[q].index < plan_.sends[q].steps.size() && dead(plan_.sends[q].peer))
-        return deadPeer(plan_.sends[q].peer);
+      if (sendCur_[q].index < plan_.sends[q].steps.size()) BRAID_TRY(check(plan_.sends[q].peer));
     return braidSuccess;
   }
 

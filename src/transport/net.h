@@ -52,6 +52,13 @@ class NetBackend {
   // when there is activity already (the proxy then does not sleep).
   virtual int waitFd() = 0;
   virtual bool arm() = 0;
+  // Why `peer` can send nothing more when it closed its side cleanly (its process exited or
+  // destroyed its communicator), else nullptr. Not an error by itself: the rank turns it
+  // into one only if it still waits on that peer. Backends that cannot tell return nullptr.
+  virtual const char* peerClosed(int peer) const {
+    (void)peer;
+    return nullptr;
+  }
 };
 
 // Sockets: BRAID_NSOCKS_PERPEER sockets per direction and peer, pieces striped across them.

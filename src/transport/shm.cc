@@ -24,7 +24,7 @@
 namespace braid {
 namespace {
 
-constexpr size_t kLine = 64;
+constexpr size_t kLine = kFifoLine;
 
 struct SegmentHeader {
   uint64_t magic;
@@ -90,24 +90,8 @@ void removeSegmentsOfDeadProcesses() {
   closedir(d);
 }
 
-size_t fifoBytesFor(int slots, size_t slotBytes) {
-  return 2 * kLine + static_cast<size_t>(slots) * (kLine + slotBytes);
-}
-
 }  // namespace
 
-struct ShmConnection::Fifo {
-  alignas(kLine) std::atomic<uint64_t> head;
-  alignas(kLine) std::atomic<uint64_t> tail;
-  struct alignas(kLine) CellHeader {
-    uint64_t seq;
-    uint64_t bytes;
-  };
-  CellHeader* cell(int i, size_t slotBytes) {
-    char* base = reinterpret_cast<char*>(this) + 2 * kLine;
-    return reinterpret_cast<CellHeader*>(base + static_cast<size_t>(i) * (kLine + slotBytes));
-  }
-};
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free);
 
 braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
@@ -151,9 +135,7 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   h->fifoBytes = fifoBytes;
   new (static_cast<char*>(base) + kLine) Doorbell();
   for (int i = 0; i < nfifos; ++i) {
-    auto* f = static_cast<ShmConnection::Fifo*>(s->fifo(i));
-    new (&f->head) std::atomic<uint64_t>(0);
-    new (&f->tail) std::atomic<uint64_t>(0);
+    Fifo::init(s->fifo(i));
   }
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kSegMagic;
@@ -210,65 +192,6 @@ size_t ShmSegment::slotBytes() const { return static_cast<SegmentHeader*>(base_)
 
 Doorbell* ShmSegment::doorbell() const {
   return reinterpret_cast<Doorbell*>(static_cast<char*>(base_) + kLine);
-}
-
-void Doorbell::ring() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping.load(std::memory_order_relaxed)) {
-    ticket.fetch_add(1, std::memory_order_release);
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&ticket), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
-            0);
-  }
-}
-
-void Doorbell::wait(uint32_t seen, long timeoutUs) {
-  timespec ts{timeoutUs / 1000000, (timeoutUs % 1000000) * 1000};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&ticket), FUTEX_WAIT, seen, &ts, nullptr, 0);
-}
-
-ShmConnection::ShmConnection(void* sendFifo, int slots, size_t slotBytes, void* recvFifo,
-                             int recvSlots, size_t recvSlotBytes, Doorbell* peerBell)
-    : send_(static_cast<Fifo*>(sendFifo)),
-      recv_(static_cast<Fifo*>(recvFifo)),
-      peerBell_(peerBell),
-      slots_(slots),
-      slotBytes_(slotBytes),
-      recvSlots_(recvSlots),
-      recvSlotBytes_(recvSlotBytes) {}
-
-void* ShmConnection::sendReserve(size_t* capacity) {
-  if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) {
-    sendTailSeen_ = send_->tail.load(std::memory_order_acquire);
-    if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) return nullptr;
-  }
-  *capacity = slotBytes_;
-  return send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_) + 1;
-}
-
-void ShmConnection::sendCommit(size_t bytes, uint64_t seq) {
-  Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
-  c->seq = seq;
-  c->bytes = bytes;
-  ++sendHead_;
-  send_->head.store(sendHead_, std::memory_order_release);
-  peerBell_->ring();
-}
-
-const void* ShmConnection::recvPeek(size_t* bytes, uint64_t* seq) {
-  if (recvTail_ == recvHeadSeen_) {
-    recvHeadSeen_ = recv_->head.load(std::memory_order_acquire);
-    if (recvTail_ == recvHeadSeen_) return nullptr;
-  }
-  Fifo::CellHeader* c = recv_->cell(static_cast<int>(recvTail_ % recvSlots_), recvSlotBytes_);
-  *bytes = c->bytes;
-  *seq = c->seq;
-  return c + 1;
-}
-
-void ShmConnection::recvRelease() {
-  ++recvTail_;
-  recv_->tail.store(recvTail_, std::memory_order_release);
-  peerBell_->ring();
 }
 
 }  // namespace braid

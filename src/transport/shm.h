@@ -6,10 +6,7 @@
 // right after the bootstrap barrier that says every peer has mapped it, so /dev/shm holds nothing
 // once init returns (and nothing if a rank dies later).
 //
-// FIFO layout: a head counter (written by the sender only) and a tail counter (written by
-// the receiver only), each on its own cache line, then `slots` cells of a 64-byte header
-// {seq, bytes} and `slotBytes` of payload. Publication is a release store of head, matched
-// by an acquire load: no lock and no system call on the data path.
+// The FIFOs and the connection over them are in fifo.h.
 #pragma once
 
 #include <atomic>
@@ -19,6 +16,7 @@
 #include <string>
 
 #include "braid/braid.h"
+#include "transport/fifo.h"
 #include "transport/transport.h"
 
 namespace braid {
@@ -48,39 +46,6 @@ class ShmSegment {
   size_t bytes_ = 0;
   bool owner_ = false;
   bool linked_ = false;
-};
-
-// One direction of one pair: sender side writes into the FIFO in the receiver's segment.
-class ShmConnection : public Connection {
- public:
-  // sendFifo: my FIFO inside the peer's segment, laid out by the peer (slots x slotBytes);
-  // recvFifo: the peer's FIFO inside mine, laid out by me (recvSlots x recvSlotBytes), so
-  // ranks with different BRAID_BUFFSIZE / BRAID_CHUNKSIZE still agree on every address.
-  // peerBell: the peer's doorbell, rung after each publish and each freed slot.
-  ShmConnection(void* sendFifo, int slots, size_t slotBytes, void* recvFifo, int recvSlots,
-                size_t recvSlotBytes, Doorbell* peerBell);
-
-  void* sendReserve(size_t* capacity) override;
-  void sendCommit(size_t bytes, uint64_t seq) override;
-  const void* recvPeek(size_t* bytes, uint64_t* seq) override;
-  void recvRelease() override;
-  size_t maxPiece() const override { return slotBytes_; }
-  const char* name() const override { return "shm"; }
-
-  struct Fifo;  // public so the segment can initialise its counters
-
- private:
-  Fifo* send_;
-  Fifo* recv_;
-  Doorbell* peerBell_;
-  int slots_;  // of the FIFO this rank sends into
-  size_t slotBytes_;
-  int recvSlots_;  // of the FIFO this rank receives from
-  size_t recvSlotBytes_;
-  uint64_t sendHead_ = 0;  // local copies: each counter has one writer
-  uint64_t sendTailSeen_ = 0;
-  uint64_t recvTail_ = 0;
-  uint64_t recvHeadSeen_ = 0;
 };
 
 }  // namespace braid

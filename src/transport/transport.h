@@ -21,9 +21,12 @@ namespace braid {
 // its queues, then waits while the ticket is unchanged; a ringer publishes, then (after a
 // full fence) bumps the ticket and wakes only if `sleeping` is set: a fence and a load on
 // the fast path.
+// A doorbell in one process's own memory may instead be an eventfd (eventFd >= 0): the
+// network proxy sleeps in epoll, on its sockets and that fd at once.
 struct Doorbell {
   std::atomic<uint32_t> ticket{0};
   std::atomic<uint32_t> sleeping{0};
+  int eventFd = -1;
 
   void ring();
   uint32_t read() const { return ticket.load(std::memory_order_acquire); }
@@ -49,6 +52,9 @@ class Connection {
   // Largest piece one commit can carry.
   virtual size_t maxPiece() const = 0;
   virtual const char* name() const = 0;
+  // Why the connection can carry nothing more (the peer's host closed or reset it), or
+  // nullptr while it works. Checked by a rank that waits on the peer.
+  virtual const char* failure() const { return nullptr; }
 };
 
 }  // namespace braid

@@ -1,0 +1,99 @@
+#include "transport/fifo.h"
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <new>
+
+namespace braid {
+
+static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free);
+
+Fifo* Fifo::init(void* at) {
+  auto* f = static_cast<Fifo*>(at);
+  new (&f->head) std::atomic<uint64_t>(0);
+  new (&f->tail) std::atomic<uint64_t>(0);
+  return f;
+}
+
+LocalFifo::LocalFifo(int slots, size_t slotBytes) : slots_(slots), slotBytes_(slotBytes) {
+  bytes_ = fifoBytesFor(slots, slotBytes);
+  void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  fifo_ = Fifo::init(p);
+}
+
+LocalFifo::~LocalFifo() { munmap(fifo_, bytes_); }
+
+void Doorbell::ring() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping.load(std::memory_order_relaxed)) {
+    ticket.fetch_add(1, std::memory_order_release);
+    if (eventFd >= 0) {
+      uint64_t one = 1;
+      (void)!write(eventFd, &one, sizeof(one));
+      return;
+    }
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&ticket), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+            0);
+  }
+}
+
+void Doorbell::wait(uint32_t seen, long timeoutUs) {
+  timespec ts{timeoutUs / 1000000, (timeoutUs % 1000000) * 1000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&ticket), FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+
+FifoConnection::FifoConnection(const char* name, void* sendFifo, int slots, size_t slotBytes,
+                               void* recvFifo, int recvSlots, size_t recvSlotBytes,
+                               Doorbell* peerBell)
+    : name_(name),
+      send_(static_cast<Fifo*>(sendFifo)),
+      recv_(static_cast<Fifo*>(recvFifo)),
+      peerBell_(peerBell),
+      slots_(slots),
+      slotBytes_(slotBytes),
+      recvSlots_(recvSlots),
+      recvSlotBytes_(recvSlotBytes) {}
+
+void* FifoConnection::sendReserve(size_t* capacity) {
+  if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) {
+    sendTailSeen_ = send_->tail.load(std::memory_order_acquire);
+    if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) return nullptr;
+  }
+  *capacity = slotBytes_;
+  return send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_) + 1;
+}
+
+void FifoConnection::sendCommit(size_t bytes, uint64_t seq) {
+  Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
+  c->seq = seq;
+  c->bytes = bytes;
+  ++sendHead_;
+  send_->head.store(sendHead_, std::memory_order_release);
+  peerBell_->ring();
+}
+
+const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
+  if (recvTail_ == recvHeadSeen_) {
+    recvHeadSeen_ = recv_->head.load(std::memory_order_acquire);
+    if (recvTail_ == recvHeadSeen_) return nullptr;
+  }
+  Fifo::CellHeader* c = recv_->cell(static_cast<int>(recvTail_ % recvSlots_), recvSlotBytes_);
+  *bytes = c->bytes;
+  *seq = c->seq;
+  return c + 1;
+}
+
+void FifoConnection::recvRelease() {
+  ++recvTail_;
+  recv_->tail.store(recvTail_, std::memory_order_release);
+  peerBell_->ring();
+}
+
+}  // namespace braid

@@ -1,0 +1,97 @@
+// The FIFO every connection is made of, and the connection that reads and writes it.
+//
+// A FIFO is single-producer single-consumer: a head counter (written by the producer only)
+// and a tail counter (written by the consumer only), each on its own cache line, then
+// `slots` cells of a 64-byte header {seq, bytes} and `slotBytes` of payload. Publication is
+// a release store of head, matched by an acquire load: no lock and no system call on the
+// data path.
+//
+// Between ranks of one host the FIFO lives in the receiver's shared-memory segment (shm.h)
+// and the two ranks are its two ends. Towards another host each direction has a FIFO in
+// this process's memory whose far end is the network proxy (net_proxy.h), which turns
+// pieces into network messages and back. Either way the executor sees a FifoConnection.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "transport/transport.h"
+
+namespace braid {
+
+constexpr size_t kFifoLine = 64;
+
+struct Fifo {
+  alignas(kFifoLine) std::atomic<uint64_t> head;
+  alignas(kFifoLine) std::atomic<uint64_t> tail;
+  struct alignas(kFifoLine) CellHeader {
+    uint64_t seq;
+    uint64_t bytes;
+  };
+  // Cell i: its header, then slotBytes of payload.
+  CellHeader* cell(int i, size_t slotBytes) {
+    char* base = reinterpret_cast<char*>(this) + 2 * kFifoLine;
+    return reinterpret_cast<CellHeader*>(base + static_cast<size_t>(i) * (kFifoLine + slotBytes));
+  }
+  // Sets both counters to 0 in memory laid out for a FIFO.
+  static Fifo* init(void* at);
+};
+static_assert(sizeof(Fifo::CellHeader) == kFifoLine);
+
+// Bytes a FIFO of `slots` cells of `slotBytes` (a multiple of kFifoLine) takes.
+inline size_t fifoBytesFor(int slots, size_t slotBytes) {
+  return 2 * kFifoLine + static_cast<size_t>(slots) * (kFifoLine + slotBytes);
+}
+
+// A FIFO in this process's heap (page aligned; pages are touched only when used).
+class LocalFifo {
+ public:
+  LocalFifo(int slots, size_t slotBytes);
+  ~LocalFifo();
+  LocalFifo(const LocalFifo&) = delete;
+  LocalFifo& operator=(const LocalFifo&) = delete;
+  Fifo* fifo() const { return fifo_; }
+  int slots() const { return slots_; }
+  size_t slotBytes() const { return slotBytes_; }
+
+ private:
+  Fifo* fifo_;
+  size_t bytes_;
+  int slots_;
+  size_t slotBytes_;
+};
+
+// One rank's end of one pair: it writes pieces into sendFifo and reads them from recvFifo.
+// The two FIFOs may have different geometries (each laid out by its owner, so ranks with
+// different BRAID_BUFFSIZE / BRAID_CHUNKSIZE still agree on every address). peerBell is
+// rung after each publish and each freed slot: the far end's doorbell.
+class FifoConnection : public Connection {
+ public:
+  FifoConnection(const char* name, void* sendFifo, int slots, size_t slotBytes, void* recvFifo,
+                 int recvSlots, size_t recvSlotBytes, Doorbell* peerBell);
+
+  void* sendReserve(size_t* capacity) override;
+  void sendCommit(size_t bytes, uint64_t seq) override;
+  const void* recvPeek(size_t* bytes, uint64_t* seq) override;
+  void recvRelease() override;
+  size_t maxPiece() const override { return slotBytes_; }
+  const char* name() const override { return name_; }
+
+ private:
+  const char* name_;
+  Fifo* send_;
+  Fifo* recv_;
+  Doorbell* peerBell_;
+  int slots_;  // of the FIFO this rank sends into
+  size_t slotBytes_;
+  int recvSlots_;  // of the FIFO this rank receives from
+  size_t recvSlotBytes_;
+  uint64_t sendHead_ = 0;  // local copies: each counter has one writer
+  uint64_t sendTailSeen_ = 0;
+  uint64_t recvTail_ = 0;
+  uint64_t recvHeadSeen_ = 0;
+};
+
+}  // namespace braid

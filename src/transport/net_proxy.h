@@ -1,0 +1,58 @@
+// The network proxy: one thread per communicator that carries its network connections.
+//
+// For every peer reached over the network the rank gets a FifoConnection over two FIFOs in
+// this process's memory; the proxy is their far end. It turns each piece the rank publishes
+// into a backend isend (the whole cell: header and payload) and posts backend irecvs into
+// free receive cells, publishing them in piece order as they complete. It rings the rank's
+// doorbell when it publishes a piece or frees a slot, and sleeps in epoll on the backend's
+// fd and its own eventfd (rung by the rank) when nothing moves, so a rank waiting on
+// shared-memory and network peers at once sleeps on one futex, and no thread spins.
+// This is NCCL's proxy-thread arrangement.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "transport/fifo.h"
+#include "transport/net.h"
+
+namespace braid {
+
+class NetProxy {
+ public:
+  // rankBell: the doorbell the rank sleeps on. Each FIFO has `slots` cells of slotBytes.
+  NetProxy(std::unique_ptr<NetBackend> backend, int rank, Doorbell* rankBell, int slots,
+           size_t slotBytes);
+  ~NetProxy();  // stops the thread, then closes the backend
+  NetProxy(const NetProxy&) = delete;
+  NetProxy& operator=(const NetProxy&) = delete;
+
+  NetBackend* backend() const { return backend_.get(); }
+  // The rank's connection to `peer` (call for every network peer before start()).
+  std::unique_ptr<Connection> addPeer(int peer);
+  braidResult_t start();
+
+ private:
+  struct Peer;
+  class Conn;
+  void loop();
+  bool pass();
+  void failAll(const std::string& why);
+
+  std::unique_ptr<NetBackend> backend_;
+  int rank_;
+  Doorbell* rankBell_;
+  int slots_;
+  size_t slotBytes_;
+  Doorbell bell_;  // the proxy's own: rung by the rank, eventfd based
+  int epollFd_ = -1;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace braid
