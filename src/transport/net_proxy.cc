@@ -8,7 +8,9 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/config.h"
 #include "core/error.h"
+#include "core/socket.h"
 
 namespace braid {
 
@@ -39,6 +41,9 @@ struct NetProxy::Peer {
   uint64_t recvPosted = 0, recvDone = 0;
   Conn* conn = nullptr;
   bool failed = false;
+  // For the destructor's drain: pieces sent, and whether the peer is past reaching.
+  std::atomic<uint64_t> sent{0};
+  std::atomic<bool> gone{false};
 };
 
 NetProxy::NetProxy(std::unique_ptr<NetBackend> backend, int rank, Doorbell* rankBell, int slots,
@@ -52,6 +57,20 @@ NetProxy::NetProxy(std::unique_ptr<NetBackend> backend, int rank, Doorbell* rank
 }
 
 NetProxy::~NetProxy() {
+  // What the rank sent counts as delivered once committed (as with shared memory), so
+  // wait, bounded by BRAID_TIMEOUT, until the network has taken every piece.
+  if (thread_.joinable()) {
+    Deadline deadline = deadlineAfter(config().timeoutSec);
+    for (auto& p : peers_) {
+      while (!p->gone.load(std::memory_order_acquire) &&
+             p->sent.load(std::memory_order_acquire) !=
+                 p->send.fifo()->head.load(std::memory_order_acquire) &&
+             Clock::now() < deadline) {
+        bell_.ring();
+        usleep(200);
+      }
+    }
+  }
   stop_.store(true);
   if (thread_.joinable()) {
     uint64_t one = 1;
@@ -92,6 +111,7 @@ void NetProxy::failAll(const std::string& why) {
   for (auto& p : peers_) {
     if (p->failed) continue;
     p->failed = true;
+    p->gone.store(true, std::memory_order_release);
     p->conn->why = why;
     p->conn->failed.store(true, std::memory_order_release);
   }
@@ -111,6 +131,7 @@ bool NetProxy::pass() {
     if (p.failed) continue;
     auto broke = [&] {
       p.failed = true;
+      p.gone.store(true, std::memory_order_release);
       p.conn->why = lastError();
       p.conn->failed.store(true, std::memory_order_release);
       ringRank = true;
@@ -142,6 +163,7 @@ bool NetProxy::pass() {
     }
     if (freed) {
       sf->tail.store(p.sendDone, std::memory_order_release);
+      p.sent.store(p.sendDone, std::memory_order_release);
       ringRank = moved = true;
     }
     if (p.failed) continue;
@@ -200,6 +222,7 @@ void NetProxy::loop() {
       if (p->failed) continue;
       if (const char* why = backend_->peerClosed(p->rank)) {
         p->failed = closed = true;
+        p->gone.store(true, std::memory_order_release);
         p->conn->why = why;
         p->conn->failed.store(true, std::memory_order_release);
       }
