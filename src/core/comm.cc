@@ -193,9 +193,12 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     auto it = std::find(hostNames.begin(), hostNames.end(), p.hostId);
     comm->hostOf.push_back(static_cast<int>(it - hostNames.begin()));
     if (it == hostNames.end()) hostNames.push_back(p.hostId);
-    // Pids mean something only on this machine; all its ranks share its cores.
+    // Pids mean something only on this machine; all its ranks share its cores. A network
+    // peer that exits may still have pieces in flight: its connection, not its pid, says
+    // when it is gone.
     const bool sameMachine = p.machineId == mine.machineId;
-    comm->peerPids.push_back(sameMachine ? p.pid : 0);
+    const size_t r = comm->peerPids.size();
+    comm->peerPids.push_back(sameMachine && !remote[r] ? p.pid : 0);
     local += sameMachine;
   }
   comm->nhosts = static_cast<int>(hostNames.size());
