@@ -20,6 +20,9 @@ BUILD=${BUILD_DIR:-build}
 NSOCKS=${BRAID_NSOCKS_PERPEER:-2}
 scripts/setup.sh "$BUILD" >/dev/null
 command -v iperf3 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null
+# One emulated cluster per machine: wait for a test run (tests/test_util.cc) that holds it.
+exec 9>/run/lock/braid-cluster-session.lock
+flock -w 600 9 || { echo "cluster_bench: the emulated cluster stayed busy for 10 minutes" >&2; exit 1; }
 trap 'scripts/cluster.sh down >/dev/null 2>&1 || true' EXIT
 
 # busbw (GB/s) of the out-of-place column of the last data row of an nccl-tests table.
