@@ -1,12 +1,19 @@
 // The generated matrix: every (collective x algorithm) row of the algorithm table x dtype x
 // op x nranks {1,2,3,4,5,7,8,13,16} x count x placement x root, ranks as threads; a sampled
-// subset with ranks as processes. The algorithm is forced per call with
-// braidCommSetAlgorithm, so every row runs whatever the default rule would pick.
+// subset with ranks as processes, on one host and over 2 emulated hosts (network
+// namespaces, scripts/cluster.sh; root only, else skipped). The algorithm is forced per
+// call with braidCommSetAlgorithm, so every row runs whatever the default rule would pick.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cstdio>
+#include <memory>
 
 #include "collective_cases.h"
+#include "core/bootstrap.h"
 #include "test_util.h"
 
 namespace braid::test {
@@ -43,6 +50,101 @@ TEST_P(MatrixProcesses, SampledRows) {
 
 INSTANTIATE_TEST_SUITE_P(NRanks, MatrixProcesses, ::testing::Values(2, 3, 5, 8));
 
+// This process's network namespace, e.g. "net:[4026531833]".
+std::string netnsId() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/ns/net", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
+}
+
+// The IPv4 address of eth0, or "none".
+std::string eth0Address() {
+  ifaddrs* list = nullptr;
+  std::string out = "none";
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* it = list; it; it = it->ifa_next) {
+    if (it->ifa_addr && it->ifa_addr->sa_family == AF_INET && std::string(it->ifa_name) == "eth0") {
+      char text[INET_ADDRSTRLEN] = {0};
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text,
+                sizeof(text));
+      out = text;
+      break;
+    }
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+// The launch alone, without a communicator: where this rank runs, then one bootstrap
+// all-gather through braidrun's root (so the root is reachable from inside every host).
+int clusterProbe(int rank, int nranks) {
+  const RankEnv env = rankEnv();
+  const std::string me = env.hostId + "@" + eth0Address();
+  braidUniqueId id;
+  std::unique_ptr<Bootstrap> boot;
+  std::vector<std::string> all;
+  if (braidUniqueIdFromString(std::getenv("BRAID_UNIQUE_ID"), &id) != braidSuccess ||
+      Bootstrap::join(id, rank, nranks, &boot) != braidSuccess ||
+      boot->allGather(me, &all) != braidSuccess || boot->barrier() != braidSuccess) {
+    std::fprintf(stderr, "probe rank=%d: bootstrap failed: %s\n", rank, braidGetLastError(nullptr));
+    return 1;
+  }
+  boot->close();
+  std::string peers;
+  for (const std::string& p : all) peers += (peers.empty() ? "" : ",") + p;
+  std::printf("probe rank=%d local=%d/%d host=%s netns=%s addr=%s peers=%s\n", env.rank,
+              env.localRank, env.localSize, env.hostId.c_str(), netnsId().c_str(),
+              eth0Address().c_str(), peers.c_str());
+  return 0;
+}
+
+// The value after "key=" in text, up to the next blank.
+std::string field(const std::string& text, const std::string& key) {
+  const size_t at = text.find(" " + key + "=");
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size() + 2;
+  return text.substr(start, text.find_first_of(" \n", start) - start);
+}
+
+// The plumbing: namespaces up, each rank inside its host's namespace with its host's
+// variables, every rank through the bootstrap, nothing left afterwards. Links shaped, so
+// cluster.sh's tc path runs too.
+TEST(MatrixCluster, RanksStartInsideTheirHosts) {
+  const ClusterResult res = runInCluster(2, 2, "cluster-probe", {}, "1gbit");
+  if (!res.skipReason.empty()) GTEST_SKIP() << res.skipReason;
+  EXPECT_EQ(res.status, 0) << res.output;
+  EXPECT_TRUE(clusterLeftovers().empty());
+  const std::string peers =
+      "braid-h0@10.77.0.1,braid-h0@10.77.0.1,braid-h1@10.77.0.2,braid-h1@10.77.0.2";
+  std::vector<std::string> netns(4);
+  for (int r = 0; r < 4; ++r) {
+    const std::string& out = res.ranks[r].output;
+    EXPECT_EQ(res.ranks[r].status, 0) << "rank " << r << ":\n" << out;
+    EXPECT_EQ(field(out, "rank"), std::to_string(r)) << out;
+    EXPECT_EQ(field(out, "local"), std::to_string(r % 2) + "/2") << out;
+    EXPECT_EQ(field(out, "host"), "braid-h" + std::to_string(r / 2)) << out;
+    EXPECT_EQ(field(out, "addr"), "10.77.0." + std::to_string(r / 2 + 1)) << out;
+    EXPECT_EQ(field(out, "peers"), peers) << out;
+    netns[r] = field(out, "netns");
+    EXPECT_NE(netns[r], netnsId()) << "rank " << r << " runs in the test's own namespace";
+  }
+  EXPECT_EQ(netns[0], netns[1]);
+  EXPECT_EQ(netns[2], netns[3]);
+  EXPECT_NE(netns[0], netns[2]);
+}
+
+// The sampled rows over 2 emulated hosts x 2 ranks: shared memory within a host, the
+// network transport between them.
+TEST(MatrixCluster, TwoHostsTwoRanks) {
+  const ClusterResult res = runInCluster(2, 2, "matrix", {"BRAID_CHUNKSIZE=256"});
+  if (!res.skipReason.empty()) GTEST_SKIP() << res.skipReason;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(res.ranks[r].status, 0) << "rank " << r << ":\n" << res.ranks[r].output;
+  EXPECT_EQ(res.status, 0) << res.output;
+  EXPECT_TRUE(shmLeftovers(res.ranks).empty());
+  EXPECT_TRUE(clusterLeftovers().empty());
+}
+
 TEST(Matrix, EveryCollectiveHasARow) {
   for (int c = 0; c < kNumCollectives; ++c) {
     int rows = 0;
@@ -60,6 +162,7 @@ int main(int argc, char** argv) {
     if (!e.empty()) std::fprintf(stderr, "%s\n", e.c_str());
     return e.empty() ? 0 : 1;
   });
+  braid::test::registerRawChildRole("cluster-probe", braid::test::clusterProbe);
   int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   ::testing::InitGoogleTest(&argc, argv);

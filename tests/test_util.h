@@ -44,9 +44,57 @@ std::vector<ChildResult> runProcesses(int nranks, const std::string& role,
                                       const std::vector<std::string>& extraEnv = {});
 
 // In a test binary's main: if argv names a child role, runs it and returns its exit
-// code; else returns -1. Roles are registered with registerChildRole.
+// code; else returns -1. Roles are registered with registerChildRole (the child joins the
+// communicator first, from BRAID_UNIQUE_ID / BRAID_RANK / BRAID_NRANKS, as runProcesses
+// and braidrun set them) or registerRawChildRole (fn(rank, nranks) runs without one: for
+// checks of the launch itself). With BRAID_TEST_STATUS_DIR set, the child also writes
+// "STATUS PID" to DIR/RANK before it returns (runInCluster reads it).
 int childMain(int argc, char** argv);
 void registerChildRole(const std::string& role, std::function<int(braidComm_t, int, int)> fn);
+void registerRawChildRole(const std::string& role, std::function<int(int, int)> fn);
+
+// What the launcher told this process (a child): its rank, the job's size, its rank and
+// count on its host, and BRAID_HOST_ID (empty if unset). Fields it did not set are -1.
+struct RankEnv {
+  int rank = -1;
+  int nranks = -1;
+  int localRank = -1;
+  int localSize = -1;
+  std::string hostId;
+};
+RankEnv rankEnv();
+
+// Runs this test binary as hosts x ranksPerHost ranks of one job over an emulated cluster:
+// `scripts/cluster.sh up HOSTS [--rate RATE]` makes the network namespaces braid-h0.. (one
+// per host, joined by the bridge braid-br), then the built braidrun starts the ranks with
+// --hosts braid-h0:R,braid-h1:R,... and --braid-child=ROLE (ranks host by host; each rank
+// gets BRAID_HOST_ID=braid-hN), extraEnv added to their environment. `cluster.sh down`
+// always runs before it returns, failure or not. Only one cluster exists per machine: a
+// lock file serialises concurrent callers (other test binaries).
+//
+// If the test process dies before that (SIGKILL, a runner's timeout), a janitor process
+// forked at the start, in its own session, sees its pipe close and runs `cluster.sh down`,
+// which also stops ranks still inside the namespaces; braidrun itself gets SIGTERM on the
+// test's death (PR_SET_PDEATHSIG) and stops its ranks. Should even that fail, the next
+// `cluster.sh up` (or `cluster.sh down` by hand) removes the leftovers.
+//
+// The script is found through BRAID_TEST_SOURCE_DIR (or the source dir the build was
+// configured from), braidrun through BRAID_TEST_BRAIDRUN (or the build's). A job running
+// past BRAID_TEST_CLUSTER_TIMEOUT seconds (default 900) is stopped with SIGTERM.
+struct ClusterResult {
+  // Non-empty: this machine cannot emulate hosts (not root, no network namespaces, ...);
+  // GTEST_SKIP() << skipReason. Nothing ran.
+  std::string skipReason;
+  int status = -1;     // braidrun's exit status (0: every rank exited 0); -1 if it never ran
+  std::string output;  // cluster.sh's and braidrun's own lines (not the ranks')
+  // Per rank: the status it recorded (-1: none: killed, or never got that far), its pid,
+  // and its output lines (stdout and stderr, without braidrun's "RANK: " prefix).
+  std::vector<ChildResult> ranks;
+};
+ClusterResult runInCluster(int hosts, int ranksPerHost, const std::string& role,
+                           const std::vector<std::string>& extraEnv, const std::string& rate = "");
+// Namespaces named braid-h* and the bridge braid-br that exist now (empty: none left).
+std::vector<std::string> clusterLeftovers();
 
 // Braid segments in /dev/shm created by process `pid` ("braid-PID-..."); other jobs running
 // at the same time do not count.

@@ -1,9 +1,10 @@
-// braidrun: starts N local processes as the ranks of one Braid job.
+// braidrun: starts the ranks of one Braid job, on this host or over several hosts.
 //
 //   braidrun [--no-prefix] -n N [--] CMD [ARGS...]
+//   braidrun [--no-prefix] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] [--] CMD [ARGS...]
 //
 // braidrun calls braidGetUniqueId, so the bootstrap root runs in braidrun's own process,
-// then forks N children with BRAID_UNIQUE_ID (braidUniqueIdToString), BRAID_RANK,
+// then forks one child per rank with BRAID_UNIQUE_ID (braidUniqueIdToString), BRAID_RANK,
 // BRAID_NRANKS, BRAID_LOCAL_RANK and BRAID_LOCAL_SIZE set, and execs CMD in each. It
 // forwards every line a child writes to stdout or stderr to its own, prefixed with
 // "RANK: " like srun --label (so nccl-tests log parsers read it). It fails fast like
@@ -11,15 +12,36 @@
 // SIGKILL 2 s later; braidrun reaps them all and exits with that first child's status
 // (128 + signal for a signal). SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded.
 //
+// With --hosts the job has COUNT ranks on each NAME (COUNT defaults to 1), numbered host by
+// host in list order; BRAID_LOCAL_RANK and BRAID_LOCAL_SIZE are per host. A NAME with a
+// network namespace (/run/netns/NAME, as `ip netns add` and scripts/cluster.sh make) is an
+// emulated host: its children enter that namespace with setns(2) between fork and exec and
+// get BRAID_HOST_ID=NAME (they share this machine's hostname and boot id, so without it
+// they would look like one host). When every host is such a namespace, the bridge
+// braid-br exists and neither BRAID_SOCKET_IFNAME nor NCCL_SOCKET_IFNAME is set, braidrun
+// sets BRAID_SOCKET_IFNAME==braid-br in its own process only, so the root listens where the
+// namespaces reach it (the children do not inherit it: in a namespace the interface is
+// eth0). Any other NAME is a remote machine: the child execs $BRAID_RSH (default "ssh",
+// split on blanks) NAME 'env VAR=VALUE... CMD ARGS...', passing the job's variables and
+// every BRAID_* and NCCL_* variable of braidrun's environment on the command line; CMD
+// should then be an absolute path valid on that machine, and the root must listen on an
+// interface it reaches (BRAID_SOCKET_IFNAME).
+//
 // Each child runs in its own process group (so a kill reaches whatever CMD started) with
-// stdin from /dev/null, and dies with braidrun (PR_SET_PDEATHSIG).
+// stdin from /dev/null, and dies with braidrun (PR_SET_PDEATHSIG). A remote rank's ssh
+// client is the child here: killing it closes the connection, and sshd then ends the remote
+// command once it writes to it or exits (no tty is allocated).
 //
 // Exit status: the first failing child's, 0 if all succeed, 2 for a usage error, 127 if
-// CMD cannot be found or executed, 1 if braidrun itself fails.
+// CMD (or the BRAID_RSH program) cannot be found or executed, 1 if braidrun itself fails
+// (including a child that cannot enter its network namespace).
 #include <dirent.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -42,6 +64,9 @@ namespace {
 constexpr int kKillGraceMs = 2000;         // SIGTERM, then SIGKILL after this long
 constexpr int kDrainGraceMs = 2000;        // after the last child, wait this long for EOF
 constexpr size_t kMaxLineBytes = 1 << 20;  // longer lines are forwarded in pieces
+constexpr int kMaxRanks = 65536;
+constexpr char kNetnsDir[] = "/run/netns/";    // where `ip netns add` names namespaces
+constexpr char kClusterBridge[] = "braid-br";  // scripts/cluster.sh's bridge
 
 int g_signal_pipe[2] = {-1, -1};
 
@@ -53,12 +78,20 @@ void OnSignal(int sig) {
 }
 
 void Usage(FILE* out) {
-  fprintf(out,
-          "usage: braidrun [--no-prefix] -n N [--] CMD [ARGS...]\n"
-          "Runs N copies of CMD on this host as the ranks of one Braid job: each gets\n"
-          "BRAID_UNIQUE_ID, BRAID_RANK, BRAID_NRANKS, BRAID_LOCAL_RANK and BRAID_LOCAL_SIZE.\n"
-          "Output lines are prefixed with 'RANK: ' unless --no-prefix is given. The first\n"
-          "rank to fail stops the others; braidrun exits with its status.\n");
+  fprintf(
+      out,
+      "usage: braidrun [--no-prefix] -n N [--] CMD [ARGS...]\n"
+      "       braidrun [--no-prefix] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] [--] CMD [ARGS...]\n"
+      "Runs the ranks of one Braid job: N copies of CMD on this host, or COUNT (default 1)\n"
+      "on each NAME, ranks numbered host by host. Each gets BRAID_UNIQUE_ID, BRAID_RANK,\n"
+      "BRAID_NRANKS, BRAID_LOCAL_RANK and BRAID_LOCAL_SIZE (of its host).\n"
+      "A NAME with a network namespace (/run/netns/NAME; see scripts/cluster.sh) is an\n"
+      "emulated host: its ranks run inside the namespace with BRAID_HOST_ID=NAME, and\n"
+      "unless BRAID_SOCKET_IFNAME is set the bootstrap root listens on braid-br. Any other\n"
+      "NAME is a remote machine, reached with $BRAID_RSH (default ssh) NAME env VARS CMD...\n"
+      "(give CMD as a path valid there, and set BRAID_SOCKET_IFNAME to an interface it\n"
+      "reaches). Output lines are prefixed with 'RANK: ' unless --no-prefix is given.\n"
+      "The first rank to fail stops the others; braidrun exits with its status.\n");
 }
 
 [[noreturn]] void UsageError(const std::string& msg) {
@@ -89,6 +122,103 @@ bool CommandExists(const char* cmd) {
   }
 }
 
+// Quotes s for a POSIX shell (the remote side of ssh joins its arguments into one line).
+std::string ShellQuote(const std::string& s) {
+  bool plain = !s.empty();
+  for (char c : s)
+    plain = plain && (isalnum(static_cast<unsigned char>(c)) || strchr("_@%+=:,./-", c) != nullptr);
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Words of a command line such as BRAID_RSH="ssh -p 2222" (split on blanks, no quoting).
+std::vector<std::string> SplitWords(const std::string& s) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && isspace(static_cast<unsigned char>(s[i]))) ++i;
+    size_t j = i;
+    while (j < s.size() && !isspace(static_cast<unsigned char>(s[j]))) ++j;
+    if (j > i) words.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return words;
+}
+
+// Parses a rank count; 0 on anything but an integer from 1 to kMaxRanks.
+int ParseCount(const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = strtol(value.c_str(), &end, 10);
+  if (value.empty() || !isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
+      errno == ERANGE || v < 1 || v > kMaxRanks)
+    return 0;
+  return static_cast<int>(v);
+}
+
+// One host of the job: this one (-n N), a network namespace, or a remote machine.
+struct Host {
+  std::string name;  // empty: this host, as with -n N
+  int nranks = 0;
+  int first_rank = 0;
+  int netns_fd = -1;    // open /run/netns/NAME: an emulated host, entered with setns
+  bool remote = false;  // reached with BRAID_RSH
+};
+
+// "a:2,b:2,c" -> hosts with their rank counts (1 where none is given).
+std::vector<Host> ParseHosts(const std::string& list) {
+  std::vector<Host> hosts;
+  int total = 0;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = list.find(',', start);
+    const std::string entry =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    Host h;
+    const size_t colon = entry.rfind(':');
+    h.name = entry.substr(0, colon);
+    h.nranks = colon == std::string::npos ? 1 : ParseCount(entry.substr(colon + 1));
+    if (h.name.empty() || h.name[0] == '-')
+      UsageError("invalid host '" + entry + "' in --hosts: expected NAME or NAME:COUNT");
+    if (h.nranks == 0)
+      UsageError("invalid rank count in --hosts entry '" + entry +
+                 "': expected an integer from 1 to " + std::to_string(kMaxRanks));
+    for (const Host& other : hosts)
+      if (other.name == h.name) UsageError("host '" + h.name + "' appears twice in --hosts");
+    h.first_rank = total;
+    total += h.nranks;
+    if (total > kMaxRanks)
+      UsageError("--hosts asks for more than " + std::to_string(kMaxRanks) + " ranks");
+    hosts.push_back(h);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return hosts;
+}
+
+// A host with a network namespace of its name is emulated on this machine; any other is a
+// remote machine. Returns false (after saying why) if a namespace cannot be opened.
+bool ClassifyHosts(std::vector<Host>& hosts) {
+  for (Host& h : hosts) {
+    if (h.name.empty()) continue;  // -n N: this host
+    const std::string path = kNetnsDir + h.name;
+    struct stat st;
+    if (h.name.find('/') == std::string::npos && stat(path.c_str(), &st) == 0) {
+      h.netns_fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (h.netns_fd < 0) {
+        fprintf(stderr, "braidrun: cannot open network namespace %s: %s\n", path.c_str(),
+                strerror(errno));
+        return false;
+      }
+    } else {
+      h.remote = true;
+    }
+  }
+  return true;
+}
+
 // One child's output stream (stdout or stderr), forwarded line by line.
 struct Stream {
   int fd = -1;          // read end; -1 once closed
@@ -114,9 +244,17 @@ void WriteAll(int fd, const std::string& data) {
 
 class Launcher {
  public:
-  Launcher(int nranks, bool prefix) : nranks_(nranks), prefix_(prefix), children_(nranks) {}
+  Launcher(std::vector<Host> hosts, std::vector<std::string> rsh, bool prefix)
+      : hosts_(std::move(hosts)), rsh_(std::move(rsh)), prefix_(prefix) {
+    for (size_t h = 0; h < hosts_.size(); ++h) {
+      nranks_ += hosts_[h].nranks;
+      rank_host_.insert(rank_host_.end(), hosts_[h].nranks, static_cast<int>(h));
+    }
+    children_.resize(nranks_);
+  }
 
   int Run(char** cmd) {
+    ChooseRootInterface();
     braidUniqueId id;
     braidResult_t r = braidGetUniqueId(&id);
     char id_text[2 * BRAID_UNIQUE_ID_BYTES + 1];
@@ -152,33 +290,98 @@ class Launcher {
     return true;
   }
 
-  // The environment of rank `rank`, built before fork: after fork in a process with
-  // threads (the bootstrap root) only async-signal-safe calls are allowed.
-  std::vector<std::string> Environment(int rank, const char* id_text) const {
-    static const char* const kOurs[] = {"BRAID_UNIQUE_ID=", "BRAID_RANK=", "BRAID_NRANKS=",
-                                        "BRAID_LOCAL_RANK=", "BRAID_LOCAL_SIZE="};
-    std::vector<std::string> env;
-    env.reserve(64);
-    for (char** e = environ; *e != nullptr; ++e) {
-      bool ours = false;
-      for (const char* key : kOurs) ours = ours || strncmp(*e, key, strlen(key)) == 0;
-      if (!ours) env.emplace_back(*e);
+  // The bootstrap root must listen where every rank reaches it. Ranks in network
+  // namespaces made by scripts/cluster.sh reach this machine only through its bridge, so
+  // unless the user chose an interface, the root listens there. Set in this process only:
+  // Environment() keeps it from the children, whose interface is eth0.
+  void ChooseRootInterface() {
+    bool any_netns = false, any_remote = false;
+    for (const Host& h : hosts_) {
+      any_netns = any_netns || h.netns_fd >= 0;
+      any_remote = any_remote || h.remote;
     }
-    env.push_back(std::string("BRAID_UNIQUE_ID=") + id_text);
-    env.push_back("BRAID_RANK=" + std::to_string(rank));
-    env.push_back("BRAID_NRANKS=" + std::to_string(nranks_));
-    env.push_back("BRAID_LOCAL_RANK=" + std::to_string(rank));
-    env.push_back("BRAID_LOCAL_SIZE=" + std::to_string(nranks_));
-    return env;
+    if (!any_netns || getenv("BRAID_SOCKET_IFNAME") != nullptr ||
+        getenv("NCCL_SOCKET_IFNAME") != nullptr)
+      return;
+    if (any_remote) {
+      fprintf(stderr,
+              "braidrun: warning: the job mixes network namespaces and remote hosts; set "
+              "BRAID_SOCKET_IFNAME to an interface of this machine that all of them reach\n");
+      return;
+    }
+    if (if_nametoindex(kClusterBridge) == 0) {
+      fprintf(stderr,
+              "braidrun: warning: no %s bridge (scripts/cluster.sh up makes one); if the "
+              "namespaces cannot reach this machine's default interface, set "
+              "BRAID_SOCKET_IFNAME\n",
+              kClusterBridge);
+      return;
+    }
+    setenv("BRAID_SOCKET_IFNAME", (std::string("=") + kClusterBridge).c_str(), 1);
+    ifname_ours_ = true;
+  }
+
+  // The environment of rank `rank`: what it inherits from braidrun, and the job's own
+  // variables. Built before fork: after fork in a process with threads (the bootstrap
+  // root) only async-signal-safe calls are allowed.
+  void Environment(int rank, const char* id_text, std::vector<std::string>* inherited,
+                   std::vector<std::string>* job) const {
+    const Host& host = hosts_[rank_host_[rank]];
+    std::vector<std::string> ours = {"BRAID_UNIQUE_ID=", "BRAID_RANK=", "BRAID_NRANKS=",
+                                     "BRAID_LOCAL_RANK=", "BRAID_LOCAL_SIZE="};
+    if (host.netns_fd >= 0) ours.emplace_back("BRAID_HOST_ID=");
+    if (ifname_ours_) ours.emplace_back("BRAID_SOCKET_IFNAME=");
+    inherited->reserve(64);
+    for (char** e = environ; *e != nullptr; ++e) {
+      bool skip = false;
+      for (const std::string& key : ours) skip = skip || strncmp(*e, key.c_str(), key.size()) == 0;
+      if (!skip) inherited->emplace_back(*e);
+    }
+    job->push_back(std::string("BRAID_UNIQUE_ID=") + id_text);
+    job->push_back("BRAID_RANK=" + std::to_string(rank));
+    job->push_back("BRAID_NRANKS=" + std::to_string(nranks_));
+    job->push_back("BRAID_LOCAL_RANK=" + std::to_string(rank - host.first_rank));
+    job->push_back("BRAID_LOCAL_SIZE=" + std::to_string(host.nranks));
+    if (host.netns_fd >= 0) job->push_back("BRAID_HOST_ID=" + host.name);
   }
 
   bool Spawn(int rank, char** cmd, const char* id_text) {
-    std::vector<std::string> env = Environment(rank, id_text);
-    std::vector<char*> envp;
+    const Host& host = hosts_[rank_host_[rank]];
+    std::vector<std::string> inherited, job;
+    Environment(rank, id_text, &inherited, &job);
+    std::vector<std::string> env, args;
+    if (host.remote) {
+      // rsh HOST 'env VAR=VALUE... CMD ARGS...': the remote shell gets one command line.
+      // Only the job's variables and the user's BRAID_* / NCCL_* settings travel.
+      std::string line = "env";
+      for (const std::string& e : inherited) {
+        if ((e.rfind("BRAID_", 0) == 0 || e.rfind("NCCL_", 0) == 0) &&
+            e.rfind("BRAID_RSH=", 0) != 0)
+          line += " " + ShellQuote(e);
+      }
+      for (const std::string& e : job) line += " " + ShellQuote(e);
+      for (char** a = cmd; *a != nullptr; ++a) line += " " + ShellQuote(*a);
+      args = rsh_;
+      args.push_back(host.name);
+      args.push_back(line);
+      for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    } else {
+      env = std::move(inherited);
+      env.insert(env.end(), job.begin(), job.end());
+      for (char** a = cmd; *a != nullptr; ++a) args.emplace_back(*a);
+    }
+    std::vector<char*> envp, argv;
     envp.reserve(env.size() + 1);
     for (std::string& s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
-    const std::string exec_error = "braidrun: cannot execute '" + std::string(cmd[0]) + "': ";
+    argv.reserve(args.size() + 1);
+    for (std::string& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    const std::string exec_error = "braidrun: cannot execute '" + args[0] + "': ";
+    const std::string netns_error = "braidrun: rank " + std::to_string(rank) +
+                                    " cannot enter network namespace " + kNetnsDir + host.name +
+                                    ": ";
+    const int netns_fd = host.netns_fd;
 
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0) {
@@ -210,7 +413,24 @@ class Launcher {
       struct sigaction dfl = {};
       dfl.sa_handler = SIG_DFL;
       sigaction(SIGPIPE, &dfl, nullptr);  // ignored dispositions survive exec
-      execvpe(cmd[0], cmd, envp.data());
+      if (netns_fd >= 0) {
+        if (setns(netns_fd, CLONE_NEWNET) != 0) {
+          const int e = errno;
+          (void)!write(2, netns_error.data(), netns_error.size());
+          const char* reason = strerror(e);
+          (void)!write(2, reason, strlen(reason));
+          (void)!write(2, "\n", 1);
+          _exit(1);
+        }
+        // Like `ip netns exec`: a private mount namespace with the namespace's own sysfs,
+        // so /sys/class/net lists its interfaces. Best effort: getifaddrs and sockets
+        // already see the right network without it.
+        if (unshare(CLONE_NEWNS) == 0 &&
+            mount("none", "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0) {
+          mount("sysfs", "/sys", "sysfs", 0, nullptr);
+        }
+      }
+      execvpe(argv[0], argv.data(), envp.data());
       const int e = errno;
       (void)!write(2, exec_error.data(), exec_error.size());
       const char* reason = strerror(e);
@@ -392,9 +612,13 @@ class Launcher {
     }
   }
 
-  const int nranks_;
+  const std::vector<Host> hosts_;
+  const std::vector<std::string> rsh_;  // BRAID_RSH's words, for remote hosts
   const bool prefix_;
+  int nranks_ = 0;
+  std::vector<int> rank_host_;  // rank -> index in hosts_
   std::vector<Child> children_;
+  bool ifname_ours_ = false;  // BRAID_SOCKET_IFNAME was set by ChooseRootInterface
   bool failed_ = false;
   int status_ = 0;
   int64_t kill_deadline_ = -1;
@@ -404,6 +628,7 @@ class Launcher {
 
 int main(int argc, char** argv) {
   int nranks = -1;
+  std::string host_list;
   bool prefix = true;
   int i = 1;
   for (; i < argc; ++i) {
@@ -420,6 +645,17 @@ int main(int argc, char** argv) {
       prefix = false;
       continue;
     }
+    if (arg == "--hosts" || arg == "-H") {
+      if (i + 1 >= argc) UsageError("option " + arg + " needs a value (NAME:COUNT,...)");
+      host_list = argv[++i];
+      if (host_list.empty()) UsageError("option " + arg + " needs a value (NAME:COUNT,...)");
+      continue;
+    }
+    if (arg.rfind("--hosts=", 0) == 0) {
+      host_list = arg.substr(8);
+      if (host_list.empty()) UsageError("option --hosts needs a value (NAME:COUNT,...)");
+      continue;
+    }
     std::string value;
     if (arg == "-n" || arg == "-np" || arg == "--nranks") {
       if (i + 1 >= argc) UsageError("option " + arg + " needs a value (the number of ranks)");
@@ -433,21 +669,53 @@ int main(int argc, char** argv) {
     } else {
       break;  // the command
     }
-    char* end = nullptr;
-    errno = 0;
-    const long v = strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || errno == ERANGE || v < 1 || v > 65536) {
-      UsageError("invalid number of ranks '" + value + "': expected an integer from 1 to 65536");
+    nranks = ParseCount(value);
+    if (nranks == 0) {
+      UsageError("invalid number of ranks '" + value + "': expected an integer from 1 to " +
+                 std::to_string(kMaxRanks));
     }
-    nranks = static_cast<int>(v);
   }
-  if (nranks < 0) UsageError("missing -n N (the number of ranks)");
+  std::vector<Host> hosts;
+  if (!host_list.empty()) {
+    hosts = ParseHosts(host_list);
+    int total = 0;
+    for (const Host& h : hosts) total += h.nranks;
+    if (nranks >= 0 && nranks != total) {
+      UsageError("-n " + std::to_string(nranks) + " disagrees with --hosts, which has " +
+                 std::to_string(total) + " ranks");
+    }
+  } else {
+    if (nranks < 0) UsageError("missing -n N (the number of ranks) or --hosts LIST");
+    Host local;
+    local.nranks = nranks;
+    hosts.push_back(local);
+  }
   if (i >= argc) UsageError("no command to run");
-  if (!CommandExists(argv[i])) {
+  if (!ClassifyHosts(hosts)) return 1;
+  bool any_local = false, any_remote = false;
+  for (const Host& h : hosts) {
+    any_local = any_local || !h.remote;
+    any_remote = any_remote || h.remote;
+  }
+  // A remote host's CMD is looked up there; only this machine's ranks need it here.
+  if (any_local && !CommandExists(argv[i])) {
     fprintf(stderr, "braidrun: %s: command not found\n", argv[i]);
     return 127;
   }
-  const int status = Launcher(nranks, prefix).Run(argv + i);
+  std::vector<std::string> rsh;
+  if (any_remote) {
+    const char* env_rsh = getenv("BRAID_RSH");
+    rsh = SplitWords(env_rsh != nullptr ? env_rsh : "ssh");
+    if (rsh.empty()) UsageError("BRAID_RSH is empty; unset it to use ssh");
+    if (!CommandExists(rsh[0].c_str())) {
+      fprintf(stderr,
+              "braidrun: %s: command not found (remote hosts are reached with BRAID_RSH, "
+              "default ssh; a host named like a network namespace in %s runs here)\n",
+              rsh[0].c_str(), kNetnsDir);
+      return 127;
+    }
+  }
+  const int status = Launcher(std::move(hosts), std::move(rsh), prefix).Run(argv + i);
   // _exit: the bootstrap root thread of a job whose ranks never initialised may still be
   // waiting; nothing of ours needs destructors.
   fflush(nullptr);
