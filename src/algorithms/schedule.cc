@@ -42,19 +42,71 @@ const std::vector<AlgorithmInfo>& algorithms() {
     appendPairwiseAlgorithms(&t);
     appendScatterAllGatherAlgorithms(&t);
     appendDirectAlgorithms(&t);
+    appendHierarchicalAlgorithms(&t);
     return t;
   }();
   return table;
 }
+
+// Whether the ranks span more than one host, with the same number (more than one) on each:
+// the layouts the hierarchical algorithms are for.
+namespace {
+bool evenMultiHost(const CollArgs& args) {
+  if (!args.hostOf || args.nranks < 4) return false;
+  std::vector<int> size;
+  for (int r = 0; r < args.nranks; ++r) {
+    const int g = args.hostOf[r];
+    if (g < 0 || g >= args.nranks) return false;
+    if (g >= static_cast<int>(size.size())) size.resize(g + 1, 0);
+    ++size[g];
+  }
+  if (size.size() < 2 || size[0] < 2) return false;
+  for (int s : size)
+    if (s != size[0]) return false;
+  return true;
+}
+}  // namespace
 
 // The fixed rule until the cost-model selector lands. Thresholds follow MPICH's defaults
 // (Thakur, Rabenseifner & Gropp 2005; MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE = 2048,
 // ALLGATHER_SHORT/LONG = 80 KiB / 512 KiB, BCAST_SHORT = 12 KiB, ALLTOALL_SHORT = 256 B
 // per block with at least 8 ranks) and NCCL's use of rings for large messages. `bytes` is
 // the size of the vector each rank contributes or receives in full.
+//
+// Across hosts: when the ranks span several hosts with the same number of ranks (more than
+// one) on each, and the vector being reduced or distributed is at least 256 KiB (all-reduce,
+// broadcast, reduce: count elements; reduce-scatter, all-gather: nranks * count), the
+// two-level "hierarchical" algorithms come first, as NCCL and Horovod do across nodes: per
+// host the network carries no more than under a flat ring over host-contiguous ranks (and
+// far less than a flat ring over interleaved ones, which crosses it at every hop), in
+// 2(H-1) network steps for H hosts instead of 2(n-1), with every local rank driving its own
+// share (one NIC per GPU), while the fast intra-host links do the rest. Below 256 KiB the
+// one-level rules stay: latency rules, and their few steps beat two phases. All-to-all
+// keeps pairwise: its hierarchical form saves network messages but adds an intra-host hop
+// for every block, which only the cost-model selector can weigh.
 const AlgorithmInfo* defaultAlgorithm(const CollArgs& args, size_t elemSize) {
   const size_t n = static_cast<size_t>(args.nranks);
   const size_t bytes = args.count * elemSize;
+  if (evenMultiHost(args)) {
+    size_t total = 0;
+    switch (args.coll) {
+      case Collective::kAllReduce:
+      case Collective::kBroadcast:
+      case Collective::kReduce:
+        total = bytes;
+        break;
+      case Collective::kReduceScatter:
+      case Collective::kAllGather:
+        total = bytes * n;
+        break;
+      default:
+        break;
+    }
+    if (total >= (256u << 10)) {
+      const AlgorithmInfo* a = findAlgorithm(args.coll, "hierarchical");
+      if (a && !unsupportedReason(*a, args)) return a;
+    }
+  }
   std::vector<const char*> prefs;
   switch (args.coll) {
     case Collective::kAllReduce:

@@ -231,5 +231,6 @@ void appendBruckAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendPairwiseAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendDirectAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendHierarchicalAlgorithms(std::vector<AlgorithmInfo>* table);
 
 }  // namespace braid

@@ -1,0 +1,714 @@
+// Hierarchical (two-level, host-aware) algorithms: one phase among the ranks of each host
+// (shared memory, NVLink), one among the ranks of the same local index on different hosts
+// (the network), so that the network carries each byte once per host and every local rank
+// drives its own share of it in parallel. The layout comes from CollArgs::hostOf; with it
+// null (every rank on one host) each collective degenerates to its one-level form.
+//
+// Sources: the intra-host reduce-scatter / inter-host all-reduce / intra-host all-gather of
+// X. Jia et al., "Highly scalable deep learning training system with mixed-precision"
+// (2018), Horovod's hierarchical all-reduce and NCCL's multi-node rings; MPICH's SMP-aware
+// broadcast and reduce (MPIR_Bcast_intra_smp, MPIR_Reduce_intra_smp); the two-level
+// all-to-all of DeepSpeed-MoE (Rajbhandari et al., ICML 2022) and Tutel (Hwang et al.,
+// MLSys 2023).
+//
+// Terms. H hosts of L ranks each (every host must have the same L). A rank's local index
+// is its place among its host's ranks in rank order, so hosts need not hold contiguous
+// ranks. The "local ring" of a rank is its host's ranks by local index; its "cross ring" is
+// the ranks with its local index on hosts 0 .. H-1.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.h"
+
+namespace braid {
+
+namespace {
+
+constexpr BufferId kSendBuf = BufferId::kSend, kRecvBuf = BufferId::kRecv,
+                   kScratchBuf = BufferId::kScratch;
+
+void resetSchedule(Schedule* out) {
+  out->steps.clear();
+  out->scratchElems = 0;
+}
+
+BufRef plus(BufRef b, size_t off) { return {b.buf, b.offset + off}; }
+
+// ---- Host layout ---------------------------------------------------------------------
+
+// The rows' supports(): why hostOf cannot drive these algorithms, or nullptr. O(nranks).
+const char* supportsHierarchical(const CollArgs& a) {
+  if (!a.hostOf) return nullptr;
+  std::vector<int> size;
+  for (int r = 0; r < a.nranks; ++r) {
+    const int g = a.hostOf[r];
+    if (g < 0 || g > static_cast<int>(size.size()))
+      return "the host layout (CollArgs::hostOf) must number hosts 0, 1, ... in order of first "
+             "appearance in rank order";
+    if (g == static_cast<int>(size.size())) size.push_back(0);
+    ++size[g];
+  }
+  for (int s : size)
+    if (s != size[0])
+      return "the hierarchical algorithms need the same number of ranks on every host, and "
+             "this communicator's hosts hold different numbers of ranks; use a one-level "
+             "algorithm such as ring";
+  return nullptr;
+}
+
+struct Layout {
+  int hosts = 1;                     // H
+  int local = 1;                     // L: ranks per host
+  int host = 0;                      // this rank's host
+  int li = 0;                        // this rank's local index
+  std::vector<int> members;          // [g * L + i]: the rank of local index i on host g
+  std::vector<int> hostOf, localOf;  // per rank
+
+  int at(int g, int i) const { return members[static_cast<size_t>(g) * local + i]; }
+  // Whether host g's ranks are consecutive in rank order (at(g, i) == at(g, 0) + i).
+  bool contiguous(int g) const {
+    for (int i = 1; i < local; ++i)
+      if (at(g, i) != at(g, 0) + i) return false;
+    return true;
+  }
+};
+
+// The layout of a call that supportsHierarchical accepted.
+Layout makeLayout(const CollArgs& a) {
+  Layout l;
+  const int n = a.nranks;
+  l.hostOf.assign(n, 0);
+  if (a.hostOf) l.hostOf.assign(a.hostOf, a.hostOf + n);
+  for (int r = 0; r < n; ++r) l.hosts = std::max(l.hosts, l.hostOf[r] + 1);
+  l.local = n / l.hosts;
+  l.members.assign(n, 0);
+  l.localOf.assign(n, 0);
+  std::vector<int> fill(l.hosts, 0);
+  for (int r = 0; r < n; ++r) {
+    const int g = l.hostOf[r];
+    l.localOf[r] = fill[g]++;
+    l.members[static_cast<size_t>(g) * l.local + l.localOf[r]] = r;
+  }
+  l.host = l.hostOf[a.rank];
+  l.li = l.localOf[a.rank];
+  return l;
+}
+
+// ---- Ring phases over a group --------------------------------------------------------
+
+// One unit of a ring phase: a run of elements that travels as one message.
+struct Unit {
+  size_t len = 0;
+  // Reduce-scatter: this rank's contribution. All-gather, own block: where the data is.
+  BufRef in{kSendBuf, 0};
+  // Reduce-scatter: where the partial sum goes (without slots) and, in the own block, the
+  // result. All-gather: where the unit lands (and is forwarded from).
+  BufRef at{kRecvBuf, 0};
+  size_t slotOff = 0;  // reduce-scatter with slots: the unit's place in a slot
+  // The step that must finish first: before `in` is read (reduce-scatter; all-gather own
+  // block), or before `at` is overwritten (all-gather, other blocks). -1: none.
+  int32_t ready = -1;
+};
+
+// A ring over `ranks` (ring order), this rank at position `me`; block b is the one that
+// ends on ranks[b] (reduce-scatter) or starts there (all-gather), and consists of
+// perBlock units: units[b * perBlock + k].
+struct RingPhase {
+  std::vector<int> ranks;
+  int me = 0;
+  size_t perBlock = 0;
+  std::vector<Unit> units;
+
+  int size() const { return static_cast<int>(ranks.size()); }
+  int block(int b) const { return ((b % size()) + size()) % size(); }
+  int right() const { return ranks[block(me + 1)]; }
+  int left() const { return ranks[block(me - 1)]; }
+  Unit& unit(int b, size_t k) { return units[static_cast<size_t>(b) * perBlock + k]; }
+  const Unit& unit(int b, size_t k) const { return units[static_cast<size_t>(b) * perBlock + k]; }
+  size_t index(int b, size_t k) const { return static_cast<size_t>(b) * perBlock + k; }
+};
+
+// Ring reduce-scatter (Patarasuk & Yuan 2009, in the form of ring.cc's reduce-scatter):
+// steps s = 0 .. m-2 send block (me-s-1) to the right (at s = 0 the contribution, later
+// the partial sum received the step before) and recv-reduce block (me-s-2) from the left
+// with this rank's contribution; at s = m-2 that is block me, summed over the ring, and it
+// lands at its units' `at` (divided by `divisor` if > 1). Partial sums go to `at` when
+// slots is null (each block has its own place, so a contribution there is replaced by
+// the partial sum that includes it), else alternately to slots[0] and slots[1] at the
+// unit's slotOff. Unit by unit, so pieces pipeline. *done gets, per unit k of the own
+// block, the step leaving its result; *sent, per unit of every block, the send that read
+// it here (-1: none). Needs size() >= 2.
+void ringReduceScatter(const RingPhase& ph, const BufRef* slots, int divisor, Schedule* out,
+                       std::vector<int32_t>* done, std::vector<int32_t>* sent) {
+  const int m = ph.size();
+  const size_t U = ph.perBlock;
+  done->assign(U, -1);
+  sent->assign(static_cast<size_t>(m) * U, -1);
+  auto partial = [&](int s, const Unit& u) { return slots ? plus(slots[s % 2], u.slotOff) : u.at; };
+  std::vector<int32_t> prevRed(U, -1), curRed(U, -1), prevSend(U, -1), curSend(U, -1);
+  for (int s = 0; s + 1 < m; ++s) {
+    const bool last = s == m - 2;
+    const int sb = ph.block(ph.me - s - 1), rb = ph.block(ph.me - s - 2);
+    for (size_t k = 0; k < U; ++k) {
+      curSend[k] = curRed[k] = -1;
+      const Unit& su = ph.unit(sb, k);
+      if (su.len > 0) {
+        const BufRef src = s == 0 ? su.in : partial(s - 1, su);
+        curSend[k] = out->add(sendStep(ph.right(), src, su.len, s == 0 ? su.ready : prevRed[k]));
+        (*sent)[ph.index(sb, k)] = curSend[k];
+      }
+      const Unit& ru = ph.unit(rb, k);
+      if (ru.len > 0) {
+        Step st = makeStep(StepKind::kRecvReduce, ph.left(), ru.in, last ? ru.at : partial(s, ru),
+                           ru.len);
+        addDep(&st, ru.ready);
+        // That slot's previous partial sum is still being sent.
+        if (slots && !last) addDep(&st, prevSend[k]);
+        st.divisor = last ? divisor : 1;
+        curRed[k] = out->add(st);
+        if (last) (*done)[k] = curRed[k];
+      }
+    }
+    prevRed.swap(curRed);
+    prevSend.swap(curSend);
+  }
+}
+
+// Ring all-gather (ring.cc's): steps s = 0 .. m-2 send block (me-s) to the right (at s = 0
+// the own block from its units' `in`, later the block received the step before) and
+// receive block (me-s-1) from the left into its units' `at`. *got gets, per unit of every
+// block, the receive that brought it here (-1: none). Needs size() >= 2.
+void ringAllGather(const RingPhase& ph, Schedule* out, std::vector<int32_t>* got) {
+  const int m = ph.size();
+  const size_t U = ph.perBlock;
+  got->assign(static_cast<size_t>(m) * U, -1);
+  for (int s = 0; s + 1 < m; ++s) {
+    const int sb = ph.block(ph.me - s), rb = ph.block(ph.me - s - 1);
+    for (size_t k = 0; k < U; ++k) {
+      const Unit& su = ph.unit(sb, k);
+      if (su.len > 0) {
+        if (s == 0)
+          out->add(sendStep(ph.right(), su.in, su.len, su.ready));
+        else
+          out->add(sendStep(ph.right(), su.at, su.len, (*got)[ph.index(sb, k)]));
+      }
+      const Unit& ru = ph.unit(rb, k);
+      if (ru.len > 0)
+        (*got)[ph.index(rb, k)] = out->add(recvStep(ph.left(), ru.at, ru.len, ru.ready));
+    }
+  }
+}
+
+RingPhase localRing(const Layout& lay, size_t perBlock) {
+  RingPhase ph;
+  for (int i = 0; i < lay.local; ++i) ph.ranks.push_back(lay.at(lay.host, i));
+  ph.me = lay.li;
+  ph.perBlock = perBlock;
+  ph.units.resize(static_cast<size_t>(lay.local) * perBlock);
+  return ph;
+}
+
+RingPhase crossRing(const Layout& lay, size_t perBlock) {
+  RingPhase ph;
+  for (int g = 0; g < lay.hosts; ++g) ph.ranks.push_back(lay.at(g, lay.li));
+  ph.me = lay.host;
+  ph.perBlock = perBlock;
+  ph.units.resize(static_cast<size_t>(lay.hosts) * perBlock);
+  return ph;
+}
+
+// Piece p of a block of `elems` cut into `pieces`: [*off, *off + *len).
+void pieceOf(size_t elems, size_t pieces, size_t p, size_t* off, size_t* len) {
+  *off = partStart(elems, pieces, p);
+  *len = partStart(elems, pieces, p + 1) - *off;
+}
+
+// Which of those pieces holds element e (< elems).
+size_t pieceHolding(size_t elems, size_t pieces, size_t e) {
+  size_t p =
+      std::min(pieces - 1, static_cast<size_t>(static_cast<unsigned __int128>(e) * pieces / elems));
+  while (p + 1 < pieces && partStart(elems, pieces, p + 1) <= e) ++p;
+  while (p > 0 && partStart(elems, pieces, p) > e) --p;
+  return p;
+}
+
+void selfCopy(size_t count, Schedule* out) {
+  out->add(copyStep({kSendBuf, 0}, {kRecvBuf, 0}, count));
+}
+
+// ---- All-reduce ----------------------------------------------------------------------
+
+// Two-level all-reduce. The vector is cut into L shards (partStart, so any count), shard i
+// into H chunks and each chunk into pieces of about pieceElems: the units every phase
+// moves, so a unit can go on to the next phase as soon as it is done with the last.
+//   1. Local ring reduce-scatter: local rank i ends with shard i summed over its host, in
+//      its receive buffer (partial sums of the other shards pass through there too).
+//   2. Cross ring all-reduce of shard i with the local rank i of every other host (ring
+//      reduce-scatter then ring all-gather over the H chunks, in place); all L local
+//      indices run at once, each on its own pair of network peers. AVG divides here, on
+//      the full reduction.
+//   3. Local ring all-gather of the shards.
+// Each rank sends 2(L-1)/L of the vector within its host and 2(H-1)/(HL) of it over the
+// network: per host, 2(H-1)/H of the vector, the network optimum, in 2(H-1) network steps
+// instead of a flat ring's 2(n-1). With L = 1 phase 2 reads the send buffer (ring.cc's
+// all-reduce over hosts); with H = 1 it is the local ring all-reduce.
+void buildHierarchicalAllReduce(const CollArgs& a, Schedule* out) {
+  resetSchedule(out);
+  const size_t count = a.count;
+  if (count == 0) return;
+  if (a.nranks == 1) return selfCopy(count, out);
+  const Layout lay = makeLayout(a);
+  const int H = lay.hosts, L = lay.local;
+  const int divisor = a.op == braidAvg ? a.nranks : 1;
+  const size_t maxShard = count / L + (count % L != 0);
+  const size_t P = piecesFor(maxShard / H + (maxShard % H != 0), a.pieceElems);
+  const size_t U = static_cast<size_t>(H) * P;  // units per shard: chunk c, piece p
+  auto unitRange = [&](int i, size_t k, size_t* off, size_t* len) {
+    const size_t sb = partStart(count, L, i), slen = partStart(count, L, i + 1) - sb;
+    const size_t c = k / P, cb = partStart(slen, H, c), clen = partStart(slen, H, c + 1) - cb;
+    size_t pb;
+    pieceOf(clen, P, k % P, &pb, len);
+    *off = sb + cb + pb;
+  };
+  std::vector<int32_t> result(U, -1);  // per unit of the own shard: the step leaving its result
+  std::vector<int32_t> sent1;          // phase 1: the send that read each unit here
+
+  if (L > 1) {
+    RingPhase ph = localRing(lay, U);
+    for (int i = 0; i < L; ++i)
+      for (size_t k = 0; k < U; ++k) {
+        Unit& u = ph.unit(i, k);
+        size_t off;
+        unitRange(i, k, &off, &u.len);
+        u.in = {kSendBuf, off};
+        u.at = {kRecvBuf, off};
+      }
+    ringReduceScatter(ph, nullptr, H == 1 ? divisor : 1, out, &result, &sent1);
+  }
+
+  if (H > 1) {
+    RingPhase ph = crossRing(lay, P);
+    for (int c = 0; c < H; ++c)
+      for (size_t p = 0; p < P; ++p) {
+        Unit& u = ph.unit(c, p);
+        size_t off;
+        unitRange(lay.li, c * P + p, &off, &u.len);
+        u.in = {L > 1 ? kRecvBuf : kSendBuf, off};
+        u.at = {kRecvBuf, off};
+        u.ready = result[c * P + p];
+      }
+    std::vector<int32_t> done, sent2, got2;
+    ringReduceScatter(ph, nullptr, divisor, out, &done, &sent2);
+    for (int c = 0; c < H; ++c)
+      for (size_t p = 0; p < P; ++p) {
+        Unit& u = ph.unit(c, p);
+        u.in = u.at;
+        // Own chunk: its result. Others: the receive must not overwrite the value before
+        // the reduce-scatter's send of it has read it.
+        u.ready = c == lay.host ? done[p] : sent2[ph.index(c, p)];
+      }
+    ringAllGather(ph, out, &got2);
+    for (int c = 0; c < H; ++c)
+      for (size_t p = 0; p < P; ++p)
+        result[c * P + p] = c == lay.host ? done[p] : got2[ph.index(c, p)];
+  }
+
+  if (L > 1) {
+    RingPhase ph = localRing(lay, U);
+    for (int i = 0; i < L; ++i)
+      for (size_t k = 0; k < U; ++k) {
+        Unit& u = ph.unit(i, k);
+        size_t off;
+        unitRange(i, k, &off, &u.len);
+        u.in = u.at = {kRecvBuf, off};
+        // Other shards: phase 1 sent a partial sum (or, in place, the input) from there.
+        u.ready = i == lay.li ? result[k] : sent1[ph.index(i, k)];
+      }
+    std::vector<int32_t> got3;
+    ringAllGather(ph, out, &got3);
+  }
+}
+
+// ---- Reduce-scatter ------------------------------------------------------------------
+
+// Two-level reduce-scatter. Rank r's result is block r of the send buffers, summed.
+//   1. Local ring reduce-scatter in which local rank i's block is the H blocks destined to
+//      the local rank i of every host: it ends with each of them summed over its host, in
+//      scratch (partial sums alternate between two scratch slots, as in ring.cc).
+//   2. Cross ring reduce-scatter of those H host sums with the local rank i of the other
+//      hosts, in place in scratch; the last step sums the own block into the receive
+//      buffer (AVG divides there).
+// Blocks are cut into pieces of about pieceElems, so both phases pipeline. Per rank
+// (L-1)/L of its input crosses the host and (H-1)/(HL) of it the network: per host
+// (H-1)/H, the network optimum. With H = 1 phase 1 writes the receive buffer; with L = 1
+// phase 2 reads the send buffer.
+void buildHierarchicalReduceScatter(const CollArgs& a, Schedule* out) {
+  resetSchedule(out);
+  const size_t count = a.count;
+  if (count == 0) return;
+  if (a.nranks == 1) return selfCopy(count, out);
+  const Layout lay = makeLayout(a);
+  const int H = lay.hosts, L = lay.local;
+  const int divisor = a.op == braidAvg ? a.nranks : 1;
+  const size_t P = piecesFor(count, a.pieceElems);
+  const size_t hostElems = static_cast<size_t>(H) * count;  // H blocks
+  // Scratch: the H host sums (when H > 1), then up to two slots of H blocks.
+  const size_t staging = 0, slotBase = H > 1 ? hostElems : 0;
+  const int nslots = std::min(std::max(L - 2, 0), 2);
+  out->scratchElems = slotBase + static_cast<size_t>(nslots) * hostElems;
+  std::vector<int32_t> hostSum(static_cast<size_t>(H) * P, -1);  // phase 1's result per unit
+
+  if (L > 1) {
+    RingPhase ph = localRing(lay, static_cast<size_t>(H) * P);
+    for (int j = 0; j < L; ++j)
+      for (int g = 0; g < H; ++g)
+        for (size_t p = 0; p < P; ++p) {
+          Unit& u = ph.unit(j, g * P + p);
+          size_t off;
+          pieceOf(count, P, p, &off, &u.len);
+          u.in = {kSendBuf, static_cast<size_t>(lay.at(g, j)) * count + off};
+          u.slotOff = g * count + off;
+          u.at = H > 1 ? BufRef{kScratchBuf, staging + g * count + off} : BufRef{kRecvBuf, off};
+        }
+    const BufRef slots[2] = {{kScratchBuf, slotBase}, {kScratchBuf, slotBase + hostElems}};
+    std::vector<int32_t> sent1;
+    ringReduceScatter(ph, slots, H == 1 ? divisor : 1, out, &hostSum, &sent1);
+  }
+
+  if (H > 1) {
+    RingPhase ph = crossRing(lay, P);
+    for (int g = 0; g < H; ++g)
+      for (size_t p = 0; p < P; ++p) {
+        Unit& u = ph.unit(g, p);
+        size_t off;
+        pieceOf(count, P, p, &off, &u.len);
+        u.in = L > 1 ? BufRef{kScratchBuf, staging + g * count + off}
+                     : BufRef{kSendBuf, static_cast<size_t>(lay.at(g, 0)) * count + off};
+        u.at =
+            g == lay.host ? BufRef{kRecvBuf, off} : BufRef{kScratchBuf, staging + g * count + off};
+        u.ready = hostSum[g * P + p];
+      }
+    std::vector<int32_t> done, sent2;
+    ringReduceScatter(ph, nullptr, divisor, out, &done, &sent2);
+  }
+}
+
+// ---- All-gather ----------------------------------------------------------------------
+
+// Two-level all-gather: the own block is copied into place; then
+//   1. cross ring all-gather with the local rank i of every host: local rank i gathers the
+//      blocks of local index i;
+//   2. local ring all-gather in which local rank i's block is those H blocks, sent in the
+//      order they arrived in phase 1 (own host first), so phase 2 forwards each piece
+//      as soon as phase 1 delivered it.
+// The own block is always read from the send buffer (in place it is the receive buffer's
+// block, and the copy is a no-op). Per host (H-1)/H of the output crosses the network,
+// spread over the L local ranks.
+void buildHierarchicalAllGather(const CollArgs& a, Schedule* out) {
+  resetSchedule(out);
+  const size_t count = a.count;
+  if (count == 0) return;
+  out->add(copyStep({kSendBuf, 0}, {kRecvBuf, static_cast<size_t>(a.rank) * count}, count));
+  if (a.nranks == 1) return;
+  const Layout lay = makeLayout(a);
+  const int H = lay.hosts, L = lay.local;
+  const size_t P = piecesFor(count, a.pieceElems);
+  std::vector<int32_t> got1(static_cast<size_t>(H) * P, -1);
+
+  if (H > 1) {
+    RingPhase ph = crossRing(lay, P);
+    for (int g = 0; g < H; ++g)
+      for (size_t p = 0; p < P; ++p) {
+        Unit& u = ph.unit(g, p);
+        size_t off;
+        pieceOf(count, P, p, &off, &u.len);
+        u.at = {kRecvBuf, static_cast<size_t>(lay.at(g, lay.li)) * count + off};
+        u.in = {kSendBuf, off};
+      }
+    ringAllGather(ph, out, &got1);
+  }
+
+  if (L > 1) {
+    RingPhase ph = localRing(lay, static_cast<size_t>(H) * P);
+    for (int j = 0; j < L; ++j)
+      for (int d = 0; d < H; ++d) {
+        const int g = (lay.host - d + H) % H;
+        for (size_t p = 0; p < P; ++p) {
+          Unit& u = ph.unit(j, d * P + p);
+          size_t off;
+          pieceOf(count, P, p, &off, &u.len);
+          u.at = {kRecvBuf, static_cast<size_t>(lay.at(g, j)) * count + off};
+          if (j == lay.li) {
+            u.in = d == 0 ? BufRef{kSendBuf, off} : u.at;
+            u.ready = d == 0 ? -1 : got1[g * P + p];
+          }
+        }
+      }
+    std::vector<int32_t> got2;
+    ringAllGather(ph, out, &got2);
+  }
+}
+
+// ---- Broadcast and reduce ------------------------------------------------------------
+
+// Where this rank sits in the two chains of a rooted collective: the host chain links the
+// ranks of the root's local index, host by host from the root's host; each host's local
+// chain runs from that rank (its leader) through the host's other ranks by local index.
+struct Chains {
+  int crossPrev = -1, crossNext = -1;  // leaders only
+  int localPrev = -1, localNext = -1;
+  bool leader = false;
+};
+
+Chains makeChains(const CollArgs& a, const Layout& lay) {
+  const int H = lay.hosts, L = lay.local;
+  const int rootHost = lay.hostOf[a.root], rootLi = lay.localOf[a.root];
+  const int t = (lay.host - rootHost + H) % H, q = (lay.li - rootLi + L) % L;
+  Chains c;
+  c.leader = q == 0;
+  if (c.leader && t > 0) c.crossPrev = lay.at((lay.host - 1 + H) % H, rootLi);
+  if (c.leader && t + 1 < H) c.crossNext = lay.at((lay.host + 1) % H, rootLi);
+  if (q > 0) c.localPrev = lay.at(lay.host, (lay.li - 1 + L) % L);
+  if (q + 1 < L) c.localNext = lay.at(lay.host, (lay.li + 1) % L);
+  return c;
+}
+
+// Two-level broadcast (MPICH's SMP-aware broadcast, pipelined): the root sends the vector
+// down a chain of one rank per host (the ranks of its local index), and each of those
+// passes it down a chain of its host's ranks. Pieces of about pieceElems pipeline through
+// both chains at once, so for long vectors the time nears count / bandwidth, and each host
+// receives the vector over the network once. The root copies its input into its receive
+// buffer after sending each piece (in place the copy is a no-op).
+void buildHierarchicalBroadcast(const CollArgs& a, Schedule* out) {
+  resetSchedule(out);
+  const size_t count = a.count;
+  if (count == 0) return;
+  if (a.nranks == 1) return selfCopy(count, out);
+  const Layout lay = makeLayout(a);
+  const Chains ch = makeChains(a, lay);
+  const size_t P = piecesFor(count, a.pieceElems);
+  for (size_t p = 0; p < P; ++p) {
+    size_t off, len;
+    pieceOf(count, P, p, &off, &len);
+    if (a.rank == a.root) {
+      int32_t s1 = -1, s2 = -1;
+      if (ch.crossNext >= 0) s1 = out->add(sendStep(ch.crossNext, {kSendBuf, off}, len));
+      if (ch.localNext >= 0) s2 = out->add(sendStep(ch.localNext, {kSendBuf, off}, len));
+      out->add(copyStep({kSendBuf, off}, {kRecvBuf, off}, len, s1, s2));
+      continue;
+    }
+    const int from = ch.leader ? ch.crossPrev : ch.localPrev;
+    const int32_t got = out->add(recvStep(from, {kRecvBuf, off}, len));
+    if (ch.crossNext >= 0) out->add(sendStep(ch.crossNext, {kRecvBuf, off}, len, got));
+    if (ch.localNext >= 0) out->add(sendStep(ch.localNext, {kRecvBuf, off}, len, got));
+  }
+}
+
+// Two-level reduce, the broadcast's chains run backwards (MPICH's SMP-aware reduce,
+// pipelined): each rank adds what its local chain successor sends to its own input and
+// passes the sum towards its host's leader; each leader then adds what the next host's
+// leader sends and passes it towards the root, which sums into its receive buffer (AVG
+// divides there). Partial sums live in scratch, piece by piece, so no rank but the root
+// writes its receive buffer.
+void buildHierarchicalReduce(const CollArgs& a, Schedule* out) {
+  resetSchedule(out);
+  const size_t count = a.count;
+  if (count == 0) return;
+  if (a.nranks == 1) return selfCopy(count, out);
+  const Layout lay = makeLayout(a);
+  const Chains ch = makeChains(a, lay);
+  const bool root = a.rank == a.root;
+  const int parent = ch.localPrev >= 0 ? ch.localPrev : ch.crossPrev;
+  int kids[2], nkids = 0;
+  if (ch.localNext >= 0) kids[nkids++] = ch.localNext;
+  if (ch.crossNext >= 0) kids[nkids++] = ch.crossNext;
+  out->scratchElems = count;
+  const size_t P = piecesFor(count, a.pieceElems);
+  for (size_t p = 0; p < P; ++p) {
+    size_t off, len;
+    pieceOf(count, P, p, &off, &len);
+    BufRef acc{kSendBuf, off};
+    int32_t accStep = -1;
+    for (int k = 0; k < nkids; ++k) {
+      const bool last = root && k == nkids - 1;
+      const BufRef dst = last ? BufRef{kRecvBuf, off} : BufRef{kScratchBuf, off};
+      Step st = makeStep(StepKind::kRecvReduce, kids[k], acc, dst, len);
+      addDep(&st, accStep);
+      if (last && a.op == braidAvg) st.divisor = a.nranks;
+      accStep = out->add(st);
+      acc = dst;
+    }
+    if (parent >= 0) out->add(sendStep(parent, acc, len, accStep));
+  }
+}
+
+// ---- All-to-all ----------------------------------------------------------------------
+
+// Adds `deps` to s; past Step::kMaxDeps, through a chain of count-0 local copies at
+// `where` that each wait for up to three of them and the one before.
+void addDepsJoined(Step* s, std::vector<int32_t> deps, BufRef where, Schedule* out) {
+  deps.erase(std::remove(deps.begin(), deps.end(), -1), deps.end());
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  if (deps.size() <= static_cast<size_t>(Step::kMaxDeps)) {
+    for (int32_t d : deps) addDep(s, d);
+    return;
+  }
+  int32_t join = -1;
+  for (size_t i = 0; i < deps.size();) {
+    Step j = copyStep(where, where, 0, join);
+    for (int k = 0; k < Step::kMaxDeps - 1 && i < deps.size(); ++k) addDep(&j, deps[i++]);
+    join = out->add(j);
+  }
+  addDep(s, join);
+}
+
+// Node-aware all-to-all (the two-level all-to-all of DeepSpeed-MoE and Tutel). Rank
+// (host h, local index i) must deliver, to each rank (h', i') of every host, its block for
+// it; the network should carry one aggregated message per host pair and local index.
+//   1. Local exchange: rank (h, k) sends to each local peer (h, i) its blocks for (h', i)
+//      on every host h' (own host first): the one for (h, i) itself is final and lands in
+//      the receive buffer; the others land in scratch, stage[h'][k]. The own blocks are
+//      copied likewise. Now (h, i) holds, for each other host h', the L blocks its host
+//      sends to (h', i), contiguous.
+//   2. Cross exchange, pairwise over distances d = 1 .. H-1: (h, i) sends stage[h + d]
+//      (L blocks, in pieces of about pieceElems) to (h + d, i) and receives the same from
+//      (h - d, i): the blocks of ranks (h - d, 0 .. L-1) for it. When that host's ranks are
+//      consecutive they land straight in the receive buffer; otherwise in scratch, then
+//      copied block by block into place. Every distance is in flight at once, as in
+//      NCCL's grouped all-to-all.
+// No third phase is needed: every block that crosses the network is already at the rank it
+// is for. With L = 1 phase 2 sends straight from the send buffer (pairwise exchange); with
+// H = 1 phase 1 is all of it.
+void buildHierarchicalAllToAll(const CollArgs& a, Schedule* out) {
+  resetSchedule(out);
+  const size_t count = a.count;
+  if (count == 0) return;
+  const Layout lay = makeLayout(a);
+  const int H = lay.hosts, L = lay.local, h = lay.host, li = lay.li;
+  const size_t block = count, region = static_cast<size_t>(L) * count;  // one host's L blocks
+  auto blockOf = [&](int rank) { return static_cast<size_t>(rank) * count; };
+  bool allContiguous = true;
+  for (int g = 0; g < H; ++g) allContiguous = allContiguous && lay.contiguous(g);
+  // Scratch: stage[d] for d = 1 .. H-1 (L > 1), then the receive stage (some host's ranks
+  // are not consecutive).
+  const size_t sendStage = 0;
+  const size_t recvStage = L > 1 ? static_cast<size_t>(H - 1) * region : 0;
+  out->scratchElems = recvStage + (allContiguous ? 0 : static_cast<size_t>(H - 1) * region);
+  auto staged = [&](int d, int k) {
+    return BufRef{kScratchBuf, sendStage + static_cast<size_t>(d - 1) * region + k * block};
+  };
+
+  // The own blocks first: every local step after them waits on messages.
+  out->add(copyStep({kSendBuf, blockOf(a.rank)}, {kRecvBuf, blockOf(a.rank)}, block));
+  std::vector<int32_t> ownCopy(H, -1);
+  if (L > 1)
+    for (int d = 1; d < H; ++d)
+      ownCopy[d] =
+          out->add(copyStep({kSendBuf, blockOf(lay.at((h + d) % H, li))}, staged(d, li), block));
+
+  const size_t P = piecesFor(block, a.pieceElems);
+  // Phase 1: got1[(d * L + k) * P + p] is the receive of piece p of stage[d][k].
+  std::vector<int32_t> got1(static_cast<size_t>(H) * L * P, -1);
+  for (int s = 1; s < L; ++s) {
+    const int t = (li + s) % L, k = (li - s + L) % L;
+    for (int d = 0; d < H; ++d)
+      for (size_t p = 0; p < P; ++p) {
+        size_t off, len;
+        pieceOf(block, P, p, &off, &len);
+        out->add(sendStep(lay.at(h, t), {kSendBuf, blockOf(lay.at((h + d) % H, t)) + off}, len));
+      }
+    for (int d = 0; d < H; ++d)
+      for (size_t p = 0; p < P; ++p) {
+        size_t off, len;
+        pieceOf(block, P, p, &off, &len);
+        const BufRef dst =
+            d == 0 ? BufRef{kRecvBuf, blockOf(lay.at(h, k)) + off} : plus(staged(d, k), off);
+        got1[(static_cast<size_t>(d) * L + k) * P + p] = out->add(recvStep(lay.at(h, k), dst, len));
+      }
+  }
+  if (H == 1) return;
+
+  // The phase 1 step that leaves element e of stage[d] in place.
+  auto stagedBy = [&](int d, size_t e) -> int32_t {
+    const int k = static_cast<int>(e / block);
+    if (k == li) return ownCopy[d];
+    return got1[(static_cast<size_t>(d) * L + k) * P + pieceHolding(block, P, e % block)];
+  };
+  const size_t Q = piecesFor(region, a.pieceElems);
+  // Sends first, so that their joins precede the copies out of the receive stage in the
+  // local queue.
+  for (int d = 1; d < H; ++d) {
+    const int to = lay.at((h + d) % H, li);
+    for (size_t q = 0; q < Q; ++q) {
+      size_t off, len;
+      pieceOf(region, Q, q, &off, &len);
+      if (len == 0) continue;
+      Step st;
+      if (L == 1) {
+        st = sendStep(to, {kSendBuf, blockOf(to) + off}, len);
+      } else {
+        st = sendStep(to, plus(staged(d, 0), off), len);
+        // A piece depends on each block it covers: on the step that wrote its last element
+        // there (the earlier pieces of that block came through the same queue).
+        std::vector<int32_t> deps;
+        for (size_t e = off; e < off + len; e = (e / block + 1) * block)
+          deps.push_back(stagedBy(d, std::min(off + len, (e / block + 1) * block) - 1));
+        addDepsJoined(&st, deps, {kRecvBuf, 0}, out);
+      }
+      out->add(st);
+    }
+  }
+  for (int d = 1; d < H; ++d) {
+    const int g = (h - d + H) % H, from = lay.at(g, li);
+    const bool direct = lay.contiguous(g);
+    const BufRef base = direct ? BufRef{kRecvBuf, blockOf(lay.at(g, 0))}
+                               : BufRef{kScratchBuf, recvStage + (d - 1) * region};
+    std::vector<int32_t> got(Q, -1);
+    for (size_t q = 0; q < Q; ++q) {
+      size_t off, len;
+      pieceOf(region, Q, q, &off, &len);
+      if (len > 0) got[q] = out->add(recvStep(from, plus(base, off), len));
+    }
+    if (direct) continue;
+    for (int k = 0; k < L; ++k) {
+      // The piece holding the block's last element brought it in (queue order: all of it).
+      const size_t q = pieceHolding(region, Q, (static_cast<size_t>(k) + 1) * block - 1);
+      out->add(copyStep(plus(base, k * block), {kRecvBuf, blockOf(lay.at(g, k))}, block, got[q]));
+    }
+  }
+}
+
+}  // namespace
+
+void appendHierarchicalAlgorithms(std::vector<AlgorithmInfo>* table) {
+  table->push_back({"hierarchical", Collective::kAllReduce,
+                    "two-level: ring reduce-scatter within each host, ring all-reduce of each "
+                    "shard across hosts (all local ranks at once), ring all-gather within each "
+                    "host (Jia et al. 2018; Horovod, NCCL multi-node)",
+                    buildHierarchicalAllReduce, supportsHierarchical});
+  table->push_back({"hierarchical", Collective::kReduceScatter,
+                    "two-level: ring reduce-scatter within each host of the blocks for each "
+                    "local index, then ring reduce-scatter across hosts",
+                    buildHierarchicalReduceScatter, supportsHierarchical});
+  table->push_back({"hierarchical", Collective::kAllGather,
+                    "two-level: ring all-gather across hosts among ranks of one local index, "
+                    "then ring all-gather within each host",
+                    buildHierarchicalAllGather, supportsHierarchical});
+  table->push_back({"hierarchical", Collective::kBroadcast,
+                    "two-level pipelined chains: root to one rank per host, then down each "
+                    "host (MPICH's SMP-aware broadcast)",
+                    buildHierarchicalBroadcast, supportsHierarchical});
+  table->push_back({"hierarchical", Collective::kReduce,
+                    "two-level pipelined chains: up each host to its leader, then across "
+                    "hosts to the root (MPICH's SMP-aware reduce)",
+                    buildHierarchicalReduce, supportsHierarchical});
+  table->push_back({"hierarchical", Collective::kAllToAll,
+                    "node-aware: local exchange gathers what each host sends to local index i "
+                    "at its rank i, then one aggregated message per host pair and local index "
+                    "(DeepSpeed-MoE, Tutel)",
+                    buildHierarchicalAllToAll, supportsHierarchical});
+}
+
+}  // namespace braid
