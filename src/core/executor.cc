@@ -21,6 +21,10 @@ using Clock = std::chrono::steady_clock;
 
 using Cursor = Plan::Cursor;
 
+// Sends of at least this many bytes go in place where the connection offers it (network
+// peers): no copy into the connection, at the price of waiting for the proxy to retire it.
+constexpr size_t kInPlaceBytes = 32 << 10;
+
 class Run {
  public:
   Run(Plan* plan, const ExecContext& ctx)
@@ -115,7 +119,7 @@ class Run {
   }
 
   bool progressSend(size_t q) {
-    const Plan::Queue& queue = plan_.sends[q];
+    Plan::Queue& queue = plan_.sends[q];
     Cursor& cur = sendCur_[q];
     Connection* conn = ctx_.connections[queue.peer];
     bool progressed = false;
@@ -123,21 +127,43 @@ class Run {
       int32_t idx = queue.steps[cur.index];
       const Step& s = plan_.schedule.steps[idx];
       if (!ready(s)) break;
-      size_t cap = 0;
-      void* buf = conn->sendReserve(&cap);
-      if (!buf) break;
-      size_t total = s.count * ctx_.elemSize;
-      size_t n = std::min(cap, total - cur.bytesDone);
-      std::memcpy(buf, addr(s.src) + cur.bytesDone, n);
-      conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
-      cur.bytesDone += n;
-      progressed = true;
-      if (cur.bytesDone == total) {
-        ++ctx_.sendSeq[queue.peer];
-        cur.bytesDone = 0;
-        ++cur.index;
-        finish(idx);
+      const size_t total = s.count * ctx_.elemSize;
+      const char* src = addr(s.src);
+      if (total >= kInPlaceBytes && conn->inPlaceSends()) {
+        // The proxy sends straight from src; the step finishes when it is done with it.
+        uint64_t ticket = 0;
+        while (cur.bytesDone < total) {
+          size_t n = std::min(conn->maxPiece(), total - cur.bytesDone);
+          if (!conn->sendInPlace(src + cur.bytesDone, n, frame(ctx_.sendSeq[queue.peer]), &ticket))
+            break;
+          cur.bytesDone += n;
+          progressed = true;
+        }
+        if (cur.bytesDone < total) break;
+        queue.tickets[cur.index] = ticket;
+      } else {
+        size_t cap = 0;
+        void* buf = conn->sendReserve(&cap);
+        if (!buf) break;
+        size_t n = std::min(cap, total - cur.bytesDone);
+        std::memcpy(buf, src + cur.bytesDone, n);
+        conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
+        cur.bytesDone += n;
+        progressed = true;
+        if (cur.bytesDone < total) continue;
+        queue.tickets[cur.index] = Plan::kCopied;
       }
+      ++ctx_.sendSeq[queue.peer];
+      cur.bytesDone = 0;
+      ++cur.index;
+    }
+    // Steps finish in queue order: copied ones at once, in-place ones once retired.
+    while (cur.retired < cur.index) {
+      uint64_t t = queue.tickets[cur.retired];
+      if (t != Plan::kCopied && !conn->sendRetired(t)) break;
+      finish(queue.steps[cur.retired]);
+      ++cur.retired;
+      progressed = true;
     }
     return progressed;
   }
@@ -237,7 +263,7 @@ class Run {
     for (size_t q = 0; q < plan_.recvs.size(); ++q)
       if (recvCur_[q].index < plan_.recvs[q].steps.size()) BRAID_TRY(check(plan_.recvs[q].peer));
     for (size_t q = 0; q < plan_.sends.size(); ++q)
-      if (sendCur_[q].index < plan_.sends[q].steps.size()) BRAID_TRY(check(plan_.sends[q].peer));
+      if (sendCur_[q].retired < plan_.sends[q].steps.size()) BRAID_TRY(check(plan_.sends[q].peer));
     return braidSuccess;
   }
 
@@ -264,7 +290,7 @@ class Run {
       }
     }
     for (size_t q = 0; q < plan_.sends.size(); ++q) {
-      if (sendCur_[q].index < plan_.sends[q].steps.size())
+      if (sendCur_[q].retired < plan_.sends[q].steps.size())
         return fail(braidTimeout,
                     "%s #%llu timed out after %.0f s (BRAID_TIMEOUT) waiting for rank %d to drain "
                     "its receive buffer: rank %d is late, stalled or dead",
@@ -310,6 +336,7 @@ void compilePlan(Plan* plan, size_t elemSize) {
         break;
     }
   }
+  for (Plan::Queue& q : plan->sends) q.tickets.assign(q.steps.size(), Plan::kCopied);
   plan->done.assign(s.steps.size(), 0);
   plan->sendCur.assign(plan->sends.size(), Plan::Cursor{});
   plan->recvCur.assign(plan->recvs.size(), Plan::Cursor{});

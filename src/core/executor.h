@@ -22,7 +22,11 @@ struct Plan {
   struct Queue {
     int peer;
     std::vector<int32_t> steps;  // indices into schedule.steps, in posting order
+    // Send queues: per step, the ticket of its last in-place piece, or kCopied when its
+    // bytes were copied into the connection (the step finished when committed).
+    std::vector<uint64_t> tickets;
   };
+  static constexpr uint64_t kCopied = ~0ull;
   std::vector<Queue> sends, recvs;
   std::vector<int32_t> locals;
   std::vector<uint8_t> done;  // per step, reset each run
@@ -30,6 +34,7 @@ struct Plan {
   struct Cursor {
     size_t index = 0;
     size_t bytesDone = 0;
+    size_t retired = 0;  // send queues: steps before this one are finished
   };
   std::vector<Cursor> sendCur, recvCur;
   std::vector<char> scratch;

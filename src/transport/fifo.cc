@@ -74,9 +74,30 @@ void FifoConnection::sendCommit(size_t bytes, uint64_t seq) {
   Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
   c->seq = seq;
   c->bytes = bytes;
+  c->src = nullptr;
   ++sendHead_;
   send_->head.store(sendHead_, std::memory_order_release);
   peerBell_->ring();
+}
+
+bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
+  size_t capacity = 0;
+  if (!sendReserve(&capacity)) return false;
+  Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
+  c->seq = seq;
+  c->bytes = bytes;
+  c->src = src;
+  *ticket = sendHead_;
+  ++sendHead_;
+  send_->head.store(sendHead_, std::memory_order_release);
+  peerBell_->ring();
+  return true;
+}
+
+bool FifoConnection::sendRetired(uint64_t ticket) {
+  if (sendTailSeen_ > ticket) return true;
+  sendTailSeen_ = send_->tail.load(std::memory_order_acquire);
+  return sendTailSeen_ > ticket;
 }
 
 const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {

@@ -29,6 +29,7 @@ struct Fifo {
   struct alignas(kFifoLine) CellHeader {
     uint64_t seq;
     uint64_t bytes;
+    const void* src;  // in-place piece: the payload is there, not in the cell (else null)
   };
   // Cell i: its header, then slotBytes of payload.
   CellHeader* cell(int i, size_t slotBytes) {
@@ -78,6 +79,11 @@ class FifoConnection : public Connection {
   void recvRelease() override;
   size_t maxPiece() const override { return slotBytes_; }
   const char* name() const override { return name_; }
+  // Offered only when the far end shares this address space (set by the network proxy).
+  bool inPlaceSends() const override { return inPlace_; }
+  bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
+  bool sendRetired(uint64_t ticket) override;
+  void offerInPlaceSends() { inPlace_ = true; }
 
  private:
   const char* name_;
@@ -92,6 +98,7 @@ class FifoConnection : public Connection {
   uint64_t sendTailSeen_ = 0;
   uint64_t recvTail_ = 0;
   uint64_t recvHeadSeen_ = 0;
+  bool inPlace_ = false;
 };
 
 }  // namespace braid

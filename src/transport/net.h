@@ -37,6 +37,14 @@ class NetBackend {
   // *req is an opaque request, valid until test() reports it done.
   virtual braidResult_t isend(int peer, const void* data, size_t bytes, uint64_t piece,
                               void** req) = 0;
+  // The same for a piece whose first headBytes lie at head and the rest (bytes) at data:
+  // the receiver gets them as one piece. Only where gatherSends() is true.
+  virtual bool gatherSends() const { return false; }
+  virtual braidResult_t isendGather(int peer, const void* head, size_t headBytes, const void* data,
+                                    size_t bytes, uint64_t piece, void** req) {
+    (void)peer, (void)head, (void)headBytes, (void)data, (void)bytes, (void)piece, (void)req;
+    return braidInternalError;
+  }
   // Posts a receive of piece number `piece` from `peer` into data (at most capacity bytes;
   // a larger piece is an error naming the peer).
   virtual braidResult_t irecv(int peer, void* data, size_t capacity, uint64_t piece,

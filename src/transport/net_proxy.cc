@@ -87,6 +87,7 @@ std::unique_ptr<Connection> NetProxy::addPeer(int peer) {
   auto c = std::make_unique<Conn>(backend_->name(), p->send.fifo(), p->recv.fifo(), slots_,
                                   slotBytes_, &bell_);
   p->conn = c.get();
+  if (backend_->gatherSends()) c->offerInPlaceSends();
   peers_.push_back(std::move(p));
   return c;
 }
@@ -142,8 +143,11 @@ bool NetProxy::pass() {
     const uint64_t head = sf->head.load(std::memory_order_acquire);
     while (p.sendPosted < head) {
       Fifo::CellHeader* c = sf->cell(static_cast<int>(p.sendPosted % slots), slotBytes_);
-      if (backend_->isend(p.rank, c, kFifoLine + c->bytes, p.sendPosted,
-                          &p.sendReq[p.sendPosted % slots]) != braidSuccess) {
+      void** req = &p.sendReq[p.sendPosted % slots];
+      braidResult_t res =
+          c->src ? backend_->isendGather(p.rank, c, kFifoLine, c->src, c->bytes, p.sendPosted, req)
+                 : backend_->isend(p.rank, c, kFifoLine + c->bytes, p.sendPosted, req);
+      if (res != braidSuccess) {
         broke();
         break;
       }

@@ -43,7 +43,9 @@ struct Request {
   int peer = 0;
   bool isSend = false;
   char* data = nullptr;
-  size_t capacity = 0;  // receive: room at data; send: bytes to send
+  size_t capacity = 0;         // receive: room at data; send: bytes to send
+  const char* head = nullptr;  // gather send: headBytes at head come before data
+  size_t headBytes = 0;
   uint64_t header = 0;  // the piece's length on the wire
   size_t headerDone = 0;
   size_t bytesDone = 0;
@@ -197,6 +199,16 @@ class TcpBackend : public NetBackend {
                       void** req) override {
     return post(peer, true, const_cast<void*>(data), bytes, piece, req);
   }
+  bool gatherSends() const override { return true; }
+  braidResult_t isendGather(int peer, const void* head, size_t headBytes, const void* data,
+                            size_t bytes, uint64_t piece, void** req) override {
+    BRAID_TRY(post(peer, true, const_cast<void*>(data), bytes, piece, req));
+    auto* r = static_cast<Request*>(*req);
+    r->head = static_cast<const char*>(head);
+    r->headBytes = headBytes;
+    r->header = headBytes + bytes;
+    return braidSuccess;
+  }
   braidResult_t irecv(int peer, void* data, size_t capacity, uint64_t piece, void** req) override {
     return post(peer, false, data, capacity, piece, req);
   }
@@ -300,15 +312,23 @@ class TcpBackend : public NetBackend {
   void drainSends(Socket* s, bool* progressed) {
     while (!s->queue.empty()) {
       Request* r = s->queue.front();
-      iovec iov[2];
+      // On the wire: length, then the gathered head (if any), then the data.
+      iovec iov[3];
       int n = 0;
+      size_t at = r->bytesDone;  // bytes of head + data already sent
       if (r->headerDone < sizeof(r->header)) {
         iov[n].iov_base = reinterpret_cast<char*>(&r->header) + r->headerDone;
         iov[n++].iov_len = sizeof(r->header) - r->headerDone;
       }
-      if (r->bytesDone < r->capacity) {
-        iov[n].iov_base = r->data + r->bytesDone;
-        iov[n++].iov_len = r->capacity - r->bytesDone;
+      if (at < r->headBytes) {
+        iov[n].iov_base = const_cast<char*>(r->head) + at;
+        iov[n++].iov_len = r->headBytes - at;
+      }
+      const size_t total = r->headBytes + r->capacity;
+      if (at < total && r->capacity > 0) {
+        size_t d = at > r->headBytes ? at - r->headBytes : 0;
+        iov[n].iov_base = r->data + d;
+        iov[n++].iov_len = r->capacity - d;
       }
       if (n > 0) {
         msghdr msg{};
@@ -325,7 +345,7 @@ class TcpBackend : public NetBackend {
         size_t h = std::min(left, sizeof(r->header) - r->headerDone);
         r->headerDone += h;
         r->bytesDone += left - h;
-        if (r->headerDone < sizeof(r->header) || r->bytesDone < r->capacity) return;
+        if (r->headerDone < sizeof(r->header) || r->bytesDone < total) return;
       }
       r->done = true;
       s->queue.pop_front();

@@ -52,6 +52,20 @@ class Connection {
   // Largest piece one commit can carry.
   virtual size_t maxPiece() const = 0;
   virtual const char* name() const = 0;
+  // In-place sends, for connections whose far end is a thread of this process (the
+  // network proxy): instead of copying, publish a piece that points at src, which must stay
+  // unchanged until sendRetired(ticket). Returns false when no slot is free (try again).
+  virtual bool inPlaceSends() const { return false; }
+  virtual bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
+    (void)src, (void)bytes, (void)seq, (void)ticket;
+    return false;
+  }
+  // Whether the far end is done reading the piece published as `ticket`.
+  virtual bool sendRetired(uint64_t ticket) {
+    (void)ticket;
+    return true;
+  }
+
   // Why the connection can carry nothing more (the peer's host closed or reset it), or
   // nullptr while it works. Checked by a rank that waits on the peer.
   virtual const char* failure() const { return nullptr; }
