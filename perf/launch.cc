@@ -30,6 +30,26 @@ bool EnvInt(const char* name, int* value) {
   return true;
 }
 
+bool EnvSet(const char* name) {
+  const char* v = getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+// braidUniqueIdFromEnv: rank, size and unique id from the launcher's variables (braidrun,
+// or srun / torchrun / mpirun with a rendezvous address). Rank 0 starts the bootstrap root.
+Launch FromEnv(const Options& o) {
+  Launch l;
+  int local = -1;
+  const braidResult_t r = braidUniqueIdFromEnv(&l.id, &l.proc, &l.nprocs, &local);
+  if (r == braidInvalidArgument) LaunchError(o, braidGetLastError(nullptr));
+  if (r != braidSuccess) {
+    fprintf(stderr, "%s: %s: %s\n", o.prog, braidGetErrorString(r), braidGetLastError(nullptr));
+    exit(1);
+  }
+  l.local_proc = local >= 0 ? local : l.proc;
+  return l;
+}
+
 }  // namespace
 
 void LaunchError(const Options& o, const std::string& msg) {
@@ -41,25 +61,12 @@ Launch DetectLaunch(const Options& o, int* argc, char*** argv) {
   Launch l;
   (void)argc;
   (void)argv;
-  if (const char* text = getenv("BRAID_UNIQUE_ID"); text != nullptr) {
-    if (!EnvInt("BRAID_RANK", &l.proc) || !EnvInt("BRAID_NRANKS", &l.nprocs) || l.nprocs < 1 ||
-        l.proc >= l.nprocs) {
-      LaunchError(o,
-                  "BRAID_UNIQUE_ID is set but BRAID_RANK / BRAID_NRANKS are missing or "
-                  "invalid (need 0 <= BRAID_RANK < BRAID_NRANKS); launch with braidrun");
-    }
-    if (braidUniqueIdFromString(text, &l.id) != braidSuccess) {
-      LaunchError(o,
-                  "BRAID_UNIQUE_ID is not a unique id (256 hex digits from "
-                  "braidUniqueIdToString): " +
-                      std::string(braidGetLastError(nullptr)));
-    }
-    if (!EnvInt("BRAID_LOCAL_RANK", &l.local_proc)) l.local_proc = l.proc;
-    return l;
-  }
+  // braidrun: the unique id is in the environment.
+  if (EnvSet("BRAID_UNIQUE_ID")) return FromEnv(o);
   int mpi_size = 0;
-  if (EnvInt("OMPI_COMM_WORLD_SIZE", &mpi_size) || EnvInt("PMI_SIZE", &mpi_size)) {
+  const bool mpirun = EnvInt("OMPI_COMM_WORLD_SIZE", &mpi_size) || EnvInt("PMI_SIZE", &mpi_size);
 #ifdef BRAID_HAVE_MPI
+  if (mpirun) {
     MPI_Init(argc, argv);
     l.mpi = true;
     MPI_Comm_size(MPI_COMM_WORLD, &l.nprocs);
@@ -84,14 +91,27 @@ Launch DetectLaunch(const Options& o, int* argc, char*** argv) {
     }
     MPI_Bcast(&l.id, sizeof(l.id), MPI_BYTE, 0, MPI_COMM_WORLD);
     return l;
-#else
-    if (mpi_size > 1) {
-      LaunchError(o, "started by mpirun as one of " + std::to_string(mpi_size) +
-                         " processes, but this binary was built without MPI (BRAID_HAVE_MPI); "
-                         "rebuild with -Dmpi=enabled or launch with braidrun -n " +
-                         std::to_string(mpi_size));
-    }
+  }
 #endif
+  // srun, torchrun, or mpirun without MPI: a rendezvous address names rank 0's root.
+  if (EnvSet("BRAID_COMM_ID") || EnvSet("MASTER_ADDR") || EnvSet("MASTER_PORT")) return FromEnv(o);
+  if (mpirun && mpi_size > 1) {
+    LaunchError(o, "started by mpirun as one of " + std::to_string(mpi_size) +
+                       " processes, but this binary was built without MPI (BRAID_HAVE_MPI); "
+                       "rebuild with -Dmpi=enabled, set BRAID_COMM_ID=host:port (rank 0's host "
+                       "and a free port), or launch with braidrun -n " +
+                       std::to_string(mpi_size));
+  }
+  int size = 0;
+  for (const char* var : {"SLURM_NTASKS", "WORLD_SIZE"}) {
+    if (EnvInt(var, &size) && size > 1) {
+      // A batch script's own environment says so too: run alone, but say why.
+      fprintf(stderr,
+              "%s: note: %s=%d, but no rendezvous is set (BRAID_COMM_ID=host:port, or "
+              "MASTER_ADDR and MASTER_PORT): this process runs alone\n",
+              o.prog, var, size);
+      break;
+    }
   }
   const braidResult_t r = braidGetUniqueId(&l.id);
   if (r != braidSuccess) {

@@ -1,7 +1,9 @@
 /// @file launch.h
 /// Where the perf binaries' ranks come from: threads of this process (-t), times the
-/// processes of braidrun (BRAID_UNIQUE_ID, BRAID_RANK, BRAID_NRANKS) or of mpirun (the
-/// unique id travels by MPI_Bcast; built with BRAID_HAVE_MPI).
+/// processes of braidrun (BRAID_UNIQUE_ID, BRAID_RANK, BRAID_NRANKS), of mpirun (the
+/// unique id travels by MPI_Bcast; built with BRAID_HAVE_MPI), or of any launcher that
+/// braidCommInitFromEnv knows (srun, torchrun, mpirun without MPI) when a rendezvous
+/// address is set: BRAID_COMM_ID=host:port, or torchrun's MASTER_ADDR and MASTER_PORT.
 #ifndef BRAID_PERF_LAUNCH_H_
 #define BRAID_PERF_LAUNCH_H_
 
@@ -20,8 +22,11 @@ struct Launch {
   braidUniqueId id{};
 };
 
-/// Finds this process's place in the job and the unique id every rank joins with. Exits
-/// with status 2 (bad environment) or 1 (no unique id) after a message naming the cause.
+/// Finds this process's place in the job and the unique id every rank joins with, in this
+/// order: BRAID_UNIQUE_ID (braidUniqueIdFromEnv); mpirun's variables when built with MPI;
+/// BRAID_COMM_ID / MASTER_ADDR (braidUniqueIdFromEnv: rank 0 starts the bootstrap root
+/// there); else this process alone. Exits with status 2 (bad environment) or 1 (no unique
+/// id) after a message naming the cause.
 Launch DetectLaunch(const Options& o, int* argc, char*** argv);
 
 /// Ends the whole job at once with status 1: peers blocked in a collective would otherwise

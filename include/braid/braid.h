@@ -13,6 +13,8 @@
 ///   braidAllReduce(send, recv, count, braidFloat32, braidSum, comm, NULL);  // NULL: blocking
 ///   braidCommDestroy(comm);
 /// @endcode
+/// Under srun, torchrun or mpirun, braidCommInitFromEnv(&comm) does the first two steps from
+/// the launcher's environment variables.
 #ifndef BRAID_BRAID_H_
 #define BRAID_BRAID_H_
 
@@ -112,6 +114,59 @@ braidResult_t braidGetUniqueId(braidUniqueId* uniqueId);
 /// @return braidInvalidArgument for a bad nranks/rank/NULL comm, braidInvalidUsage for
 ///         an id whose root refuses it, braidRemoteError/braidTimeout if peers vanish.
 braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank);
+
+/// Braid extension: braidCommInitRank with rank, size and rendezvous read from the
+/// environment of the launcher that started this process, so that no unique id has to be
+/// shared by hand (torch's init_method="env://", NCCL's NCCL_COMM_ID). Collective: every
+/// process of the job calls it once. Variables are read at call time.
+///
+/// Rank and size, from the first pair set (torchrun's first when TORCHELASTIC_RUN_ID shows
+/// that torchrun started this process under srun or mpirun, whose variables then describe
+/// the torchrun agent):
+///   BRAID_RANK/BRAID_NRANKS (braidrun), OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (Open MPI),
+///   PMI_RANK/PMI_SIZE (MPICH Hydra), SLURM_PROCID/SLURM_NTASKS (srun), RANK/WORLD_SIZE
+///   (torchrun).
+/// Rendezvous, the first set:
+///   BRAID_UNIQUE_ID  braidUniqueIdToString's text (braidrun);
+///   BRAID_COMM_ID    "host:port", NCCL_COMM_ID's meaning: rank 0 starts the bootstrap root
+///                    listening on that port (all interfaces, after checking that host is
+///                    one of its addresses), the other ranks connect to host:port, retrying
+///                    until BRAID_TIMEOUT since rank 0 may start later. NCCL_COMM_ID is not
+///                    read: NCCL in the same job binds that port itself;
+///   MASTER_ADDR      with MASTER_PORT (torchrun): as BRAID_COMM_ID with port MASTER_PORT + 1
+///                    (MASTER_PORT itself is torch's TCPStore).
+///   None, with one rank: a private root (as braidGetUniqueId).
+/// Host names are resolved with getaddrinfo, IPv4 only. For the address forms the 32-byte
+/// secret every connection must prove is SHA-256 of BRAID_COMM_SECRET if set, else of the
+/// job's identifier (SLURM_JOB_ID + SLURM_STEP_ID, TORCHELASTIC_RUN_ID,
+/// OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE), else of the address alone, always with the
+/// rendezvous setting. Such a secret is only as private as the job's environment (anyone who
+/// can read it, or guess the job id, can join or disturb the bootstrap): set
+/// BRAID_COMM_SECRET to a random string, the same on every rank, where that matters.
+/// @param comm out: the new communicator (NULL on failure)
+/// @return braidInvalidArgument, the message naming the variable and its value, for a
+///         missing, malformed or inconsistent variable (a rank without a size, RANK=5 with
+///         WORLD_SIZE=4, a non-numeric value, host:port that does not parse or resolve, no
+///         rendezvous variable with more than one rank, rank 0 on a host that BRAID_COMM_ID
+///         does not name); braidSystemError if rank 0 cannot listen on the port (message
+///         names the variable and port); braidTimeout if the root is not reached within
+///         BRAID_TIMEOUT; otherwise braidCommInitRank's results.
+braidResult_t braidCommInitFromEnv(braidComm_t* comm);
+
+/// Braid extension: the first half of braidCommInitFromEnv, for callers that create the
+/// communicators themselves (several threads of one process, e.g.): reads the same
+/// variables, writes the id every rank passes to braidCommInitRank, and on rank 0 of an
+/// address rendezvous starts the bootstrap root (call it once per process, not per thread).
+/// The root takes the job's size from the first rank that joins, so a process may
+/// multiply ranks (rank * nthreads + thread of nranks * nthreads).
+/// @param id        out: the unique id (required)
+/// @param rank      out, may be NULL: this process's rank
+/// @param nranks    out, may be NULL: the job's size
+/// @param localRank out, may be NULL: the rank among this host's processes from the same
+///                  launcher (BRAID_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+///                  SLURM_LOCALID, LOCAL_RANK), or -1 if it does not say
+/// @return braidCommInitFromEnv's argument and system errors.
+braidResult_t braidUniqueIdFromEnv(braidUniqueId* id, int* rank, int* nranks, int* localRank);
 
 /// Creates ndev communicators, ranks 0..ndev-1, as threads of this process (NCCL's
 /// ncclCommInitAll). devlist may be NULL (it names GPUs; host ranks ignore it).

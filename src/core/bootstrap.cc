@@ -1,8 +1,14 @@
 #include "core/bootstrap.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -46,6 +52,116 @@ braidResult_t sendStatus(int fd, braidResult_t code, const std::string& msg, Dea
   Status s{static_cast<uint32_t>(code), static_cast<uint32_t>(msg.size())};
   BRAID_TRY(sendAll(fd, &s, sizeof(s), d));
   return sendAll(fd, msg.data(), msg.size(), d);
+}
+
+// Connects without recording an error, for retries: 0 on success, else the errno of the
+// attempt (ETIMEDOUT past the deadline).
+int connectQuietly(const sockaddr_in& sa, Deadline deadline, int* fd) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return errno;
+  int err = 0;
+  if (connect(s, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    err = errno;
+    while (err == EINPROGRESS || err == EINTR) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
+        err = ETIMEDOUT;
+        break;
+      }
+      pollfd p{s, POLLOUT, 0};
+      int r = poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+      if (r < 0 && errno != EINTR) {
+        err = errno;
+        break;
+      }
+      if (r > 0) {
+        socklen_t len = sizeof(err);
+        getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+      }
+    }
+  }
+  if (err != 0) {
+    ::close(s);
+    return err;
+  }
+  fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+  int one = 1;
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  *fd = s;
+  return 0;
+}
+
+// Connects to a root that may not be listening yet: retries (10 ms, doubling to 500 ms)
+// until the deadline.
+braidResult_t connectRetrying(const sockaddr_in& sa, Deadline deadline, int* fd) {
+  auto pause = std::chrono::milliseconds(10);
+  int attempts = 0;
+  while (true) {
+    ++attempts;
+    int err = connectQuietly(sa, deadline, fd);
+    if (err == 0) {
+      if (attempts > 1)
+        BRAID_INFO("BOOTSTRAP", "reached the bootstrap root at %s after %d attempts",
+                   addressString(sa).c_str(), attempts);
+      return braidSuccess;
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline)
+      return fail(braidTimeout,
+                  "no bootstrap root accepted a connection at %s within BRAID_TIMEOUT=%g s "
+                  "(%d attempts, last: %s); rank 0 starts it there: is rank 0 running, on the "
+                  "host BRAID_COMM_ID or MASTER_ADDR names, with the same variables?",
+                  addressString(sa).c_str(), config().timeoutSec, attempts, strerror(err));
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+  }
+}
+
+// SHA-256 round constants (FIPS 180-4 section 4.2.2).
+constexpr uint32_t kSha256K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+void sha256Block(uint32_t h[8], const uint8_t* block) {
+  uint32_t w[64];
+  for (int i = 0; i < 16; ++i)
+    w[i] = uint32_t{block[4 * i]} << 24 | uint32_t{block[4 * i + 1]} << 16 |
+           uint32_t{block[4 * i + 2]} << 8 | uint32_t{block[4 * i + 3]};
+  for (int i = 16; i < 64; ++i) {
+    uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+  for (int i = 0; i < 64; ++i) {
+    uint32_t t1 =
+        k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kSha256K[i] + w[i];
+    uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    k = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  h[5] += f;
+  h[6] += g;
+  h[7] += k;
 }
 
 // The root's side of one job.
@@ -196,6 +312,89 @@ braidResult_t createUniqueId(braidUniqueId* id) {
   return braidSuccess;
 }
 
+void sha256(const void* data, size_t len, uint8_t out[32]) {
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  size_t left = len;
+  for (; left >= 64; left -= 64, p += 64) sha256Block(h, p);
+  // Last block(s): the rest, 0x80, zeros, then the length in bits, big-endian.
+  uint8_t tail[128] = {0};
+  std::memcpy(tail, p, left);
+  tail[left] = 0x80;
+  size_t tailLen = left + 9 <= 64 ? 64 : 128;
+  uint64_t bits = static_cast<uint64_t>(len) * 8;
+  for (int i = 0; i < 8; ++i) tail[tailLen - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
+  sha256Block(h, tail);
+  if (tailLen == 128) sha256Block(h, tail + 64);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(h[i] >> (24 - 8 * j));
+}
+
+void makeUniqueId(const sockaddr_in& root, const uint8_t secret[32], braidUniqueId* id) {
+  UniqueIdData data{};
+  data.magic = UniqueIdData::kMagic;
+  data.flags = UniqueIdData::kRetryConnect;
+  data.root = root;
+  std::memcpy(data.secret, secret, sizeof(data.secret));
+  data.checksum = fnv1a(&data, offsetof(UniqueIdData, checksum));
+  std::memset(id->internal, 0, sizeof(id->internal));
+  std::memcpy(id->internal, &data, sizeof(data));
+}
+
+braidResult_t createRootAt(const sockaddr_in& root, const uint8_t secret[32],
+                           const std::string& origin, braidUniqueId* id) {
+  const int port = ntohs(root.sin_port);
+  // Is the address this host's? Binding it with an ephemeral port says so.
+  int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) return fail(braidSystemError, "socket() failed: %s", strerror(errno));
+  sockaddr_in local = root;
+  local.sin_port = 0;
+  if (bind(probe, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+    int e = errno;
+    ::close(probe);
+    if (e == EADDRNOTAVAIL) {
+      char ip[INET_ADDRSTRLEN] = {0};
+      inet_ntop(AF_INET, &root.sin_addr, ip, sizeof(ip));
+      return fail(braidInvalidArgument,
+                  "%s: rank 0 starts the bootstrap root there, but %s is not an address of this "
+                  "host; run rank 0 on that host or point the variable at rank 0's host",
+                  origin.c_str(), ip);
+    }
+    return fail(braidSystemError, "%s: cannot bind %s: %s", origin.c_str(),
+                addressString(local).c_str(), strerror(e));
+  }
+  ::close(probe);
+  // Listen on every interface, as torch's TCPStore does: the name may resolve to another
+  // of this host's addresses here (127.0.1.1) than on the other hosts.
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail(braidSystemError, "socket() failed: %s", strerror(errno));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // rebind past TIME_WAIT
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_ANY);
+  any.sin_port = root.sin_port;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 || listen(fd, 1024) != 0) {
+    int e = errno;
+    ::close(fd);
+    return fail(braidSystemError, "%s: rank 0 cannot start the bootstrap root on port %d: %s%s",
+                origin.c_str(), port, strerror(e),
+                e == EADDRINUSE ? " (another process listens there: a previous run still "
+                                  "alive, or another service; choose a free port)"
+                                : "");
+  }
+  UniqueIdData data;
+  makeUniqueId(root, secret, id);
+  std::memcpy(&data, id->internal, sizeof(data));
+  BRAID_INFO("BOOTSTRAP", "bootstrap root listening on port %d for %s", port, origin.c_str());
+  std::thread([fd, data] {
+    Root r(fd, data);
+    r.run();
+  }).detach();
+  return braidSuccess;
+}
+
 braidResult_t decodeUniqueId(const braidUniqueId& id, UniqueIdData* out) {
   std::memcpy(out, id.internal, sizeof(*out));
   if (out->magic != UniqueIdData::kMagic)
@@ -213,7 +412,10 @@ braidResult_t Bootstrap::join(const braidUniqueId& id, int rank, int nranks,
   BRAID_TRY(decodeUniqueId(id, &data));
   Deadline d = deadlineAfter(config().timeoutSec);
   int fd = -1;
-  BRAID_TRY(connectTo(data.root, d, &fd));
+  if (data.flags & UniqueIdData::kRetryConnect)
+    BRAID_TRY(connectRetrying(data.root, d, &fd));
+  else
+    BRAID_TRY(connectTo(data.root, d, &fd));
   std::unique_ptr<Bootstrap> b(new Bootstrap(fd, rank, nranks));
   Hello h{};
   h.magic = UniqueIdData::kMagic;
