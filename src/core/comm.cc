@@ -49,6 +49,10 @@ std::string localHostId() {
 
 namespace {
 
+// The default pipelining grain of a communicator with network peers (NCCL's socket
+// transport moves 512 KiB steps as well: 4 MiB buffers of 8 steps).
+constexpr size_t kNetChunkBytes = 512u << 10;
+
 // How this rank reaches peer r, by rank 0's BRAID_TRANSPORT: shared memory within a host,
 // the network across hosts; "tcp" or "ucx" put every peer on the network (one host too),
 // "shm" refuses other hosts.
@@ -113,7 +117,7 @@ braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string
   }
   BRAID_TRY(backend->connect(handles, remote, deadlineAfter(config().timeoutSec)));
   const int slots =
-      static_cast<int>(std::clamp<size_t>(config().buffSize / comm->chunkSize, 2, 64));
+      static_cast<int>(std::clamp<size_t>(config().buffSize / comm->chunkSize, 4, 64));
   const size_t slotBytes = (comm->chunkSize + kFifoLine - 1) / kFifoLine * kFifoLine;
   comm->proxy = std::make_unique<NetProxy>(std::move(backend), comm->rank,
                                            comm->segment->doorbell(), slots, slotBytes);
@@ -140,7 +144,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.hostId = localHostId();
   mine.machineId = localMachineId();
   mine.pid = getpid();
-  mine.chunkSize = cfg.chunkSize;
+  mine.chunkSize = cfg.chunkSizeSet ? cfg.chunkSize : 0;
   mine.transport = cfg.transport;
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
@@ -153,9 +157,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     if (!PeerCard::decode(cards[r], &comm->peers[r]))
       return fail(braidInternalError, "init: malformed card from rank %d", r);
 
-  // Every rank must cut messages into the same pieces and pick the same transports: rank
-  // 0's BRAID_CHUNKSIZE and BRAID_TRANSPORT rule.
-  comm->chunkSize = comm->peers[0].chunkSize > 0 ? comm->peers[0].chunkSize : cfg.chunkSize;
+  // Every rank must pick the same transports and cut messages into the same pieces: rank
+  // 0's BRAID_TRANSPORT and BRAID_CHUNKSIZE rule.
   const std::string& rule = comm->peers[0].transport;
   if (rule != cfg.transport)
     BRAID_WARN("INIT", "BRAID_TRANSPORT=\"%s\" here but \"%s\" on rank 0: rank 0's applies",
@@ -173,6 +176,11 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
       anyNet |= !rule.empty() ? rule != "shm" : comm->peers[q].hostId != comm->peers[r].hostId;
     }
   }
+  // Without BRAID_CHUNKSIZE on rank 0: kNetChunkBytes once any pair crosses the network,
+  // where each piece costs system calls and thread wake-ups; else the configured default.
+  comm->chunkSize = comm->peers[0].chunkSize > 0 ? comm->peers[0].chunkSize
+                    : anyNet                     ? std::max(cfg.chunkSize, kNetChunkBytes)
+                                                 : cfg.chunkSize;
   const std::string backendName = rule == "ucx" ? "ucx" : "tcp";
   for (int r = 0; r < nranks; ++r) {
     if (r == rank) continue;
@@ -202,7 +210,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     local += sameMachine;
   }
   comm->nhosts = static_cast<int>(hostNames.size());
-  comm->oversubscribed = local > sysconf(_SC_NPROCESSORS_ONLN);
+  // A rank with network peers has a busy second thread, its proxy.
+  comm->oversubscribed = local * (comm->proxy ? 2 : 1) > sysconf(_SC_NPROCESSORS_ONLN);
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
   BRAID_TRY(boot->barrier());
   if (comm->segment) comm->segment->unlink();

@@ -100,8 +100,10 @@ Config load() {
                std::to_string(c.nsocksPerPeer));
   }
   // A connection's FIFO holds buffSize / chunkSize slots: at least 2, at most 4096.
-  if (const char* v = getEnv("CHUNKSIZE"))
+  if (const char* v = getEnv("CHUNKSIZE")) {
     c.chunkSize = parseBytes("BRAID_CHUNKSIZE", v, c.chunkSize, 64, 64u << 20);
+    c.chunkSizeSet = true;
+  }
   if (const char* v = getEnv("BUFFSIZE"))
     c.buffSize = parseBytes("BRAID_BUFFSIZE", v, c.buffSize, 128, 1u << 30);
   if (c.buffSize < 2 * c.chunkSize) {

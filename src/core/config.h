@@ -18,6 +18,7 @@ struct Config {
   std::string algo;                       // BRAID_ALGO
   size_t buffSize = 2u << 20;             // BRAID_BUFFSIZE: shm bytes per peer connection
   size_t chunkSize = 128u << 10;          // BRAID_CHUNKSIZE: bytes per pipelined step
+  bool chunkSizeSet = false;              // BRAID_CHUNKSIZE was given (else the comm picks)
   std::string transport;  // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
   int nsocksPerPeer = 2;  // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
 
