@@ -7,7 +7,8 @@
 #     algorithm, and their ratio.
 #  2. 2 hosts x 1 rank, no rate limit: Braid's tcp transport (broadcast from rank 0: one
 #     direction, as iperf3 measures) beside iperf3 between the same two namespaces, with as
-#     many streams as Braid has sockets per peer (BRAID_NSOCKS_PERPEER, default 2), and one.
+#     many streams as Braid has sockets per peer (BRAID_NSOCKS_PERPEER, default 2), in
+#     ROUNDS (default 3) alternating rounds; the medians are compared (this machine is noisy).
 #
 # Usage: perf/cluster_bench.sh [RATE=1gbit] [SIZE=64M]
 # Env: BUILD_DIR (default build). Needs root (namespaces); exits 77 where it cannot run.
@@ -18,6 +19,7 @@ RATE=${1:-1gbit}
 SIZE=${2:-64M}
 BUILD=${BUILD_DIR:-build}
 NSOCKS=${BRAID_NSOCKS_PERPEER:-2}
+ROUNDS=${ROUNDS:-3}
 scripts/setup.sh "$BUILD" >/dev/null
 command -v iperf3 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null
 # One emulated cluster per machine: wait for a test run (tests/test_util.cc) that holds it.
@@ -42,20 +44,25 @@ echo "ring busbw ${bw_ring} GB/s, hierarchical ${bw_hierarchical} GB/s, ratio $(
   awk -v h="$bw_hierarchical" -v r="$bw_ring" 'BEGIN { printf "%.2f", h / r }')"
 
 scripts/cluster.sh up 2 >/dev/null
-echo "# 2. one direction between 2 hosts, no rate limit, $SIZE"
-out=$(run braid-h0:1,braid-h1:1 "$BUILD/perf/broadcast_perf" -b "$SIZE" -e "$SIZE" -n 10 -w 2)
-echo "$out" | grep -E '^ +[0-9]' | sed 's/^/braid tcp broadcast: /'
-braid_bw=$(echo "$out" | busbw)
-ip netns exec braid-h1 iperf3 -s -D -1 -p 5201 --pidfile /run/braid-iperf.pid
-sleep 0.5
+echo "# 2. one direction between 2 hosts, no rate limit, $SIZE; $ROUNDS alternating rounds"
 iperf_bw() {
-  ip netns exec braid-h0 iperf3 -c 10.77.0.2 -p 5201 -t 5 -P "$1" -J |
+  ip netns exec braid-h1 iperf3 -s -D -1 -p 5201
+  sleep 0.3
+  ip netns exec braid-h0 iperf3 -c 10.77.0.2 -p 5201 -t 3 -P "$1" -J |
     awk -F'[:,]' '/"sum_received"/ { s = 1 } s && /"bits_per_second"/ { printf "%.3f", $2 / 8e9; exit }'
 }
-iperf_n=$(iperf_bw "$NSOCKS")
-ip netns exec braid-h1 iperf3 -s -D -1 -p 5201 --pidfile /run/braid-iperf.pid
-sleep 0.5
-iperf_1=$(iperf_bw 1)
-best=$(awk -v a="$iperf_n" -v b="$iperf_1" 'BEGIN { print (a > b ? a : b) }')
-echo "braid tcp ${braid_bw} GB/s; iperf3 -P $NSOCKS ${iperf_n} GB/s, -P 1 ${iperf_1} GB/s;" \
-  "braid / best iperf3 = $(awk -v b="$braid_bw" -v i="$best" 'BEGIN { printf "%.2f", b / i }')"
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+: >/tmp/braid-bench-braid; : >/tmp/braid-bench-iperf
+for round in $(seq "$ROUNDS"); do
+  out=$(run braid-h0:1,braid-h1:1 "$BUILD/perf/broadcast_perf" -b "$SIZE" -e "$SIZE" -n 10 -w 2)
+  row=$(echo "$out" | grep -E '^ +[0-9]')
+  echo "round $round braid tcp broadcast: $row"
+  echo "$row" | awk '{ print $8; print $12 }' >>/tmp/braid-bench-braid
+  bw=$(iperf_bw "$NSOCKS")
+  echo "round $round iperf3 -P $NSOCKS: $bw GB/s"
+  echo "$bw" >>/tmp/braid-bench-iperf
+done
+braid_bw=$(median </tmp/braid-bench-braid)
+iperf_bw_med=$(median </tmp/braid-bench-iperf)
+echo "median: braid tcp ${braid_bw} GB/s (both columns), iperf3 -P $NSOCKS ${iperf_bw_med} GB/s;" \
+  "braid / iperf3 = $(awk -v b="$braid_bw" -v i="$iperf_bw_med" 'BEGIN { printf "%.2f", b / i }')"

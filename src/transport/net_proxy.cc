@@ -212,7 +212,7 @@ void NetProxy::loop() {
       idle = 0;
       continue;
     }
-    if (++idle < 64) continue;
+    if (++idle < 8) continue;
     // Sleep protocol of Doorbell: announce, re-check, then wait.
     bell_.sleeping.store(1, std::memory_order_seq_cst);
     if (pass()) {

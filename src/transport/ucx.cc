@@ -54,7 +54,7 @@ uint64_t pieceTag(uint64_t senderRank, uint64_t piece) {
 // How long the destructor waits for cancelled requests and endpoint closes.
 constexpr double kTeardownSec = 10.0;
 
-enum class Kind { kSend, kRecv, kFlush, kClose };
+enum class Kind { kSend, kRecv, kFlush };
 
 struct Req {
   Kind kind = Kind::kSend;
@@ -209,8 +209,11 @@ class UcxBackend final : public NetBackend {
       ucs_status_t st = ucp_ep_create(worker_, &ep, &peers_[p].ep);
       if (st != UCS_OK) {
         peers_[p].ep = nullptr;
-        return fail(braidRemoteError, "UCX connect: endpoint to rank %d failed: %s", p,
-                    ucs_status_string(st));
+        return fail(braidRemoteError,
+                    "UCX connect: no endpoint to rank %d: %s (no UCX transport with peer "
+                    "failure handling reaches it; shared memory does not count: check UCX_TLS "
+                    "/ UCX_NET_DEVICES)",
+                    p, ucs_status_string(st));
       }
     }
 
@@ -511,8 +514,11 @@ class UcxBackend final : public NetBackend {
   // Cancels what is still outstanding, closes the endpoints, all bounded in time.
   void teardown() {
     Deadline until = deadlineAfter(kTeardownSec);
+    // Receives are cancelled; sends and flushes get the same time to finish (closing an
+    // endpoint below ends whatever is left of them).
     for (auto& r : all_)
-      if (r->inUse && r->ucp && !r->done) ucp_request_cancel(worker_, r->ucp);
+      if (r->inUse && r->ucp && !r->done && r->kind == Kind::kRecv)
+        ucp_request_cancel(worker_, r->ucp);
     auto outstanding = [&] {
       for (auto& r : all_)
         if (r->inUse && r->ucp && !r->done) return true;
