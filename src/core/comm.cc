@@ -18,16 +18,17 @@ namespace braid {
 
 std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
-         std::to_string(chunkSize) + "\n" + transport + "\n";
+         std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid, chunk;
+  std::string pid, chunk, chunkSet;
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
-      !std::getline(in, out->transport))
+      !std::getline(in, chunkSet) || !std::getline(in, out->transport))
     return false;
+  out->chunkSizeSet = chunkSet == "1";
   out->pid = std::atoi(pid.c_str());
   out->chunkSize = std::strtoull(chunk.c_str(), nullptr, 10);
   return true;
@@ -144,7 +145,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.hostId = localHostId();
   mine.machineId = localMachineId();
   mine.pid = getpid();
-  mine.chunkSize = cfg.chunkSizeSet ? cfg.chunkSize : 0;
+  mine.chunkSize = cfg.chunkSize;
+  mine.chunkSizeSet = cfg.chunkSizeSet;
   mine.transport = cfg.transport;
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
@@ -178,9 +180,9 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   }
   // Without BRAID_CHUNKSIZE on rank 0: kNetChunkBytes once any pair crosses the network,
   // where each piece costs system calls and thread wake-ups; else the configured default.
-  comm->chunkSize = comm->peers[0].chunkSize > 0 ? comm->peers[0].chunkSize
-                    : anyNet                     ? std::max(cfg.chunkSize, kNetChunkBytes)
-                                                 : cfg.chunkSize;
+  const PeerCard& first = comm->peers[0];
+  comm->chunkSize =
+      first.chunkSizeSet || !anyNet ? first.chunkSize : std::max(first.chunkSize, kNetChunkBytes);
   const std::string backendName = rule == "ucx" ? "ucx" : "tcp";
   for (int r = 0; r < nranks; ++r) {
     if (r == rank) continue;

@@ -27,8 +27,9 @@ struct PeerCard {
   std::string machineId;  // hostname plus boot id, whatever BRAID_HOST_ID says
   int pid = 0;
   std::string shmName;
-  size_t chunkSize = 0;   // this rank's BRAID_CHUNKSIZE
-  std::string transport;  // this rank's BRAID_TRANSPORT ("" for the default)
+  size_t chunkSize = 0;       // this rank's BRAID_CHUNKSIZE (or its default)
+  bool chunkSizeSet = false;  // whether BRAID_CHUNKSIZE was given
+  std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
