@@ -145,6 +145,20 @@ TEST(MatrixCluster, TwoHostsTwoRanks) {
   EXPECT_TRUE(clusterLeftovers().empty());
 }
 
+// The same over UCX for every pair (BRAID_TRANSPORT=ucx), where Braid was built with it.
+TEST(MatrixCluster, TwoHostsTwoRanksUcx) {
+#ifndef BRAID_HAVE_UCX
+  GTEST_SKIP() << "built without UCX";
+#endif
+  const ClusterResult res =
+      runInCluster(2, 2, "matrix", {"BRAID_CHUNKSIZE=256", "BRAID_TRANSPORT=ucx"});
+  if (!res.skipReason.empty()) GTEST_SKIP() << res.skipReason;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(res.ranks[r].status, 0) << "rank " << r << ":\n" << res.ranks[r].output;
+  EXPECT_EQ(res.status, 0) << res.output;
+  EXPECT_TRUE(clusterLeftovers().empty());
+}
+
 TEST(Matrix, EveryCollectiveHasARow) {
   for (int c = 0; c < kNumCollectives; ++c) {
     int rows = 0;
