@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/socket.h"
 
 namespace braid {
 namespace {
@@ -285,9 +286,6 @@ TEST_P(NetTest, PiecesArriveExactlyByNumber) {
 // The same with each window of receives posted highest piece first: pieces meet their
 // receives out of order and still land by piece number.
 TEST_P(NetTest, ReceivesPostedOutOfOrderMatchByNumber) {
-  // TODO(tcp): src/transport/tcp.cc queues receives per socket in posting order, so it
-  // needs them posted in piece order (as the proxy does); enable it here if that changes.
-  if (backend_ == "tcp") GTEST_SKIP() << "tcp matches receives in posting order";
   auto failed = exchangePieces(backend_, nranks_, true);
   EXPECT_TRUE(failed.empty()) << joined(failed);
 }
@@ -513,6 +511,21 @@ TEST_P(NetTest, GatheredSendArrivesAsOnePiece) {
     return "";
   });
   EXPECT_TRUE(failed.empty()) << joined(failed);
+}
+
+// BRAID_SOCKET_IFNAME follows NCCL_SOCKET_IFNAME's syntax.
+TEST(SocketIfname, NcclSyntax) {
+  EXPECT_TRUE(ifnameMatches("", "eth0"));
+  EXPECT_TRUE(ifnameMatches("eth", "eth0"));
+  EXPECT_TRUE(ifnameMatches("ib,eth", "eth1"));
+  EXPECT_FALSE(ifnameMatches("ib,eth", "lo"));
+  EXPECT_TRUE(ifnameMatches("=eth0", "eth0"));
+  EXPECT_FALSE(ifnameMatches("=eth0", "eth01"));
+  EXPECT_FALSE(ifnameMatches("^docker,lo", "docker0"));
+  EXPECT_FALSE(ifnameMatches("^docker,lo", "lo"));
+  EXPECT_TRUE(ifnameMatches("^docker,lo", "eth0"));
+  EXPECT_FALSE(ifnameMatches("^=eth0", "eth0"));
+  EXPECT_TRUE(ifnameMatches("^=eth0", "eth00"));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -26,7 +26,8 @@ int msUntil(Deadline d) {
   return left > 1000 ? 1000 : static_cast<int>(left);
 }
 
-// NCCL_SOCKET_IFNAME matching: "^" excludes, "=" requires exact names, else prefixes.
+}  // namespace
+
 bool ifnameMatches(const std::string& spec, const char* name) {
   if (spec.empty()) return true;
   bool exclude = spec[0] == '^';
@@ -47,8 +48,6 @@ bool ifnameMatches(const std::string& spec, const char* name) {
   return exclude ? !hit : hit;
 }
 
-}  // namespace
-
 Deadline deadlineAfter(double seconds) {
   return Clock::now() + std::chrono::microseconds(static_cast<long long>(seconds * 1e6));
 }
@@ -64,7 +63,9 @@ braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname) {
       if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET) continue;
       if (!(it->ifa_flags & IFF_UP)) continue;
       bool loop = it->ifa_flags & IFF_LOOPBACK;
-      if (spec.empty() && pass == 0 && loop) continue;  // loopback only as a last resort
+      // Unset: neither loopback nor a container bridge (docker*, as NCCL) unless nothing
+      // else is up.
+      if (spec.empty() && pass == 0 && (loop || ifnameMatches("docker", it->ifa_name))) continue;
       if (!spec.empty() && !ifnameMatches(spec, it->ifa_name)) continue;
       chosen = it;
       break;

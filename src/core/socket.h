@@ -17,9 +17,13 @@ using Deadline = Clock::time_point;
 Deadline deadlineAfter(double seconds);
 
 // The address to listen on: BRAID_SOCKET_IFNAME's interface (NCCL syntax: "eth,ib" prefixes,
-// "^lo" excludes, "=eth0" exact), else the first up non-loopback IPv4 interface, else
-// 127.0.0.1. *ifname receives the interface's name.
+// "^lo" excludes, "=eth0" exact), else the first up IPv4 interface that is neither loopback
+// nor docker*, else any. *ifname receives the interface's name.
 braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname);
+// Whether interface `name` passes an NCCL_SOCKET_IFNAME-style spec: a comma list of
+// prefixes ("eth,ib"), exact names after "=" ("=eth0"), all negated by a leading "^"
+// ("^docker,lo"); an empty spec passes every name.
+bool ifnameMatches(const std::string& spec, const char* name);
 
 std::string addressString(const sockaddr_in& sa);
 

@@ -33,7 +33,8 @@ class NetBackend {
   virtual braidResult_t connect(const std::vector<std::string>& handles,
                                 const std::vector<char>& remote, Deadline deadline) = 0;
   // Posts a send of `bytes` at data to `peer`. `piece` numbers the pieces of one direction
-  // 0, 1, 2, ... in posting order; the receiver's irecv of the same number gets it.
+  // 0, 1, 2, ...; sends are posted in piece order, receives in any order, and the
+  // receiver's irecv of the same number gets the piece.
   // *req is an opaque request, valid until test() reports it done.
   virtual braidResult_t isend(int peer, const void* data, size_t bytes, uint64_t piece,
                               void** req) = 0;

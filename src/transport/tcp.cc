@@ -40,6 +40,7 @@ struct Socket;
 
 struct Request {
   Socket* sock = nullptr;
+  uint64_t piece = 0;
   int peer = 0;
   bool isSend = false;
   char* data = nullptr;
@@ -57,6 +58,7 @@ struct Socket {
   int peer = 0;
   bool isSend = false;
   std::deque<Request*> queue;  // posted, not yet finished, in piece order
+  uint64_t nextPiece = 0;      // receive sockets: the piece the stream carries next
   std::string error;           // set once the socket failed
   bool closed = false;         // the peer closed it cleanly between pieces
 };
@@ -181,7 +183,10 @@ class TcpBackend : public NetBackend {
     for (int p = 0; p < nranks_; ++p) {
       if (byPeer[p].empty()) continue;
       recvSock_[p] = static_cast<int>(sockets_.size());
-      for (int fd : byPeer[p]) addSocket(fd, p, false);
+      for (int fd : byPeer[p]) {
+        addSocket(fd, p, false);
+        sockets_.back().nextPiece = sockets_.size() - 1 - static_cast<size_t>(recvSock_[p]);
+      }
     }
     ::close(listenFd_);
     listenFd_ = -1;
@@ -297,8 +302,15 @@ class TcpBackend : public NetBackend {
     r->data = static_cast<char*>(data);
     r->capacity = bytes;
     r->header = isSend ? bytes : 0;
+    r->piece = piece;
     r->sock = &socketFor(peer, isSend, piece);
-    r->sock->queue.push_back(r);
+    // Sends go out in posting order; receives may be posted in any order and are kept in
+    // piece order, which is the order their socket delivers them.
+    std::deque<Request*>& q = r->sock->queue;
+    auto at = q.end();
+    if (!isSend)
+      while (at != q.begin() && (*(at - 1))->piece > piece) --at;
+    q.insert(at, r);
     *out = r;
     return braidSuccess;
   }
@@ -355,6 +367,7 @@ class TcpBackend : public NetBackend {
   void fillRecvs(Socket* s, bool* progressed) {
     while (!s->queue.empty()) {
       Request* r = s->queue.front();
+      if (r->piece != s->nextPiece) return;  // the stream's next piece has no receive yet
       if (r->headerDone < sizeof(r->header)) {
         ssize_t got = recv(s->fd, reinterpret_cast<char*>(&r->header) + r->headerDone,
                            sizeof(r->header) - r->headerDone, MSG_DONTWAIT);
@@ -385,6 +398,7 @@ class TcpBackend : public NetBackend {
         *progressed = true;
         r->bytesDone += static_cast<size_t>(got);
       }
+      s->nextPiece += static_cast<uint64_t>(nsocks_);
       r->done = true;
       s->queue.pop_front();
     }
