@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -127,6 +130,39 @@ braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string
   return comm->proxy->start();
 }
 
+// BRAID_TOPO_FILE replaces detection: load it and say what it holds. BRAID_TOPO_DUMP_FILE:
+// rank 0 writes its view (the file's, else detection's) as NCCL XML.
+braidResult_t loadTopology(braidComm* comm) {
+  const Config& cfg = config();
+  if (cfg.topoFile.empty() && (cfg.topoDumpFile.empty() || comm->rank != 0)) return braidSuccess;
+  auto sys = std::make_unique<topo::System>();
+  if (!cfg.topoFile.empty()) {
+    BRAID_TRY(topo::loadTopologyFile(cfg.topoFile, sys.get()));
+    BRAID_INFO("TOPO", "topology from BRAID_TOPO_FILE=%s: %zu NUMA nodes, %zu GPUs, %zu NICs",
+               cfg.topoFile.c_str(), sys->cpus.size(), sys->gpus.size(), sys->nics.size());
+  } else {
+    BRAID_TRY(topo::detectSystem(sys.get()));
+  }
+  if (logEnabled(LogLevel::kInfo) && comm->rank == 0) {
+    std::string text = topo::toText(*sys);
+    BRAID_INFO("TOPO", "layout:\n%s", text.c_str());
+  }
+  if (!cfg.topoDumpFile.empty() && comm->rank == 0) {
+    std::string xml;
+    BRAID_TRY(topo::dumpNcclTopoXml(*sys, &xml));
+    FILE* f = std::fopen(cfg.topoDumpFile.c_str(), "w");
+    if (!f || std::fwrite(xml.data(), 1, xml.size(), f) != xml.size()) {
+      if (f) std::fclose(f);
+      return fail(braidSystemError, "BRAID_TOPO_DUMP_FILE=%s: cannot write: %s",
+                  cfg.topoDumpFile.c_str(), strerror(errno));
+    }
+    std::fclose(f);
+    BRAID_INFO("TOPO", "topology written to BRAID_TOPO_DUMP_FILE=%s", cfg.topoDumpFile.c_str());
+  }
+  comm->topology = std::move(sys);
+  return braidSuccess;
+}
+
 }  // namespace
 
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank) {
@@ -136,6 +172,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   comm->nranks = nranks;
   UniqueIdData idData;
   BRAID_TRY(decodeUniqueId(id, &idData));
+  BRAID_TRY(loadTopology(comm.get()));
   std::unique_ptr<Bootstrap> boot;
   BRAID_TRY(Bootstrap::join(id, rank, nranks, &boot));
 

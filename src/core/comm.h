@@ -15,6 +15,7 @@
 #include "algorithms/schedule.h"
 #include "braid/braid.h"
 #include "core/executor.h"
+#include "topology/topology.h"
 #include "transport/net_proxy.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
@@ -55,6 +56,9 @@ struct braidComm {
   std::vector<braid::Connection*> connPtrs;  // same, as raw pointers for the executor
   // Carries the network connections; declared after them so it stops first.
   std::unique_ptr<braid::NetProxy> proxy;
+  // This host's topology: BRAID_TOPO_FILE's when set (else empty until detection is wired
+  // into the selector).
+  std::unique_ptr<braid::topo::System> topology;
   std::vector<int> hostOf;  // host number of each rank, by first appearance in rank order
   int nhosts = 1;
   std::vector<uint64_t> sendSeq, recvSeq;

@@ -19,8 +19,10 @@ struct Config {
   size_t buffSize = 2u << 20;             // BRAID_BUFFSIZE: shm bytes per peer connection
   size_t chunkSize = 128u << 10;          // BRAID_CHUNKSIZE: bytes per pipelined step
   bool chunkSizeSet = false;              // BRAID_CHUNKSIZE was given (else the comm picks)
-  std::string transport;  // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
-  int nsocksPerPeer = 2;  // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
+  std::string transport;     // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
+  int nsocksPerPeer = 2;     // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
+  std::string topoFile;      // BRAID_TOPO_FILE: NCCL or hwloc XML used instead of detection
+  std::string topoDumpFile;  // BRAID_TOPO_DUMP_FILE: where rank 0 writes its view (NCCL XML)
 
   bool subsysEnabled(const char* subsys) const;
 };

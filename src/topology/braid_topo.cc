@@ -1,0 +1,70 @@
+// braid-topo: prints the topology Braid sees (this machine, or a topology file).
+//   braid-topo                    detect this machine
+//   braid-topo --file FILE        NCCL topology XML (<system>) or hwloc XML (<topology>)
+//   braid-topo --json             one JSON object instead of the text tree and matrix
+//   braid-topo --dump OUT         also write the model as NCCL topology XML to OUT
+// Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "topology/topology.h"
+
+namespace {
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: braid-topo [--file FILE] [--json] [--dump OUT]\n"
+               "  --file FILE  read NCCL topology XML or hwloc XML instead of detecting\n"
+               "  --json       print JSON (numa_nodes, gpus, nics, paths, rings)\n"
+               "  --dump OUT   write the model as NCCL topology XML (NCCL_TOPO_FILE format)\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string file, dump;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "--file" || a == "-f") && i + 1 < argc) {
+      file = argv[++i];
+    } else if (a == "--dump" && i + 1 < argc) {
+      dump = argv[++i];
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "braid-topo: unknown or incomplete argument '%s'\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  braid::topo::System sys;
+  braidResult_t rc =
+      file.empty() ? braid::topo::detectSystem(&sys) : braid::topo::loadTopologyFile(file, &sys);
+  if (rc != braidSuccess) {
+    std::fprintf(stderr, "braid-topo: %s (%s)\n", braid::lastError(), braidGetErrorString(rc));
+    return 1;
+  }
+  if (!dump.empty()) {
+    std::string xml;
+    rc = braid::topo::dumpNcclTopoXml(sys, &xml);
+    if (rc != braidSuccess) {
+      std::fprintf(stderr, "braid-topo: %s\n", braid::lastError());
+      return 1;
+    }
+    std::ofstream out(dump, std::ios::binary);
+    out << xml;
+    if (!out) {
+      std::fprintf(stderr, "braid-topo: cannot write %s: %s\n", dump.c_str(), std::strerror(errno));
+      return 1;
+    }
+  }
+  std::fputs(json ? braid::topo::toJson(sys).c_str() : braid::topo::toText(sys).c_str(), stdout);
+  return 0;
+}

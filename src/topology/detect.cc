@@ -1,0 +1,623 @@
+// Detection of this machine's topology. Every source is optional; what each found, or why it
+// could not be read, is said once (BRAID_DEBUG=INFO, subsystem TOPO) and kept in
+// System::notes. Nothing is guessed silently.
+//   hwloc library (BRAID_HAVE_HWLOC): packages, NUMA nodes, cores, PUs, the PCI tree and OS
+//     devices, with I/O filters at KEEP_IMPORTANT. The topology is exported to XML and read by
+//     the hwloc XML loader, so detection and loading share one mapping. Without hwloc, sysfs
+//     (/sys/devices/system/{node,cpu}, /sys/class/net) gives the counts and network devices.
+//   NVML (dlopen("libnvidia-ml.so.1") at run time, no link dependency): GPUs and their PCI bus
+//     ids, names, compute capability, and per NVLink its state and remote PCI device, counted
+//     per peer GPU or NVSwitch.
+//   libibverbs (BRAID_HAVE_IBVERBS), else /sys/class/infiniband: HCAs and ports (state, link
+//     layer, active speed x width in Gb/s, GUIDs).
+//   sysfs: PCI link speed and width (/sys/bus/pci/devices/*/current_link_{speed,width}) and
+//     Ethernet speed (/sys/class/net/*/speed; virtio NICs say -1 or nothing: "unknown").
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#ifdef BRAID_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+#ifdef BRAID_HAVE_IBVERBS
+#include <infiniband/verbs.h>
+#endif
+
+#include "core/error.h"
+#include "topology/topology.h"
+
+namespace braid::topo {
+namespace detail {
+braidResult_t loadHwlocXmlDetected(const std::string& text, const std::string& name,
+                                   const std::vector<std::string>& gpuBusIds, System* out);
+}  // namespace detail
+
+namespace {
+
+void say(System* sys, const std::string& line) {
+  BRAID_INFO("TOPO", "%s", line.c_str());
+  sys->notes.push_back(line);
+}
+
+bool readLine(const std::string& path, std::string* out) {
+  std::ifstream f(path);
+  if (!f) return false;
+  std::string s;
+  if (!std::getline(f, s)) return false;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  *out = s;
+  return true;
+}
+
+std::vector<std::string> listDir(const std::string& path) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(path.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') out.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The PCI bus id a sysfs device link resolves to (the last path element that is one).
+std::string busIdOfSysfsDevice(const std::string& link) {
+  char buf[PATH_MAX];
+  if (!realpath(link.c_str(), buf)) return "";
+  std::string p = buf, found;
+  size_t pos = 0;
+  while (pos < p.size()) {
+    size_t slash = p.find('/', pos);
+    if (slash == std::string::npos) slash = p.size();
+    std::string part = p.substr(pos, slash - pos), norm;
+    if (part.find(':') != std::string::npos && part.find('.') != std::string::npos &&
+        normalizeBusId(part, &norm))
+      found = norm;
+    pos = slash + 1;
+  }
+  return found;
+}
+
+// ---- NVML ----
+struct NvmlGpu {
+  std::string busid, name;
+  int sm = -1;
+  int index = -1;
+  std::map<std::string, int> linksTo;     // remote bus id -> NVLink count
+  std::map<std::string, int> remoteType;  // remote bus id -> 0 GPU, 1 IBM NPU, 2 switch, -1
+};
+
+struct NvmlPciInfo {
+  char busIdLegacy[16];
+  unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
+
+// NVML writes 8-digit domains ("00000000:17:00.0"); hwloc and sysfs write 4 ("0000:17:00.0").
+std::string nvmlBusId(const NvmlPciInfo& p) {
+  std::string norm;
+  unsigned fn = 0;
+  if (normalizeBusId(p.busId, &norm)) fn = static_cast<unsigned>(norm.back() - '0');
+  char buf[32];
+  snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", p.domain, p.bus, p.device, fn);
+  return buf;
+}
+
+// False with *why set when NVML cannot be used.
+bool queryNvml(std::vector<NvmlGpu>* gpus, std::string* why) {
+  void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    *why = "NVML not available (libnvidia-ml.so.1 not found)";
+    return false;
+  }
+  using Dev = void*;
+  auto sym = [&](const char* a, const char* b = nullptr) -> void* {
+    void* f = dlsym(h, a);
+    if (!f && b) f = dlsym(h, b);
+    return f;
+  };
+  auto init = reinterpret_cast<int (*)()>(sym("nvmlInit_v2", "nvmlInit"));
+  auto shutdown = reinterpret_cast<int (*)()>(sym("nvmlShutdown"));
+  auto count =
+      reinterpret_cast<int (*)(unsigned*)>(sym("nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"));
+  auto byIndex = reinterpret_cast<int (*)(unsigned, Dev*)>(
+      sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"));
+  auto pciInfo = reinterpret_cast<int (*)(Dev, NvmlPciInfo*)>(
+      sym("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"));
+  auto getName = reinterpret_cast<int (*)(Dev, char*, unsigned)>(sym("nvmlDeviceGetName"));
+  auto getCc =
+      reinterpret_cast<int (*)(Dev, int*, int*)>(sym("nvmlDeviceGetCudaComputeCapability"));
+  auto linkState = reinterpret_cast<int (*)(Dev, unsigned, int*)>(sym("nvmlDeviceGetNvLinkState"));
+  auto linkRemote = reinterpret_cast<int (*)(Dev, unsigned, NvmlPciInfo*)>(
+      sym("nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"));
+  auto remoteType =
+      reinterpret_cast<int (*)(Dev, unsigned, int*)>(sym("nvmlDeviceGetNvLinkRemoteDeviceType"));
+  if (!init || !count || !byIndex || !pciInfo) {
+    *why = "NVML not usable (libnvidia-ml.so.1 lacks nvmlInit/nvmlDeviceGetCount/PciInfo)";
+    dlclose(h);
+    return false;
+  }
+  if (int rc = init(); rc != 0) {
+    *why = "NVML not usable (nvmlInit returned " + std::to_string(rc) + ")";
+    dlclose(h);
+    return false;
+  }
+  unsigned n = 0;
+  if (count(&n) != 0) n = 0;
+  for (unsigned i = 0; i < n; i++) {
+    Dev d = nullptr;
+    if (byIndex(i, &d) != 0) continue;
+    NvmlGpu g;
+    g.index = static_cast<int>(i);
+    NvmlPciInfo pi{};
+    if (pciInfo(d, &pi) != 0) continue;
+    g.busid = nvmlBusId(pi);
+    char name[96] = {};
+    if (getName && getName(d, name, sizeof name) == 0) g.name = name;
+    int maj = 0, min = 0;
+    if (getCc && getCc(d, &maj, &min) == 0) g.sm = maj * 10 + min;
+    if (linkState && linkRemote) {
+      for (unsigned l = 0; l < 18; l++) {
+        int active = 0;
+        if (linkState(d, l, &active) != 0 || !active) continue;
+        NvmlPciInfo rp{};
+        if (linkRemote(d, l, &rp) != 0) continue;
+        std::string rb = nvmlBusId(rp);
+        g.linksTo[rb]++;
+        int t = -1;
+        if (remoteType && remoteType(d, l, &t) != 0) t = -1;
+        g.remoteType[rb] = t;
+      }
+    }
+    gpus->push_back(std::move(g));
+  }
+  if (shutdown) shutdown();
+  dlclose(h);
+  return true;
+}
+
+// ---- sysfs fallbacks ----
+
+// Packages, cores, PUs and NUMA nodes from /sys/devices/system when hwloc is absent.
+void cpuFromSysfs(System* sys) {
+  std::set<std::string> pkgs, cores;
+  int pus = 0;
+  for (auto& c : listDir("/sys/devices/system/cpu")) {
+    if (c.rfind("cpu", 0) != 0 || c.size() < 4 || !isdigit(static_cast<unsigned char>(c[3])))
+      continue;
+    std::string base = "/sys/devices/system/cpu/" + c + "/topology/", pk, co;
+    if (!readLine(base + "physical_package_id", &pk)) continue;
+    readLine(base + "core_id", &co);
+    pus++;
+    pkgs.insert(pk);
+    cores.insert(pk + ":" + co);
+  }
+  sys->packages = static_cast<int>(pkgs.size());
+  sys->cores = static_cast<int>(cores.size());
+  sys->pus = pus;
+  std::string arch;
+#if defined(__x86_64__)
+  arch = "x86_64";
+#elif defined(__aarch64__)
+  arch = "arm64";
+#elif defined(__powerpc64__)
+  arch = "ppc64";
+#endif
+  for (auto& nd : listDir("/sys/devices/system/node")) {
+    if (nd.rfind("node", 0) != 0 || nd.size() < 5) continue;
+    std::string cpulist;
+    readLine("/sys/devices/system/node/" + nd + "/cpulist", &cpulist);
+    if (cpulist.empty()) {
+      sys->memory_numa_nodes++;
+      continue;
+    }
+    Cpu c;
+    c.numaid = atoi(nd.c_str() + 4);
+    c.arch = arch;
+    addCpu(sys, c);
+  }
+  if (sys->cpus.empty()) {
+    Cpu c;
+    c.numaid = 0;
+    c.arch = arch;
+    addCpu(sys, c);
+    say(sys, "no NUMA information in /sys/devices/system/node: one NUMA node assumed");
+  }
+}
+
+// Network interfaces with a PCI device, from /sys/class/net, when hwloc is absent.
+void netFromSysfs(System* sys) {
+  for (auto& ifc : listDir("/sys/class/net")) {
+    std::string dev = "/sys/class/net/" + ifc + "/device";
+    if (access(dev.c_str(), F_OK) != 0) continue;  // virtual (lo, bridges, ifb)
+    Nic nic;
+    nic.pci.busid = busIdOfSysfsDevice(dev);
+    nic.parent = NodeRef{NodeKind::kCpu, 0};
+    int k = addNic(sys, nic).index;
+    Net net;
+    net.nic = k;
+    net.name = ifc;
+    net.link_layer = LinkLayer::kEthernet;
+    addNet(sys, net);
+  }
+}
+
+void pciLinksFromSysfs(System* sys) {
+  int read = 0, missing = 0;
+  auto fill = [&](PciInfo* p) {
+    if (p->busid.empty()) return;
+    std::string base = "/sys/bus/pci/devices/" + p->busid + "/", sp, wd;
+    // sysfs writes 4-digit domains; a normalised id already has them.
+    bool okS = readLine(base + "current_link_speed", &sp);
+    bool okW = readLine(base + "current_link_width", &wd);
+    double gts = okS ? atof(sp.c_str()) : 0;
+    int w = okW ? atoi(wd.c_str()) : 0;
+    if (gts > 0 && w > 0) {
+      p->link_speed_gts = gts;
+      p->link_width = w;
+      p->link_speed_text = sp;
+      p->has_link_speed = p->has_link_width = true;
+      read++;
+    } else {
+      p->link_speed_gts = 0;
+      p->link_width = 0;
+      p->has_link_speed = p->has_link_width = false;
+      p->link_speed_text.clear();
+      missing++;
+    }
+  };
+  for (auto& x : sys->pcis) fill(&x.pci);
+  for (auto& x : sys->gpus) fill(&x.pci);
+  for (auto& x : sys->nvswitches) fill(&x.pci);
+  for (auto& x : sys->nics) fill(&x.pci);
+  // The hwloc export's GB/s split is replaced by sysfs' exact values.
+  std::erase_if(sys->notes,
+                [](const std::string& s) { return s.rfind("PCI link speeds are hwloc", 0) == 0; });
+  if (read + missing > 0)
+    say(sys, "PCI link speed/width from sysfs: " + std::to_string(read) + " read, " +
+                 std::to_string(missing) + " unknown (no current_link_speed/width, e.g. virtio)");
+}
+
+void ethSpeedFromSysfs(System* sys) {
+  for (auto& net : sys->nets) {
+    if (net.link_layer == LinkLayer::kInfiniBand) continue;
+    // The kernel driver says what the NIC is where nothing else does (virtio_net in a VM).
+    char link[512];
+    std::string dpath = "/sys/class/net/" + net.name + "/device/driver";
+    ssize_t n = readlink(dpath.c_str(), link, sizeof(link) - 1);
+    if (n > 0) {
+      link[n] = 0;
+      const char* base = strrchr(link, '/');
+      std::string driver = base ? base + 1 : link;
+      bool have = false;
+      for (const auto& kv : net.extra) have |= kv.first == "driver";
+      if (!have) net.extra.emplace_back("driver", driver);
+      say(sys, "network " + net.name + ": driver " + driver);
+    }
+    if (net.speed_gbps > 0) continue;
+    std::string s;
+    bool ok = readLine("/sys/class/net/" + net.name + "/speed", &s);
+    long mbps = ok ? atol(s.c_str()) : -1;
+    if (ok && mbps > 0) {
+      net.speed_gbps = mbps / 1000.0;
+      say(sys, "network " + net.name + ": " + std::to_string(mbps) + " Mb/s (sysfs)");
+    } else {
+      say(sys, "network " + net.name + ": speed unknown (/sys/class/net/" + net.name + "/speed " +
+                   (ok ? "says " + s : std::string("unreadable")) + ")");
+    }
+  }
+}
+
+// The Nic for a PCI bus id (created under CPU 0 when absent), -1 when busid is empty and
+// no Cpu exists.
+int nicFor(System* sys, const std::string& busid, const std::string& devName) {
+  if (!busid.empty()) {
+    for (size_t i = 0; i < sys->nics.size(); i++)
+      if (sys->nics[i].pci.busid == busid) return static_cast<int>(i);
+  }
+  for (auto& net : sys->nets)
+    if (net.name == devName) return net.nic;
+  Nic nic;
+  nic.pci.busid = busid;
+  if (!sys->cpus.empty()) nic.parent = NodeRef{NodeKind::kCpu, 0};
+  return addNic(sys, nic).index;
+}
+
+// The Net of (device, port): an existing one by name and port (or port -1), else a new one.
+Net* netFor(System* sys, int nic, const std::string& name, int port) {
+  for (auto& net : sys->nets)
+    if (net.name == name && (net.port == port || net.port < 0)) return &net;
+  Net net;
+  net.nic = nic;
+  net.name = name;
+  net.port = port;
+  int k = addNet(sys, net).index;
+  return &sys->nets[k];
+}
+
+}  // namespace
+
+braidResult_t detectIbFromSysfs(const std::string& root, System* out, int* count) {
+  if (!out) return fail(braidInvalidArgument, "detectIbFromSysfs: out is null");
+  int found = 0;
+  for (auto& dev : listDir(root)) {
+    std::string base = root + "/" + dev;
+    std::vector<std::string> ports = listDir(base + "/ports");
+    if (ports.empty()) continue;
+    found++;
+    std::string busid = busIdOfSysfsDevice(base + "/device");
+    int nic = nicFor(out, busid, dev);
+    std::string guid;
+    readLine(base + "/node_guid", &guid);
+    for (auto& p : ports) {
+      Net* net = netFor(out, nic, dev, atoi(p.c_str()));
+      net->port = atoi(p.c_str());
+      std::string pb = base + "/ports/" + p + "/", state, rate, ll;
+      readLine(pb + "state", &state);
+      readLine(pb + "rate", &rate);
+      readLine(pb + "link_layer", &ll);
+      if (!guid.empty()) {  // "ec0d:9a03:0049:a212" -> "0xec0d9a030049a212"
+        guid.erase(std::remove(guid.begin(), guid.end(), ':'), guid.end());
+        net->guid = "0x" + guid;
+      }
+      if (ll == "InfiniBand")
+        net->link_layer = LinkLayer::kInfiniBand;
+      else if (ll == "Ethernet")
+        net->link_layer = LinkLayer::kEthernet;
+      double gbps = rate.empty() ? 0 : atof(rate.c_str());  // "400 Gb/sec (4X NDR)"
+      if (gbps > 0) net->speed_gbps = gbps;
+      if (state.find("ACTIVE") == std::string::npos) {
+        std::string line = dev + " port " + p + ": state " + (state.empty() ? "unknown" : state);
+        BRAID_INFO("TOPO", "%s", line.c_str());
+        out->notes.push_back(line);
+      }
+      if (busid.empty()) {
+        std::string line = dev + ": no PCI device link in sysfs, PCI locality unknown";
+        if (std::find(out->notes.begin(), out->notes.end(), line) == out->notes.end())
+          out->notes.push_back(line);
+      }
+    }
+  }
+  if (count) *count = found;
+  return braidSuccess;
+}
+
+namespace {
+
+#ifdef BRAID_HAVE_IBVERBS
+// Gb/s per lane of ibv_port_attr::active_speed, and lanes of active_width.
+double ibLaneGbps(int speed) {
+  switch (speed) {
+    case 1:
+      return 2.5;  // SDR
+    case 2:
+      return 5;  // DDR
+    case 4:
+    case 8:
+      return 10;  // QDR, FDR10
+    case 16:
+      return 14;  // FDR
+    case 32:
+      return 25;  // EDR
+    case 64:
+      return 50;  // HDR
+    case 128:
+      return 100;  // NDR
+    case 256:
+      return 200;  // XDR
+    default:
+      return 0;
+  }
+}
+int ibLanes(int width) {
+  switch (width) {
+    case 1:
+      return 1;
+    case 2:
+      return 4;
+    case 4:
+      return 8;
+    case 8:
+      return 12;
+    case 16:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+// False when libibverbs reports no device list at all.
+int ibFromVerbs(System* sys) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (!list) return 0;
+  int found = 0;
+  for (int i = 0; i < n; i++) {
+    const char* name = ibv_get_device_name(list[i]);
+    ibv_context* ctx = ibv_open_device(list[i]);
+    if (!ctx) {
+      say(sys, std::string("RDMA device ") + name + ": cannot be opened");
+      continue;
+    }
+    found++;
+    ibv_device_attr da{};
+    std::string busid =
+        busIdOfSysfsDevice(std::string("/sys/class/infiniband/") + name + "/device");
+    int nic = nicFor(sys, busid, name);
+    char guid[24] = {};
+    snprintf(guid, sizeof guid, "0x%016llx",
+             static_cast<unsigned long long>(be64toh(ibv_get_device_guid(list[i]))));
+    if (ibv_query_device(ctx, &da) == 0) {
+      for (int p = 1; p <= da.phys_port_cnt; p++) {
+        ibv_port_attr pa{};
+        if (ibv_query_port(ctx, static_cast<uint8_t>(p), &pa) != 0) continue;
+        Net* net = netFor(sys, nic, name, p);
+        net->port = p;
+        net->guid = guid;
+        net->link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? LinkLayer::kEthernet
+                                                                   : LinkLayer::kInfiniBand;
+        double g = ibLaneGbps(pa.active_speed) * ibLanes(pa.active_width);
+        if (g > 0) net->speed_gbps = g;
+        std::string line =
+            std::string("RDMA ") + name + " port " + std::to_string(p) + ": " +
+            ibv_port_state_str(pa.state) + ", " + linkLayerName(net->link_layer) + ", " +
+            (g > 0 ? std::to_string(static_cast<int>(g)) + " Gb/s" : "speed unknown");
+        say(sys, line);
+      }
+    }
+    ibv_close_device(ctx);
+  }
+  ibv_free_device_list(list);
+  return found;
+}
+#endif
+
+}  // namespace
+
+braidResult_t detectSystem(System* out) {
+  if (!out) return fail(braidInvalidArgument, "detectSystem: out is null");
+  System sys;
+
+  // NVML first: its GPUs mark PCI devices that hwloc (without a CUDA/NVML plugin) would only
+  // see as 3D controllers.
+  std::vector<NvmlGpu> nvml;
+  std::string nvmlWhy;
+  bool haveNvml = queryNvml(&nvml, &nvmlWhy);
+  std::vector<std::string> gpuBusIds;
+  for (auto& g : nvml) gpuBusIds.push_back(g.busid);
+
+  bool cpuDone = false;
+#ifdef BRAID_HAVE_HWLOC
+  {
+    hwloc_topology_t t;
+    std::string why;
+    if (hwloc_topology_init(&t) != 0) {
+      why = "hwloc_topology_init failed";
+    } else {
+      hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+      if (hwloc_topology_load(t) != 0) {
+        why = "hwloc_topology_load failed";
+      } else {
+        char* buf = nullptr;
+        int len = 0;
+        if (hwloc_topology_export_xmlbuffer(t, &buf, &len, 0) != 0 || !buf) {
+          why = "hwloc XML export failed";
+        } else {
+          std::string xml(buf, len > 0 ? static_cast<size_t>(len - 1) : 0);
+          hwloc_free_xmlbuffer(t, buf);
+          braidResult_t rc =
+              detail::loadHwlocXmlDetected(xml, "hwloc (this machine)", gpuBusIds, &sys);
+          if (rc != braidSuccess)
+            why = std::string("hwloc export not understood: ") + lastError();
+          else
+            cpuDone = true;
+        }
+      }
+      hwloc_topology_destroy(t);
+    }
+    if (cpuDone) {
+      std::vector<std::string> fromXml;
+      fromXml.swap(sys.notes);
+      say(&sys, "hwloc " + std::string(HWLOC_VERSION) + ": " + std::to_string(sys.packages) +
+                    " package(s), " + std::to_string(sys.cores) + " core(s), " +
+                    std::to_string(sys.pus) + " PU(s), " + std::to_string(sys.cpus.size()) +
+                    " NUMA node(s)");
+      for (auto& s : fromXml)
+        if (s != "no GPU in the file" && s.find("NIC port speeds") == std::string::npos &&
+            s.find("PCI link speed") == std::string::npos)  // sysfs says these below
+          say(&sys, s);
+    } else {
+      say(&sys, "hwloc not usable (" + why + "): CPU and NIC layout from sysfs");
+    }
+  }
+#else
+  say(&sys, "hwloc not available (built without libhwloc-dev): CPU and NIC layout from sysfs");
+#endif
+  if (!cpuDone) {
+    std::vector<std::string> keep = std::move(sys.notes);
+    sys = System{};
+    sys.notes = std::move(keep);
+    cpuFromSysfs(&sys);
+    netFromSysfs(&sys);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    sys.hosts.push_back(Host{host, ""});
+    say(&sys, "sysfs: " + std::to_string(sys.packages) + " package(s), " +
+                  std::to_string(sys.cores) + " core(s), " + std::to_string(sys.cpus.size()) +
+                  " NUMA node(s)");
+  }
+  sys.source = "detected";
+
+  // GPUs: NVML's details, NVLinks.
+  if (!haveNvml) say(&sys, nvmlWhy);
+  for (auto& g : nvml) {
+    NodeRef r = findByBusId(sys, g.busid);
+    if (r.kind != NodeKind::kGpu) {
+      Gpu gpu;
+      gpu.pci.busid = g.busid;
+      gpu.parent = NodeRef{NodeKind::kCpu, 0};
+      r = addGpu(&sys, gpu);
+      say(&sys, "GPU " + g.busid + " (NVML) not in the PCI tree: locality unknown");
+    }
+    Gpu& gpu = sys.gpus[r.index];
+    if (!g.name.empty()) gpu.model = g.name;
+    gpu.sm = g.sm;
+    if (gpu.dev < 0) gpu.dev = g.index;
+  }
+  int nvlinks = 0;
+  for (auto& g : nvml) {
+    NodeRef a = findByBusId(sys, g.busid);
+    for (auto& [rb, cnt] : g.linksTo) {
+      NodeRef b = findByBusId(sys, rb);
+      int type = g.remoteType.count(rb) ? g.remoteType[rb] : -1;
+      if (b.kind == NodeKind::kGpu) {
+        if (!(a < b)) continue;  // each GPU pair once (both ends report it)
+      } else if (type == 1) {    // POWER9: NVLink to the CPU (IBM NPU)
+        b = cpuOf(sys, a);
+        if (!b.valid()) b = NodeRef{NodeKind::kCpu, 0};
+      } else {
+        if (b.kind != NodeKind::kNvSwitch) {
+          NvSwitch sw;
+          sw.pci.busid = rb;
+          b = addNvSwitch(&sys, sw);
+        }
+      }
+      addNvLink(&sys, a, b, cnt);
+      nvlinks += cnt;
+    }
+  }
+  if (sys.gpus.empty())
+    say(&sys, "no GPU found");
+  else
+    say(&sys, std::to_string(sys.gpus.size()) + " GPU(s), " + std::to_string(nvlinks) +
+                  " active NVLink(s)" + (haveNvml ? "" : " (NVML absent: NVLinks unknown)"));
+
+  // RDMA devices.
+  int rdma = 0;
+#ifdef BRAID_HAVE_IBVERBS
+  rdma = ibFromVerbs(&sys);
+#else
+  say(&sys, "libibverbs not built in: RDMA devices from /sys/class/infiniband");
+  detectIbFromSysfs("/sys/class/infiniband", &sys, &rdma);
+#endif
+  if (rdma == 0) say(&sys, "no RDMA device");
+
+  pciLinksFromSysfs(&sys);
+  ethSpeedFromSysfs(&sys);
+  connectSystem(&sys);
+  *out = std::move(sys);
+  return braidSuccess;
+}
+
+}  // namespace braid::topo

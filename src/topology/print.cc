@@ -1,0 +1,268 @@
+// JSON and text views of a system: what braid-topo prints.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "topology/topology.h"
+
+namespace braid::topo {
+namespace {
+
+std::string jstr(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        o += "\\\"";
+        break;
+      case '\\':
+        o += "\\\\";
+        break;
+      case '\n':
+        o += "\\n";
+        break;
+      case '\t':
+        o += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          o += buf;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o + "\"";
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+std::string nicName(const System& sys, int i) {
+  const Nic& n = sys.nics[i];
+  if (!n.nets.empty() && !sys.nets[n.nets[0]].name.empty()) return sys.nets[n.nets[0]].name;
+  if (!n.pci.busid.empty()) return n.pci.busid;
+  std::string s = "nic";
+  s += std::to_string(i);
+  return s;
+}
+
+double nicSpeed(const System& sys, int i) {
+  double s = 0;
+  for (int k : sys.nics[i].nets) s += sys.nets[k].speed_gbps;
+  return s;
+}
+
+LinkLayer nicLayer(const System& sys, int i) {
+  for (int k : sys.nics[i].nets)
+    if (sys.nets[k].link_layer != LinkLayer::kUnknown) return sys.nets[k].link_layer;
+  uint32_t cls = sys.nics[i].pci.class_code >> 8;
+  if (cls == 0x0207) return LinkLayer::kInfiniBand;
+  if (cls == 0x0200) return LinkLayer::kEthernet;
+  return LinkLayer::kUnknown;
+}
+
+int numaOf(const System& sys, NodeRef r) {
+  NodeRef c = cpuOf(sys, r);
+  return c.valid() ? sys.cpus[c.index].numaid : -1;
+}
+
+}  // namespace
+
+std::string toJson(const System& sys) {
+  Paths paths = computePaths(sys);
+  std::ostringstream o;
+  o << "{\n  \"source\": " << jstr(sys.source) << ",\n";
+  std::set<int> numas;
+  for (const Cpu& c : sys.cpus) numas.insert(c.numaid);
+  o << "  \"numa_nodes\": [";
+  bool first = true;
+  for (int n : numas) {
+    o << (first ? "" : ", ") << n;
+    first = false;
+  }
+  o << "],\n  \"gpus\": [";
+  for (int i = 0; i < static_cast<int>(sys.gpus.size()); ++i) {
+    const Gpu& g = sys.gpus[i];
+    o << (i ? "," : "") << "\n    {\"index\": " << i << ", \"pci\": " << jstr(g.pci.busid)
+      << ", \"dev\": " << g.dev << ", \"sm\": " << g.sm << ", \"numa\": " << paths.gpu_numa[i]
+      << ", \"nearest_nic\": " << paths.nearest_nic[i] << ", \"nvlinks\": [";
+    bool f = true;
+    for (const auto& [peer, count] : nvlinkPeers(sys, i)) {
+      o << (f ? "" : ", ") << "{\"peer\": " << peer << ", \"count\": " << count << "}";
+      f = false;
+    }
+    o << "]}";
+  }
+  o << (sys.gpus.empty() ? "" : "\n  ") << "],\n  \"nics\": [";
+  for (int i = 0; i < static_cast<int>(sys.nics.size()); ++i) {
+    o << (i ? "," : "") << "\n    {\"index\": " << i << ", \"name\": " << jstr(nicName(sys, i))
+      << ", \"pci\": " << jstr(sys.nics[i].pci.busid)
+      << ", \"link_layer\": " << jstr(linkLayerName(nicLayer(sys, i)))
+      << ", \"speed_gbps\": " << num(nicSpeed(sys, i))
+      << ", \"numa\": " << numaOf(sys, {NodeKind::kNic, i}) << "}";
+  }
+  o << (sys.nics.empty() ? "" : "\n  ") << "],\n  \"paths\": {\n    \"gpu_gpu\": [";
+  auto matrix = [&](const std::vector<std::vector<Path>>& m) {
+    for (size_t i = 0; i < m.size(); ++i) {
+      o << (i ? "," : "") << "\n      [";
+      for (size_t j = 0; j < m[i].size(); ++j)
+        o << (j ? ", " : "") << "\"" << pathClassName(m[i][j].cls) << "\"";
+      o << "]";
+    }
+    o << (m.empty() ? "" : "\n    ");
+  };
+  matrix(paths.gpu_gpu);
+  o << "],\n    \"gpu_nic\": [";
+  matrix(paths.gpu_nic);
+  o << "]\n  },\n  \"rings\": [";
+  auto rings = buildRings(sys, paths);
+  for (size_t r = 0; r < rings.size(); ++r) {
+    o << (r ? ", " : "") << "[";
+    for (size_t k = 0; k < rings[r].size(); ++k) o << (k ? ", " : "") << rings[r][k];
+    o << "]";
+  }
+  o << "],\n  \"notes\": [";
+  for (size_t i = 0; i < sys.notes.size(); ++i)
+    o << (i ? "," : "") << "\n    " << jstr(sys.notes[i]);
+  o << (sys.notes.empty() ? "" : "\n  ") << "]\n}\n";
+  return o.str();
+}
+
+std::string toText(const System& sys) {
+  Paths paths = computePaths(sys);
+  std::ostringstream o;
+  o << "System from " << sys.source << ": " << sys.cpus.size() << " NUMA node(s), "
+    << sys.gpus.size() << " GPU(s), " << sys.nvswitches.size() << " NVSwitch(es), "
+    << sys.nics.size() << " NIC(s)\n";
+  std::map<NodeRef, std::vector<std::pair<int, NodeRef>>> kids;
+  for (int i = 0; i < static_cast<int>(sys.pcis.size()); ++i)
+    kids[sys.pcis[i].parent].push_back({sys.pcis[i].seq, {NodeKind::kPci, i}});
+  for (int i = 0; i < static_cast<int>(sys.gpus.size()); ++i)
+    kids[sys.gpus[i].parent].push_back({sys.gpus[i].seq, {NodeKind::kGpu, i}});
+  for (int i = 0; i < static_cast<int>(sys.nvswitches.size()); ++i)
+    kids[sys.nvswitches[i].parent].push_back({sys.nvswitches[i].seq, {NodeKind::kNvSwitch, i}});
+  for (int i = 0; i < static_cast<int>(sys.nics.size()); ++i)
+    kids[sys.nics[i].parent].push_back({sys.nics[i].seq, {NodeKind::kNic, i}});
+  for (auto& [k, v] : kids) std::sort(v.begin(), v.end());
+  auto link = [](const PciInfo& p) {
+    std::string s;
+    if (p.link_speed_gts > 0 || p.link_width > 0) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), " [PCIe gen%d x%d, %g GB/s]",
+                    pcieGeneration(p.link_speed_gts), p.link_width,
+                    pcieBw(p.link_speed_gts, p.link_width));
+      s = buf;
+    }
+    return s;
+  };
+  std::function<void(NodeRef, int)> walk = [&](NodeRef parent, int depth) {
+    auto it = kids.find(parent);
+    if (it == kids.end()) return;
+    for (const auto& [seq, r] : it->second) {
+      std::string ind(depth * 2, ' ');
+      switch (r.kind) {
+        case NodeKind::kPci: {
+          const Pci& p = sys.pcis[r.index];
+          char cls[16];
+          std::snprintf(cls, sizeof(cls), "%06x", p.pci.class_code);
+          o << ind << (p.isBridge() || kids.count(r) ? "PCI switch " : "PCI device ") << p.pci.busid
+            << " class " << cls << link(p.pci) << "\n";
+          break;
+        }
+        case NodeKind::kGpu: {
+          const Gpu& g = sys.gpus[r.index];
+          o << ind << "GPU" << r.index << " " << g.pci.busid;
+          if (g.dev >= 0) o << " dev " << g.dev;
+          if (g.sm >= 0) o << " sm " << g.sm;
+          if (!g.model.empty()) o << " " << g.model;
+          o << link(g.pci) << "\n";
+          break;
+        }
+        case NodeKind::kNvSwitch:
+          o << ind << "NVSwitch " << sys.nvswitches[r.index].pci.busid << "\n";
+          break;
+        case NodeKind::kNic: {
+          o << ind << "NIC" << r.index << " " << nicName(sys, r.index);
+          if (!sys.nics[r.index].pci.busid.empty()) o << " " << sys.nics[r.index].pci.busid;
+          o << " " << linkLayerName(nicLayer(sys, r.index));
+          for (int ni : sys.nics[r.index].nets)
+            for (const auto& kv : sys.nets[ni].extra)
+              if (kv.first == "driver") o << " (" << kv.second << ")";
+          if (nicSpeed(sys, r.index) > 0)
+            o << " " << nicSpeed(sys, r.index) << " Gb/s";
+          else
+            o << " speed unknown";
+          o << link(sys.nics[r.index].pci) << "\n";
+          break;
+        }
+        default:
+          break;
+      }
+      walk(r, depth + 1);
+    }
+  };
+  for (int i = 0; i < static_cast<int>(sys.cpus.size()); ++i) {
+    const Cpu& c = sys.cpus[i];
+    o << "NUMA " << c.numaid << " " << c.vendor << " " << c.arch;
+    if (c.family >= 0) o << " family " << c.family << " model " << c.model;
+    if (!c.affinity.empty()) o << " affinity " << c.affinity;
+    o << "\n";
+    walk({NodeKind::kCpu, i}, 1);
+  }
+  int ns = 0;
+  for (const NvSwitch& s : sys.nvswitches)
+    if (!s.parent.valid()) ++ns;
+  if (ns) o << "NVSwitches known only from NVLinks: " << ns << "\n";
+  // nvidia-smi topo -m style matrix: rows GPUs, columns GPUs then NICs.
+  if (!sys.gpus.empty()) {
+    o << "\n      ";
+    for (size_t j = 0; j < sys.gpus.size(); ++j) o << "GPU" << j << (j < 10 ? "  " : " ");
+    for (size_t k = 0; k < sys.nics.size(); ++k) o << "NIC" << k << (k < 10 ? "  " : " ");
+    o << "NUMA\n";
+    for (size_t i = 0; i < sys.gpus.size(); ++i) {
+      char head[32];
+      std::snprintf(head, sizeof(head), "GPU%-3zu", i);
+      o << head;
+      auto cell = [&](const Path& p, int count) {
+        char buf[16];
+        if (p.cls == PathClass::kLoc)
+          std::snprintf(buf, sizeof(buf), "%-6s", "X");
+        else if (p.cls == PathClass::kNvl && count > 0)
+          std::snprintf(buf, sizeof(buf), "NV%-4d", count);
+        else
+          std::snprintf(buf, sizeof(buf), "%-6s", pathClassName(p.cls));
+        o << buf;
+      };
+      auto peers = nvlinkPeers(sys, static_cast<int>(i));
+      for (size_t j = 0; j < sys.gpus.size(); ++j) {
+        int count = 0;
+        for (const auto& [p, c] : peers)
+          if (p == static_cast<int>(j)) count = c;
+        cell(paths.gpu_gpu[i][j], count);
+      }
+      for (size_t k = 0; k < sys.nics.size(); ++k) cell(paths.gpu_nic[i][k], 0);
+      o << paths.gpu_numa[i] << "\n";
+    }
+    o << "\nLegend: X self, NV# NVLinks, NVB NVLink via a GPU, PIX one PCIe switch, PXB several "
+         "PCIe switches, PHB a CPU host bridge, SYS across NUMA nodes, NET over the network\n";
+    auto rings = buildRings(sys, paths);
+    for (const auto& r : rings) {
+      o << "Ring:";
+      for (int g : r) o << " " << g;
+      o << "\n";
+    }
+  }
+  for (const std::string& n : sys.notes) o << "note: " << n << "\n";
+  return o.str();
+}
+
+}  // namespace braid::topo

@@ -1,0 +1,649 @@
+// hwloc XML loading (v1, v2.0, v3.0 exports of real machines), its errors, live detection on
+// this machine, and the /sys/class/infiniband reader. The facts table below was written by
+// reading the XML files (grep of Package/Core/PU/NUMANode objects, GPU OS devices per PCI
+// device, network OS devices per PCI function, the NVLinkBandwidth matrix), not from the
+// loader's output. Fixtures: $BRAID_SHARED_DIR (default <source>/../shared)/topologies.
+#include <dirent.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "topology/topology.h"
+
+namespace braid::topo {
+namespace {
+
+std::string sharedDir() {
+  if (const char* d = getenv("BRAID_SHARED_DIR")) return d;
+  return std::string(BRAID_SOURCE_DIR) + "/../shared";
+}
+
+std::string hwlocDir() { return sharedDir() + "/topologies/hwloc"; }
+
+bool exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
+
+#define REQUIRE_DIR(dir)                                                              \
+  do {                                                                                \
+    if (!exists(dir)) GTEST_SKIP() << "fixture directory " << (dir) << " is missing"; \
+  } while (0)
+
+struct Facts {
+  const char* file;
+  int packages, cores, pus;
+  int numa;        // NUMA nodes with CPUs
+  int memoryNuma;  // NUMA nodes without CPUs (GPU memory)
+  int gpus;
+  std::vector<std::string> models;  // expected model per GPU, in file order
+  int nics;                         // PCI functions with network OS devices
+  std::vector<std::string> nets;    // OpenFabrics devices, else netdevs
+  int nvswitches;
+  int nvlinks;  // sum of NVLink counts (GPU<->GPU and GPU<->NVSwitch)
+};
+
+std::vector<std::string> rep(int n, const std::string& s) { return std::vector<std::string>(n, s); }
+
+const std::vector<Facts>& factsTable() {
+  static const std::vector<Facts> kFacts = {
+      {"flux-core_sierra_power9_4xV100.xml",
+       2,
+       44,
+       176,
+       2,
+       4,
+       4,
+       rep(4, "Tesla V100-SXM2-16GB"),
+       6,
+       {"mlx5_0", "mlx5_1", "enP5p1s0f0", "enP5p1s0f1", "mlx5_2", "mlx5_3"},
+       0,
+       0},
+      {"flux-core_tuolumne_MI300A_CPX.xml",
+       4,
+       96,
+       192,
+       4,
+       0,
+       4,
+       rep(4, "Aqua Vanjaram [Instinct MI300A]"),
+       5,
+       {"hsi0", "enp129s0", "hsi1", "hsi2", "hsi3"},
+       0,
+       0},
+      {"flux-core_tuolumne_MI300A_SPX.xml",
+       4,
+       96,
+       192,
+       4,
+       0,
+       4,
+       rep(4, "Aqua Vanjaram [Instinct MI300A]"),
+       5,
+       {"hsi0", "enp129s0", "hsi1", "hsi2", "hsi3"},
+       0,
+       0},
+      {"flux-sched_chimera_threadripper_mixed-GPUs.xml",
+       1,
+       32,
+       64,
+       4,
+       0,
+       2,
+       {"GeForce GTX 1070", "Vega 10 XTX [Radeon Vega Frontier Edition]"},
+       3,
+       {"enp4s0", "wlp5s0", "enp6s0"},
+       0,
+       0},
+      {"flux-sched_lassen6_power9_4xV100_4xIB.xml",
+       2,
+       40,
+       160,
+       2,
+       0,
+       4,
+       rep(4, "Tesla V100-SXM2-16GB"),
+       6,
+       {"mlx5_0", "mlx5_1", "enP5p1s0f0", "enP5p1s0f1", "mlx5_2", "mlx5_3"},
+       0,
+       0},
+      {"hwloc-tests_16amd64-4distances.xml", 8, 16, 16, 8, 0, 0, {}, 0, {}, 0, 0},
+      {"hwloc-tests_192em64t-24n8c2t.xml",
+       24,
+       192,
+       384,
+       24,
+       0,
+       0,
+       {},
+       7,
+       {"eth0", "eth1", "eth2", "eth3", "eth4", "eth5", "mlx4_0"},
+       0,
+       0},
+      {"hwloc-tests_24em64t-2n6c2t-pci.xml",
+       2,
+       12,
+       24,
+       2,
+       0,
+       0,
+       {},
+       3,
+       {"eth0", "eth1", "mlx4_0"},
+       0,
+       0},
+      {"hwloc-tests_32em64t-2n8c2t-pci-wholeio.xml",
+       2,
+       16,
+       32,
+       2,
+       0,
+       2,
+       {"Tesla K40m", "AMD Radeon R9 200 / HD 7900 Series"},
+       3,
+       {"eth0", "eth1", "mlx5_0"},
+       0,
+       0},
+      // 16 GPUs x 6 NVSwitches of their baseboard, 25000 MB/s (one link) each: 192 non-zero
+      // entries in the symmetric 28x28 NVLinkBandwidth matrix.
+      {"hwloc-tests_nvidiaDGX2.xml",
+       2,
+       4,
+       4,
+       2,
+       0,
+       16,
+       rep(16, "Tesla V100-SXM3-32GB-H"),
+       0,
+       {},
+       12,
+       96},
+      {"hwloc-tests_nvidiaDGX2.v3format.xml",
+       2,
+       4,
+       4,
+       2,
+       0,
+       16,
+       rep(16, "Tesla V100-SXM3-32GB-H"),
+       0,
+       {},
+       12,
+       96},
+      {"mpibind_aws-g4dn.metal_8xT4.xml",
+       2,
+       48,
+       96,
+       2,
+       0,
+       8,
+       rep(8, "Tesla T4"),
+       2,
+       {"rdmap197s0", "eth0"},
+       0,
+       0},
+      {"mpibind_coral-lassen_power9_4xV100.xml",
+       2,
+       40,
+       160,
+       2,
+       0,
+       4,
+       rep(4, "Tesla V100-SXM2-16GB"),
+       6,
+       {"mlx5_0", "mlx5_1", "enP5p1s0f0", "enP5p1s0f1", "mlx5_2", "mlx5_3"},
+       0,
+       0},
+      // OpenCL's osdev comes first and names the PCI ids' product; RSMI's is truncated.
+      {"mpibind_corona_2xEPYC7402_8xMI50.xml",
+       2,
+       48,
+       96,
+       2,
+       0,
+       8,
+       rep(8, "Vega 20 WKS GL-XE [Radeon Pro VII]"),
+       3,
+       {"mlx5_0", "eno1", "eno2"},
+       0,
+       0},
+      {"mpibind_cts1-pascal_2xP100.xml",
+       2,
+       36,
+       72,
+       2,
+       0,
+       2,
+       rep(2, "Tesla P100-PCIE-16GB"),
+       3,
+       {"mlx5_0", "enp12s0f0", "enp12s0f1"},
+       0,
+       0},
+  };
+  return kFacts;
+}
+
+class HwlocFacts : public ::testing::TestWithParam<Facts> {};
+
+TEST_P(HwlocFacts, MatchesTheFile) {
+  REQUIRE_DIR(hwlocDir());
+  const Facts& f = GetParam();
+  std::string path = hwlocDir() + "/" + f.file;
+  System sys;
+  ASSERT_EQ(loadHwlocXml(path, &sys), braidSuccess) << lastError();
+  EXPECT_EQ(sys.source, path);
+  EXPECT_EQ(sys.packages, f.packages);
+  EXPECT_EQ(sys.cores, f.cores);
+  EXPECT_EQ(sys.pus, f.pus);
+  EXPECT_EQ(static_cast<int>(sys.cpus.size()), f.numa);
+  EXPECT_EQ(sys.memory_numa_nodes, f.memoryNuma);
+  ASSERT_EQ(static_cast<int>(sys.gpus.size()), f.gpus);
+  for (int i = 0; i < f.gpus; i++) {
+    EXPECT_EQ(sys.gpus[i].model, f.models[i]) << "GPU " << i;
+    EXPECT_FALSE(sys.gpus[i].pci.busid.empty());
+    EXPECT_EQ(sys.gpus[i].parent.valid(), true);
+  }
+  EXPECT_EQ(static_cast<int>(sys.nics.size()), f.nics);
+  std::vector<std::string> nets;
+  for (auto& n : sys.nets) nets.push_back(n.name);
+  EXPECT_EQ(nets, f.nets);
+  EXPECT_EQ(static_cast<int>(sys.nvswitches.size()), f.nvswitches);
+  int nvl = 0;
+  for (auto& l : sys.links)
+    if (l.type == LinkType::kNvLink) nvl += l.count;
+  EXPECT_EQ(nvl, f.nvlinks);
+  // Every GPU, NIC and NVSwitch hangs from a Cpu or a kept bridge.
+  for (auto& p : sys.pcis) EXPECT_TRUE(p.isBridge());
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, HwlocFacts, ::testing::ValuesIn(factsTable()),
+                         [](const ::testing::TestParamInfo<Facts>& i) {
+                           std::string n = i.param.file;
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+bool hasNote(const System& sys, const std::string& part) {
+  for (auto& n : sys.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+TEST(HwlocXml, Dgx2NvLinksPerGpu) {
+  REQUIRE_DIR(hwlocDir());
+  System sys;
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/hwloc-tests_nvidiaDGX2.xml", &sys), braidSuccess);
+  std::vector<int> perGpu(sys.gpus.size(), 0);
+  for (auto& l : sys.links) {
+    if (l.type != LinkType::kNvLink) continue;
+    EXPECT_EQ(l.count, 1);
+    ASSERT_EQ(l.a.kind == NodeKind::kGpu || l.b.kind == NodeKind::kGpu, true);
+    NodeRef g = l.a.kind == NodeKind::kGpu ? l.a : l.b;
+    NodeRef s = l.a.kind == NodeKind::kGpu ? l.b : l.a;
+    EXPECT_EQ(s.kind, NodeKind::kNvSwitch);
+    perGpu[g.index]++;
+  }
+  for (int n : perGpu) EXPECT_EQ(n, 6);
+  // NVSwitch PCI devices: subtype NVSwitch, one with an all-zero pci_type.
+  EXPECT_EQ(sys.nvswitches[0].pci.busid, "0000:61:00.0");
+  // pci_link_speed 15.753846 GB/s = gen3 x16.
+  EXPECT_DOUBLE_EQ(sys.gpus[0].pci.link_speed_gts, 8);
+  EXPECT_EQ(sys.gpus[0].pci.link_width, 16);
+  EXPECT_EQ(sys.gpus[0].pci.class_code, 0x030200u);
+  EXPECT_EQ(sys.gpus[0].pci.vendor, 0x10de);
+  EXPECT_EQ(sys.gpus[0].pci.device, 0x1db8);
+  EXPECT_EQ(sys.numa_latency.size(), 2u);
+  EXPECT_EQ(sys.numa_latency[0][0], 10u);
+  EXPECT_EQ(sys.numa_latency[0][1], 21u);
+}
+
+TEST(HwlocXml, V3FormatSaysSo) {
+  REQUIRE_DIR(hwlocDir());
+  System sys;
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/hwloc-tests_nvidiaDGX2.v3format.xml", &sys), braidSuccess);
+  EXPECT_TRUE(hasNote(sys, "format 3.0")) << "notes lack the v3 remark";
+}
+
+TEST(HwlocXml, NumaLatencyV1AndV2) {
+  REQUIRE_DIR(hwlocDir());
+  System sys;
+  // 8x8 NUMALatency, indexes by os index "1 0 2 5 4 3 6 7", first row 10 20 20 20 ...
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/hwloc-tests_16amd64-4distances.xml", &sys), braidSuccess);
+  ASSERT_EQ(sys.numa_latency.size(), 8u);
+  for (size_t i = 0; i < 8; i++) EXPECT_EQ(sys.numa_latency[i][i], 10u);
+  // v1 (lassen6): 2 NUMA nodes, <distances latency_base="1.000000">.
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/flux-sched_lassen6_power9_4xV100_4xIB.xml", &sys),
+            braidSuccess);
+  ASSERT_EQ(sys.numa_latency.size(), 2u);
+  EXPECT_EQ(sys.numa_latency[0][0], 10u);
+  EXPECT_EQ(sys.numa_latency[0][1], 40u);
+}
+
+TEST(HwlocXml, PowerGpuMemoryNumaAndIbPorts) {
+  REQUIRE_DIR(hwlocDir());
+  System sys;
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/flux-core_sierra_power9_4xV100.xml", &sys), braidSuccess);
+  EXPECT_EQ(sys.cpus[0].numaid, 0);
+  EXPECT_EQ(sys.cpus[1].numaid, 8);
+  EXPECT_EQ(sys.cpus[0].arch, "ppc64");
+  EXPECT_TRUE(hasNote(sys, "without CPUs"));
+  const Net& ib = sys.nets[0];
+  EXPECT_EQ(ib.name, "mlx5_0");
+  EXPECT_EQ(ib.port, 1);
+  EXPECT_EQ(ib.guid, "0xec0d9a030049a212");
+  EXPECT_EQ(ib.link_layer, LinkLayer::kInfiniBand);
+  EXPECT_EQ(sys.nics[ib.nic].pci.busid, "0003:01:00.0");
+  EXPECT_EQ(sys.nets[2].link_layer, LinkLayer::kEthernet);
+  // CUDA device indices from cudaN.
+  EXPECT_EQ(sys.gpus[0].dev, 0);
+  EXPECT_EQ(sys.gpus[3].dev, 3);
+}
+
+TEST(HwlocXml, PartitionsAndXgmi) {
+  REQUIRE_DIR(hwlocDir());
+  System sys;
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/flux-core_tuolumne_MI300A_CPX.xml", &sys), braidSuccess);
+  EXPECT_TRUE(hasNote(sys, "6 GPU OS devices of one backend"));
+  int xgmiPairs = 0;
+  for (auto& l : sys.links)
+    if (l.type == LinkType::kXgmi) xgmiPairs++;
+  EXPECT_EQ(xgmiPairs, 6);  // 4 APUs, every pair at 100000 MB/s
+}
+
+TEST(HwlocXml, BmcVgaAndBare3dControllersAreNotGpus) {
+  REQUIRE_DIR(hwlocDir());
+  System sys;
+  // Sierra's ASPEED VGA (0300 [1a03:2000]) has only DRM osdevs (card4, controlD68).
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/flux-core_sierra_power9_4xV100.xml", &sys), braidSuccess);
+  for (auto& g : sys.gpus) EXPECT_NE(g.pci.vendor, 0x1a03);
+  // Tesla M2075s without a CUDA osdev in the wholeio file.
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/hwloc-tests_32em64t-2n8c2t-pci-wholeio.xml", &sys),
+            braidSuccess);
+  EXPECT_TRUE(hasNote(sys, "3D controller"));
+}
+
+// ---- errors ----
+
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text) {
+    char tmpl[] = "/tmp/braid_hwloc_XXXXXX";
+    int fd = mkstemp(tmpl);
+    path_ = tmpl;
+    FILE* f = fdopen(fd, "w");
+    fwrite(text.data(), 1, text.size(), f);
+    fclose(f);
+  }
+  ~TempFile() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string loadError(const std::string& text, std::string* path) {
+  TempFile t(text);
+  *path = t.path();
+  System sys;
+  braidResult_t rc = loadHwlocXml(t.path(), &sys);
+  EXPECT_EQ(rc, braidInvalidArgument);
+  return lastError();
+}
+
+const char* kHead =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"                  // 1
+    "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"                   // 2
+    "<topology version=\"2.0\">\n"                                  // 3
+    "  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x3\">\n";  // 4
+
+TEST(HwlocXmlErrors, BadBusIdNamesFileAndLine) {
+  std::string path;
+  std::string msg = loadError(
+      std::string(kHead) +
+          "    <object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\">\n"  // 5
+          "      <object type=\"PCIDev\" pci_busid=\"0000:zz:00.0\" pci_type=\"0302 [10de:1db8] "
+          "[10de:131d] a1\"/>\n"  // 6
+          "    </object>\n  </object>\n</topology>\n",
+      &path);
+  EXPECT_NE(msg.find(path + ":6:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("0000:zz:00.0"), std::string::npos) << msg;
+}
+
+TEST(HwlocXmlErrors, BadPciType) {
+  std::string path;
+  std::string msg =
+      loadError(std::string(kHead) +
+                    "    <object type=\"PCIDev\" pci_busid=\"0000:01:00.0\" pci_type=\"junk\"/>\n"
+                    "  </object>\n</topology>\n",
+                &path);
+  EXPECT_NE(msg.find(path + ":5:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("pci_type"), std::string::npos) << msg;
+}
+
+TEST(HwlocXmlErrors, TruncatedFile) {
+  REQUIRE_DIR(hwlocDir());
+  std::ifstream in(hwlocDir() + "/hwloc-tests_nvidiaDGX2.xml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str().substr(0, ss.str().size() / 2);
+  std::string path;
+  std::string msg = loadError(text, &path);
+  EXPECT_NE(msg.find(path + ":"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("malformed or truncated"), std::string::npos) << msg;
+  // The line is a number > 0.
+  size_t at = msg.find(path + ":");
+  EXPECT_GT(atoi(msg.c_str() + at + path.size() + 1), 0) << msg;
+}
+
+TEST(HwlocXmlErrors, MalformedXml) {
+  std::string path;
+  std::string msg = loadError(
+      std::string(kHead) + "    <object type=\"Core\">\n  </object>\n</topology>\n", &path);
+  EXPECT_NE(msg.find(path + ":"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("malformed"), std::string::npos) << msg;
+}
+
+TEST(HwlocXmlErrors, MissingEmptyWrongRootUnknownVersion) {
+  System sys;
+  EXPECT_EQ(loadHwlocXml("/nonexistent/dir/topo.xml", &sys), braidInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("/nonexistent/dir/topo.xml"), std::string::npos);
+  EXPECT_NE(std::string(lastError()).find("cannot open"), std::string::npos);
+  std::string path;
+  std::string msg = loadError("", &path);
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  msg = loadError("<?xml version=\"1.0\"?>\n<system version=\"1\">\n</system>\n", &path);
+  EXPECT_NE(msg.find(path + ":2:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("NCCL topology file"), std::string::npos) << msg;
+  msg = loadError("<topology version=\"9.1\">\n</topology>\n", &path);
+  EXPECT_NE(msg.find(path + ":1:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("9.1"), std::string::npos) << msg;
+  msg = loadError("<topology version=\"2.0\">\n</topology>\n", &path);
+  EXPECT_NE(msg.find("no <object>"), std::string::npos) << msg;
+  // A distance matrix naming an object the file does not hold.
+  msg =
+      loadError(std::string(kHead) +
+                    "  </object>\n"
+                    "  <distances2 type=\"NUMANode\" nbobjs=\"1\" kind=\"5\" name=\"NUMALatency\" "
+                    "indexing=\"os\">\n"  // 6
+                    "    <indexes length=\"1\">7 </indexes>\n"
+                    "    <u64values length=\"2\">10 </u64values>\n"
+                    "  </distances2>\n</topology>\n",
+                &path);
+  EXPECT_NE(msg.find(path + ":6:"), std::string::npos) << msg;
+}
+
+// Every file cut at 40 points and with bytes flipped loads or fails with a message; never
+// crashes.
+TEST(HwlocXmlErrors, CutAndCorruptedFilesNeverCrash) {
+  REQUIRE_DIR(hwlocDir());
+  for (const Facts& f : factsTable()) {
+    std::ifstream in(hwlocDir() + "/" + f.file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    for (int k = 1; k <= 40; k++) {
+      System sys;
+      std::string cut = text.substr(0, text.size() * k / 41);
+      braidResult_t rc = loadHwlocXmlString(cut, f.file, &sys);
+      EXPECT_EQ(rc, braidInvalidArgument) << f.file << " cut " << k;
+      EXPECT_NE(std::string(lastError()).find(f.file), std::string::npos);
+      std::string bad = text;
+      unsigned seed = static_cast<unsigned>(k * 7919);
+      for (int j = 0; j < 8; j++) {
+        seed = seed * 1103515245u + 12345u;
+        bad[seed % bad.size()] = "0x:.<>\" \n"[(seed >> 16) % 10];
+      }
+      rc = loadHwlocXmlString(bad, f.file, &sys);
+      EXPECT_TRUE(rc == braidSuccess || rc == braidInvalidArgument) << f.file;
+    }
+  }
+}
+
+// ---- this machine ----
+
+std::string readLine(const std::string& p) {
+  std::ifstream f(p);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+std::vector<std::string> listDir(const std::string& p) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(p.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') out.push_back(e->d_name);
+    closedir(d);
+  }
+  return out;
+}
+
+TEST(Detect, ThisMachine) {
+  System sys;
+  ASSERT_EQ(detectSystem(&sys), braidSuccess) << lastError();
+  EXPECT_EQ(sys.source, "detected");
+  // Counts against sysconf and sysfs.
+  std::set<std::string> pkgs, cores;
+  int pus = 0;
+  for (auto& c : listDir("/sys/devices/system/cpu")) {
+    if (c.size() < 4 || c.rfind("cpu", 0) != 0 || !isdigit(static_cast<unsigned char>(c[3])))
+      continue;
+    std::string base = "/sys/devices/system/cpu/" + c + "/topology/";
+    std::string pk = readLine(base + "physical_package_id");
+    if (pk.empty()) continue;
+    pus++;
+    pkgs.insert(pk);
+    cores.insert(pk + ":" + readLine(base + "core_id"));
+  }
+  EXPECT_EQ(sys.pus, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  EXPECT_EQ(sys.pus, pus);
+  EXPECT_EQ(sys.packages, static_cast<int>(pkgs.size()));
+  EXPECT_EQ(sys.cores, static_cast<int>(cores.size()));
+  int numa = 0;
+  for (auto& n : listDir("/sys/devices/system/node"))
+    if (n.rfind("node", 0) == 0 && isdigit(static_cast<unsigned char>(n[4])) &&
+        !readLine("/sys/devices/system/node/" + n + "/cpulist").empty())
+      numa++;
+  EXPECT_EQ(static_cast<int>(sys.cpus.size()), std::max(numa, 1));
+  // Every network interface with a device is a Net.
+  for (auto& ifc : listDir("/sys/class/net")) {
+    if (access(("/sys/class/net/" + ifc + "/device").c_str(), F_OK) != 0) continue;
+    bool found = false;
+    for (auto& n : sys.nets) found = found || n.name == ifc;
+    EXPECT_TRUE(found) << ifc << " not detected";
+  }
+  // Notes: each absent source said once.
+  void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!nvml) {
+    EXPECT_EQ(std::count(sys.notes.begin(), sys.notes.end(),
+                         "NVML not available (libnvidia-ml.so.1 not found)"),
+              1);
+    EXPECT_EQ(std::count(sys.notes.begin(), sys.notes.end(), "no GPU found"), 1);
+  } else {
+    dlclose(nvml);
+  }
+  if (listDir("/sys/class/infiniband").empty())
+    EXPECT_EQ(std::count(sys.notes.begin(), sys.notes.end(), "no RDMA device"), 1);
+  for (auto& n : sys.notes) EXPECT_EQ(std::count(sys.notes.begin(), sys.notes.end(), n), 1) << n;
+  // Ethernet speeds are read or said unknown.
+  for (auto& n : sys.nets)
+    if (n.speed_gbps <= 0)
+      EXPECT_TRUE(hasNote(sys, "network " + n.name + ": speed unknown")) << n.name;
+}
+
+// Run by the topology_detect_fake_nvml test with tests/fake_nvml.cc as libnvidia-ml.so.1.
+TEST(DetectFakeNvml, GpusAndNvLinks) {
+  if (!getenv("BRAID_TEST_FAKE_NVML")) GTEST_SKIP() << "runs under topology_detect_fake_nvml";
+  System sys;
+  ASSERT_EQ(detectSystem(&sys), braidSuccess) << lastError();
+  ASSERT_EQ(sys.gpus.size(), 4u);
+  for (int i = 0; i < 4; i++) {
+    char bus[16];
+    snprintf(bus, sizeof bus, "0000:%02x:00.0", 0xa1 + i);
+    EXPECT_EQ(sys.gpus[i].pci.busid, bus);  // NVML's 8-digit domain made 4
+    EXPECT_EQ(sys.gpus[i].model, "Fake H100");
+    EXPECT_EQ(sys.gpus[i].sm, 90);
+    EXPECT_EQ(sys.gpus[i].dev, i);
+  }
+  ASSERT_EQ(sys.nvswitches.size(), 1u);
+  EXPECT_EQ(sys.nvswitches[0].pci.busid, "0000:f0:00.0");
+  int gpuGpu = 0, gpuSw = 0, total = 0;
+  for (auto& l : sys.links) {
+    if (l.type != LinkType::kNvLink) continue;
+    total += l.count;
+    if (l.a.kind == NodeKind::kGpu && l.b.kind == NodeKind::kGpu) {
+      gpuGpu++;
+      EXPECT_EQ(l.count, 4);  // links 0-3, counted once per pair though both ends report them
+      EXPECT_EQ(l.a.index ^ 1, l.b.index);
+    } else {
+      gpuSw++;
+      EXPECT_EQ(l.count, 2);
+    }
+  }
+  EXPECT_EQ(gpuGpu, 2);
+  EXPECT_EQ(gpuSw, 4);
+  EXPECT_EQ(total, 16);
+  EXPECT_FALSE(hasNote(sys, "NVML not available"));
+  EXPECT_TRUE(hasNote(sys, "4 GPU(s), 16 active NVLink(s)"));
+  EXPECT_TRUE(hasNote(sys, "not in the PCI tree"));
+}
+
+// ---- /sys/class/infiniband snapshot of an H100 node ----
+
+TEST(Detect, InfinibandSysfsSnapshot) {
+  std::string root = sharedDir() + "/topologies/sysfs/sys-class-infiniband-h100_gpud";
+  REQUIRE_DIR(root);
+  System sys;
+  int count = 0;
+  ASSERT_EQ(detectIbFromSysfs(root, &sys, &count), braidSuccess);
+  EXPECT_EQ(count, 9);
+  ASSERT_EQ(sys.nets.size(), 9u);
+  EXPECT_EQ(sys.nics.size(), 9u);
+  std::vector<std::string> names;
+  for (auto& n : sys.nets) {
+    names.push_back(n.name);
+    EXPECT_EQ(n.port, 1);
+    if (n.name == "mlx5_bond_0") {
+      EXPECT_EQ(n.link_layer, LinkLayer::kEthernet);
+      EXPECT_DOUBLE_EQ(n.speed_gbps, 200);
+    } else {
+      EXPECT_EQ(n.link_layer, LinkLayer::kInfiniBand);
+      EXPECT_DOUBLE_EQ(n.speed_gbps, 400);
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "mlx5_6",
+                                             "mlx5_7", "mlx5_8", "mlx5_9", "mlx5_bond_0"}));
+  // The snapshot has no device/ links: PCI locality unknown, said.
+  EXPECT_TRUE(hasNote(sys, "mlx5_0: no PCI device link"));
+}
+
+}  // namespace
+}  // namespace braid::topo
