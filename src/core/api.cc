@@ -90,6 +90,7 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
     std::lock_guard<std::mutex> lock(comm->mu);  // waits for a running collective
     comm->magic = 0;
   }
+  if (comm->proxy && !comm->broken.empty()) comm->proxy->abandon();
   delete comm;
   return braidSuccess;
 }

@@ -120,8 +120,8 @@ braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string
                   r, handles[r].c_str(), comm->peers[r].machineId.c_str());
   }
   BRAID_TRY(backend->connect(handles, remote, deadlineAfter(config().timeoutSec)));
-  const int slots =
-      static_cast<int>(std::clamp<size_t>(config().buffSize / comm->chunkSize, 4, 64));
+  const int slots = static_cast<int>(std::clamp<size_t>(
+      std::max<size_t>(config().buffSize / comm->chunkSize, 2 * config().nsocksPerPeer), 4, 64));
   const size_t slotBytes = (comm->chunkSize + kFifoLine - 1) / kFifoLine * kFifoLine;
   comm->proxy = std::make_unique<NetProxy>(std::move(backend), comm->rank,
                                            comm->segment->doorbell(), slots, slotBytes);

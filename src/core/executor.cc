@@ -85,7 +85,18 @@ class Run {
       // than at the timeout.
       if (now - lastLivenessCheck > std::chrono::milliseconds(100)) {
         lastLivenessCheck = now;
-        BRAID_TRY(checkPeersAlive());
+        int lost = lostPeer();
+        if (lost >= 0) {
+          // The peer may have published its last pieces just before it went: take them
+          // first (its loss is marked after them, so this pass sees them).
+          bool moved = false;
+          BRAID_TRY(pass(&moved));
+          if (moved) {
+            idle = 0;
+            continue;
+          }
+          return lostPeerError(lost);
+        }
       }
     }
     return braidSuccess;
@@ -236,35 +247,41 @@ class Run {
     return progressed;
   }
 
-  // The first peer this rank still waits on whose process is gone, as an error.
-  braidResult_t checkPeersAlive() {
-    auto dead = [&](int peer) {
-      int pid = ctx_.peerPids ? ctx_.peerPids[peer] : 0;
-      if (pid <= 0 || pid == getpid()) return false;
-      if (kill(pid, 0) != 0) return errno == ESRCH;
-      // An exited process stays a zombie until its parent reaps it.
-      char path[64], state = 0;
-      snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-      if (FILE* f = fopen(path, "r")) {
-        if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = 0;
-        fclose(f);
-      }
-      return state == 'Z' || state == 'X';
-    };
-    auto check = [&](int peer) -> braidResult_t {
-      if (const char* why = ctx_.connections[peer]->failure())
-        return fail(braidRemoteError,
-                    "%s #%llu: the %s connection to rank %d is lost while this rank waits on it: "
-                    "%s",
-                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount),
-                    ctx_.connections[peer]->name(), peer, why);
-      return dead(peer) ? deadPeer(peer) : braidSuccess;
-    };
+  // Whether `peer` can no longer answer: its network connection is lost, or its process
+  // on this machine has exited.
+  bool gone(int peer) const {
+    if (ctx_.connections[peer]->failure()) return true;
+    int pid = ctx_.peerPids ? ctx_.peerPids[peer] : 0;
+    if (pid <= 0 || pid == getpid()) return false;
+    if (kill(pid, 0) != 0) return errno == ESRCH;
+    // An exited process stays a zombie until its parent reaps it.
+    char path[64], state = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (FILE* f = fopen(path, "r")) {
+      if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = 0;
+      fclose(f);
+    }
+    return state == 'Z' || state == 'X';
+  }
+
+  // The first peer this rank still waits on that is gone, or -1.
+  int lostPeer() const {
     for (size_t q = 0; q < plan_.recvs.size(); ++q)
-      if (recvCur_[q].index < plan_.recvs[q].steps.size()) BRAID_TRY(check(plan_.recvs[q].peer));
+      if (recvCur_[q].index < plan_.recvs[q].steps.size() && gone(plan_.recvs[q].peer))
+        return plan_.recvs[q].peer;
     for (size_t q = 0; q < plan_.sends.size(); ++q)
-      if (sendCur_[q].retired < plan_.sends[q].steps.size()) BRAID_TRY(check(plan_.sends[q].peer));
-    return braidSuccess;
+      if (sendCur_[q].retired < plan_.sends[q].steps.size() && gone(plan_.sends[q].peer))
+        return plan_.sends[q].peer;
+    return -1;
+  }
+
+  braidResult_t lostPeerError(int peer) {
+    if (const char* why = ctx_.connections[peer]->failure())
+      return fail(braidRemoteError,
+                  "%s #%llu: the %s connection to rank %d is lost while this rank waits on it: %s",
+                  ctx_.what, static_cast<unsigned long long>(ctx_.opCount),
+                  ctx_.connections[peer]->name(), peer, why);
+    return deadPeer(peer);
   }
 
   braidResult_t deadPeer(int peer) {

@@ -59,13 +59,22 @@ NetProxy::NetProxy(std::unique_ptr<NetBackend> backend, int rank, Doorbell* rank
 NetProxy::~NetProxy() {
   // What the rank sent counts as delivered once committed (as with shared memory), so
   // wait, bounded by BRAID_TIMEOUT, until the network has taken every piece.
-  if (thread_.joinable()) {
+  if (thread_.joinable() && !abandoned_) {
     Deadline deadline = deadlineAfter(config().timeoutSec);
     for (auto& p : peers_) {
       while (!p->gone.load(std::memory_order_acquire) &&
              p->sent.load(std::memory_order_acquire) !=
-                 p->send.fifo()->head.load(std::memory_order_acquire) &&
-             Clock::now() < deadline) {
+                 p->send.fifo()->head.load(std::memory_order_acquire)) {
+        if (Clock::now() > deadline) {
+          BRAID_WARN(
+              "NET",
+              "destroying the communicator: rank %d took nothing for %.0f s (BRAID_TIMEOUT); "
+              "%llu pieces sent to it are dropped",
+              p->rank, config().timeoutSec,
+              static_cast<unsigned long long>(p->send.fifo()->head.load(std::memory_order_acquire) -
+                                              p->sent.load(std::memory_order_acquire)));
+          break;
+        }
         bell_.ring();
         usleep(200);
       }

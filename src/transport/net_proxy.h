@@ -35,6 +35,9 @@ class NetProxy {
   // The rank's connection to `peer` (call for every network peer before start()).
   std::unique_ptr<Connection> addPeer(int peer);
   braidResult_t start();
+  // The communicator failed: its destruction need not wait for the network to take
+  // what the rank published.
+  void abandon() { abandoned_ = true; }
 
  private:
   struct Peer;
@@ -53,6 +56,7 @@ class NetProxy {
   std::vector<std::unique_ptr<Peer>> peers_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  bool abandoned_ = false;
 };
 
 }  // namespace braid

@@ -11,13 +11,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "core/config.h"
@@ -115,70 +119,34 @@ class TcpBackend : public NetBackend {
     sendSock_.assign(nranks_, -1);
     recvSock_.assign(nranks_, -1);
     int expected = 0;
-    // Connect first (the peers' listen backlogs take the connections), then accept.
-    for (int p = 0; p < nranks_; ++p) {
-      if (!remote[p] || p == rank_) continue;
-      sockaddr_in sa;
-      if (!parseHandle(handles[p], &sa))
-        return fail(braidInternalError, "tcp: rank %d sent a malformed address \"%s\"", p,
-                    handles[p].c_str());
-      sendSock_[p] = static_cast<int>(sockets_.size());
-      for (int k = 0; k < nsocks_; ++k) {
-        int fd = -1;
-        braidResult_t res = connectTo(sa, deadline, &fd);
-        if (res != braidSuccess)
-          return fail(res, "tcp: cannot connect to rank %d at %s: %s", p, handles[p].c_str(),
-                      lastError());
-        Hello h{};
-        std::memcpy(h.secret, secret_, sizeof(secret_));
-        h.rank = static_cast<uint32_t>(rank_);
-        h.socket = static_cast<uint32_t>(k);
-        h.nsocks = static_cast<uint32_t>(nsocks_);
-        h.magic = kHelloMagic;
-        res = sendAll(fd, &h, sizeof(h), deadline);
-        if (res != braidSuccess) {
-          ::close(fd);
-          return fail(res, "tcp: hello to rank %d at %s failed: %s", p, handles[p].c_str(),
-                      lastError());
-        }
-        addSocket(fd, p, true);
-      }
-      ++expected;
-    }
-    std::vector<int> got(nranks_, 0);
-    int accepted = 0;
+    for (int p = 0; p < nranks_; ++p) expected += remote[p] && p != rank_;
+    // Every rank connects to every peer, so accept on a second thread meanwhile: no rank
+    // may wait for its own connects before accepting (listen backlogs are finite).
     std::vector<std::vector<int>> byPeer(nranks_);
-    while (accepted < expected * nsocks_) {
-      int fd = -1;
-      braidResult_t res = acceptBefore(listenFd_, deadline, &fd);
-      if (res != braidSuccess) {
-        std::string missing;
-        for (int p = 0; p < nranks_; ++p)
-          if (remote[p] && p != rank_ && got[p] < nsocks_)
-            missing += (missing.empty() ? "" : ", ") + std::to_string(p);
-        return fail(res, "tcp: ranks %s did not connect to this rank (%s) before the deadline",
-                    missing.c_str(), handle_.c_str());
-      }
-      Hello h{};
-      if (recvAll(fd, &h, sizeof(h), deadlineAfter(5)) != braidSuccess || h.magic != kHelloMagic ||
-          !secretMatches(h.secret)) {
-        BRAID_WARN("NET", "tcp: refused a connection that did not prove the job's secret");
-        ::close(fd);
-        continue;
-      }
-      int p = static_cast<int>(h.rank);
-      if (p < 0 || p >= nranks_ || !remote[p] || p == rank_ ||
-          h.nsocks != static_cast<uint32_t>(nsocks_) || h.socket >= h.nsocks || got[p] >= nsocks_) {
-        ::close(fd);
-        return fail(braidInvalidUsage,
-                    "tcp: unexpected connection from rank %u (socket %u of %u; this rank expects "
-                    "%d per peer: is BRAID_NSOCKS_PERPEER the same on every rank?)",
-                    h.rank, h.socket, h.nsocks, nsocks_);
-      }
-      if (byPeer[p].empty()) byPeer[p].assign(nsocks_, -1);
-      byPeer[p][h.socket] = fd;
-      ++got[p];
-      ++accepted;
+    braidResult_t acceptRes = braidSuccess;
+    std::string acceptError;
+    const int logRankHere = logRank();
+    std::thread acceptor([&] {
+      LogRankScope scope(logRankHere);
+      acceptRes = acceptAll(remote, expected * nsocks_, deadline, &byPeer);
+      if (acceptRes != braidSuccess) acceptError = lastError();
+    });
+    braidResult_t res = connectAll(handles, remote, deadline);
+    if (res != braidSuccess) acceptStop_.store(true);
+    acceptor.join();
+    acceptStop_.store(false);
+    auto closeAccepted = [&] {
+      for (auto& fds : byPeer)
+        for (int fd : fds)
+          if (fd >= 0) ::close(fd);
+    };
+    if (res != braidSuccess) {
+      closeAccepted();
+      return res;
+    }
+    if (acceptRes != braidSuccess) {
+      closeAccepted();
+      return failVerbatim(acceptRes, acceptError);
     }
     for (int p = 0; p < nranks_; ++p) {
       if (byPeer[p].empty()) continue;
@@ -247,10 +215,23 @@ class TcpBackend : public NetBackend {
   int waitFd() override { return epollFd_; }
 
   const char* peerClosed(int peer) const override {
+    // Closed once every stream from the peer has ended: the others may still carry pieces.
+    // A stream with no receive posted at a piece boundary is probed without reading.
     if (peer < 0 || peer >= nranks_ || recvSock_[peer] < 0) return nullptr;
-    for (int k = 0; k < nsocks_; ++k)
-      if (sockets_[recvSock_[peer] + k].closed) return sockets_[recvSock_[peer] + k].error.c_str();
-    return nullptr;
+    for (int k = 0; k < nsocks_; ++k) {
+      Socket& s = sockets_[recvSock_[peer] + k];
+      const bool atBoundary = s.queue.empty() || s.queue.front()->headerDone == 0;
+      if (!s.closed && s.error.empty() && atBoundary) {
+        char c;
+        if (recv(s.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+          s.closed = true;
+          s.error = "rank " + std::to_string(peer) +
+                    " closed its connection (its process exited or destroyed the communicator)";
+        }
+      }
+      if (!s.closed) return nullptr;
+    }
+    return sockets_[recvSock_[peer]].error.c_str();
   }
 
   // Edge-triggered: an event left on the epoll's ready list since the last progress()
@@ -262,6 +243,134 @@ class TcpBackend : public NetBackend {
   }
 
  private:
+  // nsocks_ connections to every remote peer, each opened with a hello.
+  braidResult_t connectAll(const std::vector<std::string>& handles, const std::vector<char>& remote,
+                           Deadline deadline) {
+    for (int p = 0; p < nranks_; ++p) {
+      if (!remote[p] || p == rank_) continue;
+      sockaddr_in sa;
+      if (!parseHandle(handles[p], &sa))
+        return fail(braidInternalError, "tcp: rank %d sent a malformed address \"%s\"", p,
+                    handles[p].c_str());
+      sendSock_[p] = static_cast<int>(sockets_.size());
+      for (int k = 0; k < nsocks_; ++k) {
+        int fd = -1;
+        braidResult_t res = connectTo(sa, deadline, &fd);
+        if (res != braidSuccess)
+          return fail(res, "tcp: cannot connect to rank %d at %s: %s", p, handles[p].c_str(),
+                      lastError());
+        Hello h{};
+        std::memcpy(h.secret, secret_, sizeof(secret_));
+        h.rank = static_cast<uint32_t>(rank_);
+        h.socket = static_cast<uint32_t>(k);
+        h.nsocks = static_cast<uint32_t>(nsocks_);
+        h.magic = kHelloMagic;
+        res = sendAll(fd, &h, sizeof(h), deadline);
+        if (res != braidSuccess) {
+          ::close(fd);
+          return fail(res, "tcp: hello to rank %d at %s failed: %s", p, handles[p].c_str(),
+                      lastError());
+        }
+        addSocket(fd, p, true);
+      }
+    }
+    return braidSuccess;
+  }
+
+  // Accepts `expected` connections, reading their hellos as they come (a stranger that sends
+  // nothing holds up no one; it is dropped after 10 s), into byPeer[rank][socket].
+  braidResult_t acceptAll(const std::vector<char>& remote, int expected, Deadline deadline,
+                          std::vector<std::vector<int>>* byPeer) {
+    struct Pending {
+      int fd;
+      std::string from;
+      Hello hello;
+      size_t got;
+      Clock::time_point since;
+    };
+    std::vector<Pending> pending;
+    auto drop = [&](size_t i) {
+      ::close(pending[i].fd);
+      pending.erase(pending.begin() + static_cast<long>(i));
+    };
+    auto cleanup = [&] {
+      while (!pending.empty()) drop(pending.size() - 1);
+    };
+    fcntl(listenFd_, F_SETFL, fcntl(listenFd_, F_GETFL) | O_NONBLOCK);
+    std::vector<int> got(nranks_, 0);
+    int accepted = 0;
+    while (accepted < expected) {
+      if (acceptStop_.load()) {
+        cleanup();
+        return braidSuccess;  // the connecting side failed and says why
+      }
+      if (Clock::now() > deadline) {
+        cleanup();
+        std::string missing;
+        for (int p = 0; p < nranks_; ++p)
+          if (remote[p] && p != rank_ && got[p] < nsocks_)
+            missing += (missing.empty() ? "" : ", ") + std::to_string(p);
+        return fail(braidTimeout,
+                    "tcp: ranks %s did not connect to this rank (%s) before the deadline "
+                    "(BRAID_TIMEOUT)",
+                    missing.c_str(), handle_.c_str());
+      }
+      std::vector<pollfd> fds{{listenFd_, POLLIN, 0}};
+      for (const Pending& q : pending) fds.push_back({q.fd, POLLIN, 0});
+      poll(fds.data(), fds.size(), 100);
+      if (fds[0].revents & POLLIN) {
+        for (;;) {
+          sockaddr_in from{};
+          socklen_t len = sizeof(from);
+          int fd = accept4(listenFd_, reinterpret_cast<sockaddr*>(&from), &len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+          if (fd < 0) break;
+          pending.push_back({fd, addressString(from), Hello{}, 0, Clock::now()});
+        }
+      }
+      for (size_t i = pending.size(); i-- > 0;) {
+        Pending& q = pending[i];
+        ssize_t n = recv(q.fd, reinterpret_cast<char*>(&q.hello) + q.got, sizeof(Hello) - q.got,
+                         MSG_DONTWAIT);
+        if (n > 0) q.got += static_cast<size_t>(n);
+        const bool closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+        const bool stale = Clock::now() - q.since > std::chrono::seconds(10);
+        if (q.got < sizeof(Hello)) {
+          if (closed || stale) {
+            BRAID_WARN("NET", "tcp: dropped a connection from %s that sent no hello%s",
+                       q.from.c_str(), stale ? " in 10 s" : "");
+            drop(i);
+          }
+          continue;
+        }
+        if (q.hello.magic != kHelloMagic || !secretMatches(q.hello.secret)) {
+          BRAID_WARN("NET", "tcp: refused a connection from %s that did not prove the job's secret",
+                     q.from.c_str());
+          drop(i);
+          continue;
+        }
+        const Hello h = q.hello;
+        int p = static_cast<int>(h.rank);
+        if (p < 0 || p >= nranks_ || !remote[p] || p == rank_ ||
+            h.nsocks != static_cast<uint32_t>(nsocks_) || h.socket >= h.nsocks ||
+            ((*byPeer)[p].size() == static_cast<size_t>(nsocks_) && (*byPeer)[p][h.socket] >= 0)) {
+          cleanup();
+          return fail(braidInvalidUsage,
+                      "tcp: unexpected connection from rank %u (socket %u of %u; this rank "
+                      "expects %d per peer: is BRAID_NSOCKS_PERPEER the same on every rank?)",
+                      h.rank, h.socket, h.nsocks, nsocks_);
+        }
+        if ((*byPeer)[p].empty()) (*byPeer)[p].assign(nsocks_, -1);
+        (*byPeer)[p][h.socket] = q.fd;
+        pending.erase(pending.begin() + static_cast<long>(i));
+        ++got[p];
+        ++accepted;
+      }
+    }
+    cleanup();
+    return braidSuccess;
+  }
+
   bool secretMatches(const uint8_t* s) const {
     uint8_t diff = 0;
     for (size_t i = 0; i < sizeof(secret_); ++i) diff |= s[i] ^ secret_[i];
@@ -422,8 +531,9 @@ class TcpBackend : public NetBackend {
   uint8_t secret_[32];
   int listenFd_ = -1;
   int epollFd_ = -1;
+  std::atomic<bool> acceptStop_{false};  // connect() failed: the acceptor gives up
   std::string handle_;
-  std::vector<Socket> sockets_;
+  mutable std::vector<Socket> sockets_;        // peerClosed() may probe and mark them
   std::vector<int> sendSock_, recvSock_;       // index of each peer's first socket, or -1
   std::vector<std::unique_ptr<Request>> all_;  // every request ever made; free_ lends them
   std::vector<Request*> free_;
