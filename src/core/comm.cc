@@ -21,16 +21,18 @@ namespace braid {
 
 std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
-         std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n";
+         std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
+         std::to_string(nsocks) + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid, chunk, chunkSet;
+  std::string pid, chunk, chunkSet, nsocks;
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
-      !std::getline(in, chunkSet) || !std::getline(in, out->transport))
+      !std::getline(in, chunkSet) || !std::getline(in, out->transport) || !std::getline(in, nsocks))
     return false;
+  out->nsocks = std::atoi(nsocks.c_str());
   out->chunkSizeSet = chunkSet == "1";
   out->pid = std::atoi(pid.c_str());
   out->chunkSize = std::strtoull(chunk.c_str(), nullptr, 10);
@@ -102,7 +104,8 @@ braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string
     if (backendName == "ucx")
       BRAID_TRY(createUcxBackend(comm->rank, comm->nranks, &backend));
     else
-      BRAID_TRY(createTcpBackend(comm->rank, comm->nranks, id.secret, &backend));
+      BRAID_TRY(createTcpBackend(comm->rank, comm->nranks, id.secret, &backend,
+                                 comm->peers[0].nsocks));  // rank 0's, like its transport
   }
   // Every rank takes part in the round, even one without network peers.
   std::vector<std::string> handles;
@@ -121,7 +124,7 @@ braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string
   }
   BRAID_TRY(backend->connect(handles, remote, deadlineAfter(config().timeoutSec)));
   const int slots = static_cast<int>(std::clamp<size_t>(
-      std::max<size_t>(config().buffSize / comm->chunkSize, 2 * config().nsocksPerPeer), 4, 64));
+      std::max<size_t>(config().buffSize / comm->chunkSize, 2 * comm->peers[0].nsocks), 4, 64));
   const size_t slotBytes = (comm->chunkSize + kFifoLine - 1) / kFifoLine * kFifoLine;
   comm->proxy = std::make_unique<NetProxy>(std::move(backend), comm->rank,
                                            comm->segment->doorbell(), slots, slotBytes);
@@ -184,6 +187,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.pid = getpid();
   mine.chunkSize = cfg.chunkSize;
   mine.chunkSizeSet = cfg.chunkSizeSet;
+  mine.nsocks = cfg.nsocksPerPeer;
   mine.transport = cfg.transport;
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));

@@ -31,6 +31,7 @@ struct PeerCard {
   size_t chunkSize = 0;       // this rank's BRAID_CHUNKSIZE (or its default)
   bool chunkSizeSet = false;  // whether BRAID_CHUNKSIZE was given
   std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)
+  int nsocks = 0;             // this rank's BRAID_NSOCKS_PERPEER
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);

@@ -71,8 +71,9 @@ class NetBackend {
 };
 
 // Sockets: BRAID_NSOCKS_PERPEER sockets per direction and peer, pieces striped across them.
+// nsocks: sockets per peer and direction, the same on every rank (0: BRAID_NSOCKS_PERPEER).
 braidResult_t createTcpBackend(int rank, int nranks, const uint8_t secret[32],
-                               std::unique_ptr<NetBackend>* out);
+                               std::unique_ptr<NetBackend>* out, int nsocks = 0);
 // UCX through UCP tag matching on one worker. braidInvalidUsage, naming the build option,
 // when Braid was built without UCX.
 braidResult_t createUcxBackend(int rank, int nranks, std::unique_ptr<NetBackend>* out);

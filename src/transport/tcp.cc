@@ -85,9 +85,9 @@ void tuneSocket(int fd) {
 
 class TcpBackend : public NetBackend {
  public:
-  TcpBackend(int rank, int nranks, const uint8_t secret[32]) : rank_(rank), nranks_(nranks) {
+  TcpBackend(int rank, int nranks, const uint8_t secret[32], int nsocks)
+      : rank_(rank), nranks_(nranks), nsocks_(nsocks) {
     std::memcpy(secret_, secret, sizeof(secret_));
-    nsocks_ = config().nsocksPerPeer;
   }
 
   ~TcpBackend() override {
@@ -542,8 +542,9 @@ class TcpBackend : public NetBackend {
 }  // namespace
 
 braidResult_t createTcpBackend(int rank, int nranks, const uint8_t secret[32],
-                               std::unique_ptr<NetBackend>* out) {
-  auto b = std::make_unique<TcpBackend>(rank, nranks, secret);
+                               std::unique_ptr<NetBackend>* out, int nsocks) {
+  auto b = std::make_unique<TcpBackend>(rank, nranks, secret,
+                                        nsocks > 0 ? nsocks : config().nsocksPerPeer);
   BRAID_TRY(b->start());
   *out = std::move(b);
   return braidSuccess;
