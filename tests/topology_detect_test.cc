@@ -507,6 +507,137 @@ TEST(HwlocXmlErrors, CutAndCorruptedFilesNeverCrash) {
   }
 }
 
+// ---- fuzz regressions (tests/fuzz_hwloc_xml.cc): each input through the target's entry ----
+
+// What fuzz_hwloc_xml does with an input: load, or be refused with braidInvalidArgument; a
+// model that loads routes, rings, prints and dumps NCCL XML that loads back.
+void replayHwlocFuzzInput(const std::string& text, const std::string& what) {
+  System sys;
+  braidResult_t rc = loadHwlocXmlString(text, "fuzz-hwloc.xml", &sys);
+  if (rc != braidSuccess) {
+    EXPECT_EQ(rc, braidInvalidArgument) << what;
+    EXPECT_NE(std::string(lastError()).find("fuzz-hwloc.xml"), std::string::npos) << what;
+    return;
+  }
+  Paths paths = computePaths(sys);
+  buildRings(sys, paths);
+  buildHostTree(sys, paths);
+  toJson(sys);
+  toText(sys);
+  std::string xml;
+  if (dumpNcclTopoXml(sys, &xml) == braidSuccess) {
+    System again;
+    EXPECT_EQ(loadNcclTopoXmlString(xml, "fuzz-dump.xml", &again), braidSuccess)
+        << what << ": " << lastError() << "\n"
+        << xml;
+  }
+}
+
+struct FuzzCase {
+  const char* what;
+  std::string text;
+  const char* error;  // part of the refusal, or nullptr when the input loads
+};
+
+const std::vector<FuzzCase>& hwlocFuzzCases() {
+  static const std::vector<FuzzCase> kCases = {
+      // Found by fuzz_hwloc_xml (a DGX-2 file with one NVSwitch's bus id changed into
+      // another's): two kept PCI devices with one bus id loaded as two nodes, and the NCCL XML
+      // dump of that did not load back ("busid appears twice"). Now refused at load.
+      {"two NICs with one bus id",
+       std::string(kHead) +
+           "    <object type=\"PCIDev\" pci_busid=\"0000:04:00.0\" pci_type=\"0200 [8086:1521] "
+           "[8086:0001] 01\">\n"  // 5
+           "      <object type=\"OSDev\" name=\"eth0\" osdev_type=\"2\"/>\n"
+           "    </object>\n"
+           "    <object type=\"PCIDev\" pci_busid=\"0000:04:00.0\" pci_type=\"0200 [8086:1521] "
+           "[8086:0001] 01\">\n"  // 8
+           "      <object type=\"OSDev\" name=\"eth1\" osdev_type=\"2\"/>\n"
+           "    </object>\n  </object>\n</topology>\n",
+       "fuzz-hwloc.xml:8: busid 0000:04:00.0 appears twice (first at line 5)"},
+      // Found by fuzz_hwloc_xml (a DGX-2 file with one NVLinkBandwidth value grown to 2502500
+      // MB/s): 100 links per pair loaded, and the dump's <nvlink count="100"> was out of the
+      // NCCL loader's 1..64. Now refused at load.
+      {"NVLinkBandwidth of more than 64 links",
+       std::string(kHead) +
+           "    <object type=\"PCIDev\" gp_index=\"10\" pci_busid=\"0000:34:00.0\" "
+           "pci_type=\"0302 [10de:1db8] [10de:131d] a1\">\n"
+           "      <object type=\"OSDev\" gp_index=\"11\" name=\"nvml0\" osdev_type=\"5\"/>\n"
+           "    </object>\n"
+           "    <object type=\"PCIDev\" gp_index=\"20\" pci_busid=\"0000:36:00.0\" "
+           "pci_type=\"0302 [10de:1db8] [10de:131d] a1\">\n"
+           "      <object type=\"OSDev\" gp_index=\"21\" name=\"nvml1\" osdev_type=\"5\"/>\n"
+           "    </object>\n  </object>\n"
+           "  <distances2hetero nbobjs=\"2\" kind=\"25\" name=\"NVLinkBandwidth\">\n"  // 12
+           "    <indexes length=\"18\">OSDev:11 OSDev:21</indexes>\n"
+           "    <u64values length=\"21\">0 2500000 2500000 0</u64values>\n"
+           "  </distances2hetero>\n</topology>\n",
+       "fuzz-hwloc.xml:12: NVLinkBandwidth value 2.5e+06 MB/s is 100 links, more than 64"},
+      // Found by fuzz_hwloc_xml (a DGX-2 file with an NVSwitch's pci_type made 0681): the
+      // NVSwitch kept class 0x068100, which the NCCL loader reads back as a plain PCI device, so
+      // the dump's NVLinks to it did not load. Now it loads, taken as class 0x068000.
+      {"NVSwitch subtype with another PCI class",
+       std::string(kHead) +
+           "    <object type=\"PCIDev\" gp_index=\"10\" pci_busid=\"0000:34:00.0\" "
+           "pci_type=\"0302 [10de:1db8] [10de:131d] a1\">\n"
+           "      <object type=\"OSDev\" gp_index=\"11\" name=\"nvml0\" osdev_type=\"5\"/>\n"
+           "    </object>\n"
+           "    <object type=\"PCIDev\" gp_index=\"20\" subtype=\"NVSwitch\" "
+           "pci_busid=\"0000:65:00.0\" pci_type=\"0681 [10de:1ac2] [0000:0000] a1\"/>\n"
+           "  </object>\n"
+           "  <distances2hetero nbobjs=\"2\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
+           "    <indexes length=\"19\">OSDev:11 PCIDev:20</indexes>\n"
+           "    <u64values length=\"17\">0 25000 25000 0</u64values>\n"
+           "  </distances2hetero>\n</topology>\n",
+       nullptr},
+      // Found by fuzz_hwloc_xml (a NIC's pci_type "0200 ..." made "-200 ..."): sscanf's %x
+      // took the sign, class 0xfffe0000 was kept and dumped, and the dump did not load back.
+      // Now refused at load.
+      {"negative PCI class in pci_type",
+       std::string(kHead) +
+           "    <object type=\"PCIDev\" pci_busid=\"0000:81:00.1\" pci_type=\"-200 [8086:1521] "
+           "[00d9:0021] 01\">\n"  // 5
+           "      <object type=\"OSDev\" name=\"eth1\" osdev_type=\"2\"/>\n"
+           "    </object>\n  </object>\n</topology>\n",
+       "fuzz-hwloc.xml:5: unparsable pci_type=\"-200 [8086:1521] [00d9:0021] 01\""},
+      // hwloc's own test files repeat a bus id on a device the model drops (a SATA controller
+      // beside an InfiniBand HCA in 2n8c2t-pci-wholeio): still loads.
+      {"dropped device sharing a bus id",
+       std::string(kHead) +
+           "    <object type=\"PCIDev\" pci_busid=\"0000:04:00.0\" pci_type=\"0107 [8086:1d6b] "
+           "[00d9:0062] 06\"/>\n"
+           "    <object type=\"PCIDev\" pci_busid=\"0000:04:00.0\" pci_type=\"0200 [8086:1521] "
+           "[8086:0001] 01\">\n"
+           "      <object type=\"OSDev\" name=\"eth0\" osdev_type=\"2\"/>\n"
+           "    </object>\n  </object>\n</topology>\n",
+       nullptr},
+  };
+  return kCases;
+}
+
+TEST(HwlocFuzzReplay, Regressions) {
+  for (const FuzzCase& c : hwlocFuzzCases()) {
+    replayHwlocFuzzInput(c.text, c.what);
+    System sys;
+    braidResult_t rc = loadHwlocXmlString(c.text, "fuzz-hwloc.xml", &sys);
+    if (c.error) {
+      EXPECT_EQ(rc, braidInvalidArgument) << c.what;
+      EXPECT_NE(std::string(lastError()).find(c.error), std::string::npos)
+          << c.what << ": " << lastError();
+    } else {
+      EXPECT_EQ(rc, braidSuccess) << c.what << ": " << lastError();
+    }
+    if (std::string(c.what) == "NVSwitch subtype with another PCI class") {
+      ASSERT_EQ(sys.nvswitches.size(), 1u);
+      EXPECT_EQ(sys.nvswitches[0].pci.class_code, 0x068000u);
+      int nvlinks = 0;
+      for (auto& l : sys.links) nvlinks += l.type == LinkType::kNvLink ? l.count : 0;
+      EXPECT_EQ(nvlinks, 1);  // GPU 0 - NVSwitch 0
+      EXPECT_TRUE(hasNote(sys, "NVSwitch 0000:65:00.0 has PCI class 0x068100"));
+    }
+  }
+}
+
 // ---- this machine ----
 
 std::string readLine(const std::string& p) {
@@ -643,6 +774,240 @@ TEST(Detect, InfinibandSysfsSnapshot) {
                                              "mlx5_7", "mlx5_8", "mlx5_9", "mlx5_bond_0"}));
   // The snapshot has no device/ links: PCI locality unknown, said.
   EXPECT_TRUE(hasNote(sys, "mlx5_0: no PCI device link"));
+}
+
+// ---- hwloc fsroot tarballs (hwloc's tests/hwloc/linux: a copy of /sys and /proc) ----
+// Facts from hwloc's expected lstopo output beside each tarball (*.output).
+
+std::string fsrootDir() { return sharedDir() + "/topologies/sysfs/hwloc_fsroot"; }
+
+// Extracts NAME.tar.bz2 into a fresh temporary directory; the fsroot is <tmp>/NAME. Empty when
+// tar or bzip2 is missing (the test then skips).
+class FsrootTarball {
+ public:
+  explicit FsrootTarball(const std::string& name) {
+    if (system("command -v tar >/dev/null 2>&1 && command -v bzip2 >/dev/null 2>&1") != 0) return;
+    char tmpl[] = "/tmp/braid-fsroot-XXXXXX";
+    if (!mkdtemp(tmpl)) return;
+    tmp_ = tmpl;
+    std::string cmd =
+        "tar xjf '" + fsrootDir() + "/" + name + ".tar.bz2' -C '" + tmp_ + "' 2>/dev/null";
+    if (system(cmd.c_str()) == 0 && exists(tmp_ + "/" + name + "/sys")) root_ = tmp_ + "/" + name;
+  }
+  ~FsrootTarball() {
+    if (!tmp_.empty()) {
+      std::string cmd = "rm -rf '" + tmp_ + "'";
+      if (system(cmd.c_str()) != 0) fprintf(stderr, "could not remove %s\n", tmp_.c_str());
+    }
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string tmp_, root_;
+};
+
+#define REQUIRE_FSROOT(tarball, name)                                                          \
+  REQUIRE_DIR(fsrootDir());                                                                    \
+  FsrootTarball tarball(name);                                                                 \
+  do {                                                                                         \
+    if (tarball.root().empty()) GTEST_SKIP() << "tar/bzip2 missing or " name " not extracted"; \
+  } while (0)
+
+bool hwlocUsed(const System& sys) {
+  for (auto& n : sys.notes)
+    if (n.rfind("hwloc ", 0) == 0 && n.find("package(s)") != std::string::npos) return true;
+  return false;
+}
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// 2pa-pcidomain32bits: a KVM guest with two packages of one core, one NUMA node, and a second
+// PCI host bridge in domain 10000 (SCSI controller 10000:00:04.0).
+TEST(DetectFsroot, PciDomain32Bits) {
+  REQUIRE_FSROOT(t, "2pa-pcidomain32bits");
+  System sys;
+  ASSERT_EQ(detectSystemAt(t.root(), &sys), braidSuccess) << lastError();
+  EXPECT_EQ(sys.source, "detected (fsroot " + t.root() + ")");
+  EXPECT_TRUE(hasNote(sys, "NVML and libibverbs skipped"));
+  EXPECT_FALSE(hasNote(sys, "libnvidia-ml.so.1"));
+  // PCI devices: IDE 0000:00:01.1, VGA 0000:00:02.0, Ethernet 0000:00:03.0, SCSI 10000:00:04.0.
+  EXPECT_EQ(sorted(sys.pci_devices), (std::vector<std::string>{"0000:00:01.1", "0000:00:02.0",
+                                                               "0000:00:03.0", "10000:00:04.0"}));
+  std::string norm;
+  ASSERT_TRUE(normalizeBusId("10000:00:04.0", &norm));
+  EXPECT_EQ(norm, "10000:00:04.0");
+  EXPECT_EQ(sys.gpus.size(), 0u);  // the Cirrus VGA is no GPU
+  ASSERT_EQ(sys.nics.size(), 1u);
+  EXPECT_EQ(sys.nics[0].pci.busid, "0000:00:03.0");
+  ASSERT_EQ(sys.nets.size(), 1u);
+  EXPECT_EQ(sys.nets[0].name, "ens3");
+  EXPECT_EQ(sys.nets[0].link_layer, LinkLayer::kEthernet);
+  EXPECT_TRUE(hasNote(sys, "network ens3: speed unknown"));  // virtio says -1
+  if (!hwlocUsed(sys)) GTEST_SKIP() << "built without hwloc: counts came from sysfs";
+  EXPECT_EQ(sys.packages, 2);
+  EXPECT_EQ(sys.cores, 2);
+  EXPECT_EQ(sys.pus, 2);
+  ASSERT_EQ(sys.cpus.size(), 1u);
+  EXPECT_EQ(sys.memory_numa_nodes, 0);
+  EXPECT_EQ(sys.cpus[0].numaid, 0);
+  EXPECT_EQ(sys.cpus[0].affinity, "00000003");
+  // From the root's /proc/cpuinfo, not this machine's cpuid.
+  EXPECT_EQ(sys.cpus[0].vendor, "GenuineIntel");
+  EXPECT_EQ(sys.cpus[0].family, 6);
+  EXPECT_EQ(sys.cpus[0].model, 94);
+}
+
+// nvidiagpunumanodes: a POWER9 node (8335-GTW) with two packages of four SMT4 cores, two NUMA
+// nodes with CPUs (0, 8), six NUMA nodes of GPU memory (250-255; hwloc hides them) and six VGA
+// functions without vendor id or CUDA/NVML OS devices (so no GPU in the model).
+TEST(DetectFsroot, NvidiaGpuNumaNodes) {
+  REQUIRE_FSROOT(t, "nvidiagpunumanodes");
+  System sys;
+  ASSERT_EQ(detectSystemAt(t.root(), &sys), braidSuccess) << lastError();
+  EXPECT_EQ(sys.memory_numa_nodes, 6);
+  EXPECT_EQ(sys.gpus.size(), 0u);
+  EXPECT_EQ(sys.nics.size(), 0u);
+  EXPECT_EQ(sorted(sys.pci_devices),
+            (std::vector<std::string>{"0004:05:00.0", "0004:06:00.0", "0006:00:00.0",
+                                      "0007:00:00.0", "0035:04:00.0", "0035:05:00.0"}));
+  if (!hwlocUsed(sys)) GTEST_SKIP() << "built without hwloc: counts came from sysfs";
+  EXPECT_EQ(sys.packages, 2);
+  EXPECT_EQ(sys.cores, 8);
+  EXPECT_EQ(sys.pus, 32);
+  ASSERT_EQ(sys.cpus.size(), 2u);
+  EXPECT_EQ(sys.cpus[0].numaid, 0);
+  EXPECT_EQ(sys.cpus[1].numaid, 8);
+  EXPECT_EQ(sys.cpus[0].arch, "ppc64");
+  EXPECT_EQ(sys.cpus[0].vendor, "");  // POWER's cpuinfo has no vendor; not this machine's
+  EXPECT_EQ(sys.cpus[0].affinity, "0000ffff");
+  EXPECT_EQ(sys.numa_latency, (std::vector<std::vector<uint32_t>>{{10, 40}, {40, 10}}));
+}
+
+TEST(DetectFsroot, RootWithoutSysRefused) {
+  System sys;
+  EXPECT_EQ(detectSystemAt("/nonexistent-braid-root", &sys), braidInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("/nonexistent-braid-root"), std::string::npos);
+  char tmpl[] = "/tmp/braid-fsroot-empty-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  EXPECT_EQ(detectSystemAt(tmpl, &sys), braidInvalidArgument);
+  rmdir(tmpl);
+}
+
+// ---- ringOrder: a host's ranks in the model's ring order ----
+
+// The GPUs of order, consecutive pairs (wrapping) all NVLink peers.
+void expectNvlinkRing(const System& sys, const std::vector<int>& gpuOfRank,
+                      const std::vector<int>& order, const std::string& what) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    int a = gpuOfRank[order[i]], b = gpuOfRank[order[(i + 1) % order.size()]];
+    if (a != b) EXPECT_GT(nvlinkCount(sys, a, b), 0) << what << ": GPU " << a << " -> " << b;
+  }
+}
+
+// order's GPUs are the model ring (restricted to them) read from some start.
+void expectFollowsModelRing(const System& sys, const std::vector<int>& gpuOfRank,
+                            const std::vector<int>& order, const std::string& what) {
+  auto rings = buildRings(sys, computePaths(sys));
+  ASSERT_EQ(rings.size(), 1u) << what;
+  std::set<int> used(gpuOfRank.begin(), gpuOfRank.end());
+  std::vector<int> ring;
+  for (int g : rings[0])
+    if (used.count(g)) ring.push_back(g);
+  std::vector<int> gpus;
+  for (int r : order)
+    if (gpus.empty() || gpus.back() != gpuOfRank[r]) gpus.push_back(gpuOfRank[r]);
+  ASSERT_EQ(gpus.size(), ring.size()) << what;
+  auto at = std::find(ring.begin(), ring.end(), gpus[0]);
+  ASSERT_NE(at, ring.end()) << what;
+  std::rotate(ring.begin(), at, ring.end());
+  EXPECT_EQ(gpus, ring) << what;
+}
+
+// Consecutive GPU pairs of order (wrapping) that are not NVLink peers.
+int nonNvlinkHops(const System& sys, const std::vector<int>& gpuOfRank,
+                  const std::vector<int>& order) {
+  int n = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    int a = gpuOfRank[order[i]], b = gpuOfRank[order[(i + 1) % order.size()]];
+    if (a != b && nvlinkCount(sys, a, b) == 0) n++;
+  }
+  return n;
+}
+
+bool isPermutation(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  for (int i = 0; i < static_cast<int>(v.size()); ++i)
+    if (v[i] != i) return false;
+  return true;
+}
+
+TEST(RingOrder, Dgx2SixteenGpusThroughNvSwitches) {
+  REQUIRE_DIR(hwlocDir());
+  System sys;
+  ASSERT_EQ(loadHwlocXml(hwlocDir() + "/hwloc-tests_nvidiaDGX2.xml", &sys), braidSuccess)
+      << lastError();
+  ASSERT_EQ(sys.gpus.size(), 16u);
+  // hwloc's matrix joins each baseboard's 8 GPUs to its 6 NVSwitches but not the switches of
+  // the two boards to each other, so the model ring leaves board 0-7 once and comes back once.
+  std::vector<int> backwards(16), shuffled(16);
+  for (int r = 0; r < 16; ++r) backwards[r] = 15 - r;
+  for (int r = 0; r < 16; ++r) shuffled[r] = (r * 5 + 3) % 16;
+  for (const auto& gpuOfRank : {backwards, shuffled}) {
+    std::vector<int> order = ringOrder(sys, gpuOfRank);
+    ASSERT_EQ(order.size(), 16u);
+    EXPECT_TRUE(isPermutation(order));
+    EXPECT_EQ(order[0], 0);
+    EXPECT_EQ(nonNvlinkHops(sys, gpuOfRank, order), 2);
+    expectFollowsModelRing(sys, gpuOfRank, order, "DGX-2");
+  }
+  // Half the GPUs: the ring restricted to them.
+  std::vector<int> half = {14, 2, 9, 5, 0, 11, 7, 12};
+  std::vector<int> order = ringOrder(sys, half);
+  EXPECT_TRUE(isPermutation(order));
+  EXPECT_EQ(order[0], 0);
+  expectFollowsModelRing(sys, half, order, "DGX-2 half");
+  EXPECT_EQ(nonNvlinkHops(sys, half, order), 2);
+}
+
+TEST(RingOrder, Simai8A100AndSharedOrMissingGpus) {
+  std::string nccl = sharedDir() + "/topologies/nccl";
+  REQUIRE_DIR(nccl);
+  System sys;
+  ASSERT_EQ(loadNcclTopoXml(nccl + "/simai_topo_8A100_4CX6.xml", &sys), braidSuccess)
+      << lastError();
+  ASSERT_EQ(sys.gpus.size(), 8u);
+  std::vector<int> gpuOfRank = {3, 6, 0, 5, 1, 7, 2, 4};
+  std::vector<int> order = ringOrder(sys, gpuOfRank);
+  EXPECT_TRUE(isPermutation(order));
+  EXPECT_EQ(order[0], 0);
+  expectNvlinkRing(sys, gpuOfRank, order, "simai");
+  expectFollowsModelRing(sys, gpuOfRank, order, "simai");
+  // Two ranks per GPU sit together, in rank order; a rank without a GPU comes last.
+  std::vector<int> two = {1, 0, 1, 0, -1, 99};
+  order = ringOrder(sys, two);
+  ASSERT_EQ(order.size(), 6u);
+  EXPECT_TRUE(isPermutation(order));
+  EXPECT_EQ(order[0], 0);
+  EXPECT_EQ(order[1], 2);  // rank 0's GPU 1 shared with rank 2
+  EXPECT_EQ(std::vector<int>(order.begin() + 2, order.begin() + 4), (std::vector<int>{1, 3}));
+  EXPECT_EQ(std::vector<int>(order.begin() + 4, order.end()), (std::vector<int>{4, 5}));
+  EXPECT_TRUE(ringOrder(sys, {}).empty());
+  EXPECT_EQ(ringOrder(sys, {-1, -1}), (std::vector<int>{0, 1}));
+}
+
+TEST(RingOrder, Mi250FollowsXgmi) {
+  std::string nccl = sharedDir() + "/topologies/nccl";
+  REQUIRE_DIR(nccl);
+  System sys;
+  ASSERT_EQ(loadNcclTopoXml(nccl + "/rccl_topo_8p1h_MI250.xml", &sys), braidSuccess) << lastError();
+  std::vector<int> gpuOfRank = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<int> order = ringOrder(sys, gpuOfRank);
+  EXPECT_TRUE(isPermutation(order));
+  expectNvlinkRing(sys, gpuOfRank, order, "MI250");  // not rank order: 1-2 has no xGMI
+  expectFollowsModelRing(sys, gpuOfRank, order, "MI250");
 }
 
 }  // namespace

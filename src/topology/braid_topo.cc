@@ -1,6 +1,7 @@
 // braid-topo: prints the topology Braid sees (this machine, or a topology file).
 //   braid-topo                    detect this machine
 //   braid-topo --file FILE        NCCL topology XML (<system>) or hwloc XML (<topology>)
+//   braid-topo --fsroot DIR       detect from a saved filesystem root (a copy of /sys, /proc)
 //   braid-topo --json             one JSON object instead of the text tree and matrix
 //   braid-topo --dump OUT         also write the model as NCCL topology XML to OUT
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
@@ -16,8 +17,10 @@ namespace {
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: braid-topo [--file FILE] [--json] [--dump OUT]\n"
+               "usage: braid-topo [--file FILE | --fsroot DIR] [--json] [--dump OUT]\n"
                "  --file FILE  read NCCL topology XML or hwloc XML instead of detecting\n"
+               "  --fsroot DIR detect from a filesystem root holding a copy of /sys and /proc\n"
+               "               (NVML and libibverbs are not used)\n"
                "  --json       print JSON (numa_nodes, gpus, nics, paths, rings)\n"
                "  --dump OUT   write the model as NCCL topology XML (NCCL_TOPO_FILE format)\n");
 }
@@ -25,12 +28,14 @@ void usage(FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string file, dump;
+  std::string file, dump, fsroot;
   bool json = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if ((a == "--file" || a == "-f") && i + 1 < argc) {
       file = argv[++i];
+    } else if (a == "--fsroot" && i + 1 < argc) {
+      fsroot = argv[++i];
     } else if (a == "--dump" && i + 1 < argc) {
       dump = argv[++i];
     } else if (a == "--json") {
@@ -44,9 +49,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!file.empty() && !fsroot.empty()) {
+    std::fprintf(stderr, "braid-topo: --file and --fsroot exclude each other\n");
+    usage(stderr);
+    return 2;
+  }
   braid::topo::System sys;
-  braidResult_t rc =
-      file.empty() ? braid::topo::detectSystem(&sys) : braid::topo::loadTopologyFile(file, &sys);
+  braidResult_t rc = !file.empty()     ? braid::topo::loadTopologyFile(file, &sys)
+                     : !fsroot.empty() ? braid::topo::detectSystemAt(fsroot, &sys)
+                                       : braid::topo::detectSystem(&sys);
   if (rc != braidSuccess) {
     std::fprintf(stderr, "braid-topo: %s (%s)\n", braid::lastError(), braidGetErrorString(rc));
     return 1;

@@ -12,6 +12,9 @@
 //     layer, active speed x width in Gb/s, GUIDs).
 //   sysfs: PCI link speed and width (/sys/bus/pci/devices/*/current_link_{speed,width}) and
 //     Ethernet speed (/sys/class/net/*/speed; virtio NICs say -1 or nothing: "unknown").
+// detectSystemAt(fsroot) reads a saved filesystem root instead of "/" (hwloc's fsroot: a copy of
+// /sys and /proc, as in hwloc's tests/hwloc/linux/*.tar.bz2): hwloc and every sysfs/procfs read
+// are pointed at it, and NVML and libibverbs, which can only see this machine, are skipped.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -23,6 +26,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +48,14 @@ braidResult_t loadHwlocXmlDetected(const std::string& text, const std::string& n
 }  // namespace detail
 
 namespace {
+
+// A /sys or /proc path under the filesystem root ("/" or "" is the machine itself).
+std::string under(const std::string& root, const std::string& path) {
+  if (root.empty() || root == "/") return path;
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  return r + path;
+}
 
 void say(System* sys, const std::string& line) {
   BRAID_INFO("TOPO", "%s", line.c_str());
@@ -190,13 +202,13 @@ bool queryNvml(std::vector<NvmlGpu>* gpus, std::string* why) {
 // ---- sysfs fallbacks ----
 
 // Packages, cores, PUs and NUMA nodes from /sys/devices/system when hwloc is absent.
-void cpuFromSysfs(System* sys) {
+void cpuFromSysfs(System* sys, const std::string& root) {
   std::set<std::string> pkgs, cores;
   int pus = 0;
-  for (auto& c : listDir("/sys/devices/system/cpu")) {
+  for (auto& c : listDir(under(root, "/sys/devices/system/cpu"))) {
     if (c.rfind("cpu", 0) != 0 || c.size() < 4 || !isdigit(static_cast<unsigned char>(c[3])))
       continue;
-    std::string base = "/sys/devices/system/cpu/" + c + "/topology/", pk, co;
+    std::string base = under(root, "/sys/devices/system/cpu/" + c + "/topology/"), pk, co;
     if (!readLine(base + "physical_package_id", &pk)) continue;
     readLine(base + "core_id", &co);
     pus++;
@@ -214,10 +226,10 @@ void cpuFromSysfs(System* sys) {
 #elif defined(__powerpc64__)
   arch = "ppc64";
 #endif
-  for (auto& nd : listDir("/sys/devices/system/node")) {
+  for (auto& nd : listDir(under(root, "/sys/devices/system/node"))) {
     if (nd.rfind("node", 0) != 0 || nd.size() < 5) continue;
     std::string cpulist;
-    readLine("/sys/devices/system/node/" + nd + "/cpulist", &cpulist);
+    readLine(under(root, "/sys/devices/system/node/" + nd + "/cpulist"), &cpulist);
     if (cpulist.empty()) {
       sys->memory_numa_nodes++;
       continue;
@@ -237,9 +249,9 @@ void cpuFromSysfs(System* sys) {
 }
 
 // Network interfaces with a PCI device, from /sys/class/net, when hwloc is absent.
-void netFromSysfs(System* sys) {
-  for (auto& ifc : listDir("/sys/class/net")) {
-    std::string dev = "/sys/class/net/" + ifc + "/device";
+void netFromSysfs(System* sys, const std::string& root) {
+  for (auto& ifc : listDir(under(root, "/sys/class/net"))) {
+    std::string dev = under(root, "/sys/class/net/" + ifc + "/device");
     if (access(dev.c_str(), F_OK) != 0) continue;  // virtual (lo, bridges, ifb)
     Nic nic;
     nic.pci.busid = busIdOfSysfsDevice(dev);
@@ -253,11 +265,11 @@ void netFromSysfs(System* sys) {
   }
 }
 
-void pciLinksFromSysfs(System* sys) {
+void pciLinksFromSysfs(System* sys, const std::string& root) {
   int read = 0, missing = 0;
   auto fill = [&](PciInfo* p) {
     if (p->busid.empty()) return;
-    std::string base = "/sys/bus/pci/devices/" + p->busid + "/", sp, wd;
+    std::string base = under(root, "/sys/bus/pci/devices/" + p->busid + "/"), sp, wd;
     // sysfs writes 4-digit domains; a normalised id already has them.
     bool okS = readLine(base + "current_link_speed", &sp);
     bool okW = readLine(base + "current_link_width", &wd);
@@ -289,12 +301,12 @@ void pciLinksFromSysfs(System* sys) {
                  std::to_string(missing) + " unknown (no current_link_speed/width, e.g. virtio)");
 }
 
-void ethSpeedFromSysfs(System* sys) {
+void ethSpeedFromSysfs(System* sys, const std::string& root) {
   for (auto& net : sys->nets) {
     if (net.link_layer == LinkLayer::kInfiniBand) continue;
     // The kernel driver says what the NIC is where nothing else does (virtio_net in a VM).
     char link[512];
-    std::string dpath = "/sys/class/net/" + net.name + "/device/driver";
+    std::string dpath = under(root, "/sys/class/net/" + net.name + "/device/driver");
     ssize_t n = readlink(dpath.c_str(), link, sizeof(link) - 1);
     if (n > 0) {
       link[n] = 0;
@@ -307,7 +319,7 @@ void ethSpeedFromSysfs(System* sys) {
     }
     if (net.speed_gbps > 0) continue;
     std::string s;
-    bool ok = readLine("/sys/class/net/" + net.name + "/speed", &s);
+    bool ok = readLine(under(root, "/sys/class/net/" + net.name + "/speed"), &s);
     long mbps = ok ? atol(s.c_str()) : -1;
     if (ok && mbps > 0) {
       net.speed_gbps = mbps / 1000.0;
@@ -317,6 +329,122 @@ void ethSpeedFromSysfs(System* sys) {
                    (ok ? "says " + s : std::string("unreadable")) + ")");
     }
   }
+}
+
+// NUMA nodes with memory but no CPU in sysfs (NVIDIA GPU memory on POWER9, CXL). hwloc hides
+// NVIDIA's GPU NUMA nodes by default (HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES), so they are counted
+// here when hwloc reported none.
+void memoryNumaFromSysfs(System* sys, const std::string& root) {
+  if (sys->memory_numa_nodes > 0) return;
+  int n = 0;
+  for (auto& nd : listDir(under(root, "/sys/devices/system/node"))) {
+    if (nd.rfind("node", 0) != 0 || nd.size() < 5 || !isdigit(static_cast<unsigned char>(nd[4])))
+      continue;
+    std::string cpulist, meminfo;
+    bool okC = readLine(under(root, "/sys/devices/system/node/" + nd + "/cpulist"), &cpulist);
+    bool okM = readLine(under(root, "/sys/devices/system/node/" + nd + "/meminfo"), &meminfo);
+    if (okC && cpulist.empty() && okM) n++;
+  }
+  if (n > 0) {
+    sys->memory_numa_nodes = n;
+    say(sys, std::to_string(n) +
+                 " NUMA node(s) with memory and no CPU in sysfs (GPU memory or CXL; hwloc hides "
+                 "NVIDIA GPU NUMA nodes): counted in memory_numa_nodes, not as CPUs");
+  }
+}
+
+// hwloc's KEEP_IMPORTANT filter on a 24-bit PCI class (hwloc_filter_check_pcidev_subtype_
+// important, bridges aside): storage, network, display, processors, accelerators, fibre
+// channel, InfiniBand, CXL memory; NVIDIA's NVSwitch (0x0680) kept too.
+bool importantPciClass(uint32_t klass, int vendor) {
+  uint32_t base = klass >> 16, sub = klass >> 8;
+  return base == 0x01 || base == 0x02 || base == 0x03 || base == 0x0b || base == 0x12 ||
+         sub == 0x0c04 || sub == 0x0c06 || sub == 0x0502 || (vendor == 0x10de && sub == 0x0680);
+}
+
+// The PCI bus ids hwloc's XML export lists as PCIDev objects.
+std::vector<std::string> pciDevicesOfHwlocXml(const std::string& xml) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = xml.find("type=\"PCIDev\"", pos)) != std::string::npos) {
+    size_t end = xml.find('>', pos);
+    size_t at = xml.find("pci_busid=\"", pos);
+    pos += 13;
+    if (at == std::string::npos || (end != std::string::npos && at > end)) continue;
+    at += 11;
+    size_t q = xml.find('"', at);
+    std::string norm;
+    if (q != std::string::npos && normalizeBusId(xml.substr(at, q - at), &norm))
+      out.push_back(norm);
+  }
+  return out;
+}
+
+// PCI devices from /sys/bus/pci/devices that pass importantPciClass: every one (wideOnly false,
+// no hwloc), or only those whose domain needs more than 16 bits (10000:00:04.0: Intel VMD,
+// Hyper-V), which hwloc built without --enable-32bits-pci-domain drops. They are added to
+// System::pci_devices; a wide-domain NVSwitch becomes a node, and a wide-domain network function
+// with netdevs a Nic (RDMA devices find theirs by bus id later).
+void pciDevicesFromSysfs(System* sys, const std::string& root, bool wideOnly) {
+  std::string dir = under(root, "/sys/bus/pci/devices");
+  std::map<std::string, std::vector<std::string>> netdevs;  // bus id -> interfaces
+  for (auto& ifc : listDir(under(root, "/sys/class/net"))) {
+    std::string b = busIdOfSysfsDevice(under(root, "/sys/class/net/" + ifc + "/device"));
+    if (!b.empty()) netdevs[b].push_back(ifc);
+  }
+  int wide = 0;
+  for (auto& d : listDir(dir)) {
+    size_t colon = d.find(':');
+    bool isWide = colon != std::string::npos && colon > 4;
+    std::string busid;
+    if ((wideOnly && !isWide) || !normalizeBusId(d, &busid)) continue;
+    std::string cls, ven, dev, numa;
+    readLine(dir + "/" + d + "/class", &cls);
+    readLine(dir + "/" + d + "/vendor", &ven);
+    readLine(dir + "/" + d + "/device", &dev);
+    uint32_t klass = static_cast<uint32_t>(strtoul(cls.c_str(), nullptr, 16));
+    int vendor = ven.empty() ? -1 : static_cast<int>(strtol(ven.c_str(), nullptr, 16));
+    if (!importantPciClass(klass, vendor)) continue;
+    bool known = std::find(sys->pci_devices.begin(), sys->pci_devices.end(), busid) !=
+                 sys->pci_devices.end();
+    if (known) continue;  // hwloc built with 32-bit domains has it
+    sys->pci_devices.push_back(busid);
+    if (!isWide || findByBusId(*sys, busid).valid()) continue;
+    wide++;
+    PciInfo pi;
+    pi.busid = busid;
+    pi.class_code = klass;
+    pi.vendor = vendor;
+    if (!dev.empty()) pi.device = static_cast<int>(strtol(dev.c_str(), nullptr, 16));
+    NodeRef parent;
+    if (readLine(dir + "/" + d + "/numa_node", &numa) && atoi(numa.c_str()) >= 0)
+      for (size_t i = 0; i < sys->cpus.size(); i++)
+        if (sys->cpus[i].numaid == atoi(numa.c_str()))
+          parent = NodeRef{NodeKind::kCpu, static_cast<int>(i)};
+    if (!parent.valid() && !sys->cpus.empty()) parent = NodeRef{NodeKind::kCpu, 0};
+    if (vendor == 0x10de && (klass >> 8) == 0x0680) {
+      NvSwitch sw;
+      sw.pci = pi;
+      sw.parent = parent;
+      addNvSwitch(sys, sw);
+    } else if (netdevs.count(busid)) {
+      Nic nic;
+      nic.pci = pi;
+      nic.parent = parent;
+      int k = addNic(sys, nic).index;
+      for (auto& ifc : netdevs[busid]) {
+        Net net;
+        net.nic = k;
+        net.name = ifc;
+        net.link_layer = LinkLayer::kEthernet;
+        addNet(sys, net);
+      }
+    }
+  }
+  if (wide > 0)
+    say(sys, std::to_string(wide) +
+                 " PCI device(s) with a 32-bit domain from sysfs (this hwloc keeps 16-bit "
+                 "domains only)");
 }
 
 // The Nic for a PCI bus id (created under CPU 0 when absent), -1 when busid is empty and
@@ -485,15 +613,25 @@ int ibFromVerbs(System* sys) {
 
 }  // namespace
 
-braidResult_t detectSystem(System* out) {
-  if (!out) return fail(braidInvalidArgument, "detectSystem: out is null");
+braidResult_t detectSystem(System* out) { return detectSystemAt("/", out); }
+
+braidResult_t detectSystemAt(const std::string& fsroot, System* out) {
+  if (!out) return fail(braidInvalidArgument, "detectSystemAt: out is null");
+  const bool live = fsroot.empty() || fsroot == "/";
+  const std::string root = live ? std::string("/") : fsroot;
+  if (!live) {
+    std::vector<std::string> top = listDir(root);
+    bool hasSys = std::find(top.begin(), top.end(), "sys") != top.end();
+    if (!hasSys)
+      return fail(braidInvalidArgument, "detectSystemAt: %s has no sys/ directory", root.c_str());
+  }
   System sys;
 
   // NVML first: its GPUs mark PCI devices that hwloc (without a CUDA/NVML plugin) would only
   // see as 3D controllers.
   std::vector<NvmlGpu> nvml;
-  std::string nvmlWhy;
-  bool haveNvml = queryNvml(&nvml, &nvmlWhy);
+  std::string nvmlWhy = "NVML not queried (filesystem root " + root + ")";
+  bool haveNvml = live && queryNvml(&nvml, &nvmlWhy);
   std::vector<std::string> gpuBusIds;
   for (auto& g : nvml) gpuBusIds.push_back(g.busid);
 
@@ -506,7 +644,27 @@ braidResult_t detectSystem(System* out) {
       why = "hwloc_topology_init failed";
     } else {
       hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-      if (hwloc_topology_load(t) != 0) {
+      // hwloc 2 dropped hwloc_topology_set_fsroot: its Linux component reads HWLOC_FSROOT
+      // when the topology is loaded, so the variable is set around the load only.
+      // The x86 backend reads this CPU's cpuid, not the root's: off for another root (hwloc's
+      // own fsroot tests do the same), so vendor and model come from the root's /proc/cpuinfo.
+      if (!live) hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+      int loaded;
+      {
+        static std::mutex envMutex;
+        std::lock_guard<std::mutex> lock(envMutex);
+        const char* prev = getenv("HWLOC_FSROOT");
+        std::string saved = prev ? prev : "";
+        if (!live) setenv("HWLOC_FSROOT", root.c_str(), 1);
+        loaded = hwloc_topology_load(t);
+        if (!live) {
+          if (prev)
+            setenv("HWLOC_FSROOT", saved.c_str(), 1);
+          else
+            unsetenv("HWLOC_FSROOT");
+        }
+      }
+      if (loaded != 0) {
         why = "hwloc_topology_load failed";
       } else {
         char* buf = nullptr;
@@ -516,12 +674,14 @@ braidResult_t detectSystem(System* out) {
         } else {
           std::string xml(buf, len > 0 ? static_cast<size_t>(len - 1) : 0);
           hwloc_free_xmlbuffer(t, buf);
-          braidResult_t rc =
-              detail::loadHwlocXmlDetected(xml, "hwloc (this machine)", gpuBusIds, &sys);
-          if (rc != braidSuccess)
+          braidResult_t rc = detail::loadHwlocXmlDetected(
+              xml, live ? "hwloc (this machine)" : "hwloc (fsroot " + root + ")", gpuBusIds, &sys);
+          if (rc != braidSuccess) {
             why = std::string("hwloc export not understood: ") + lastError();
-          else
+          } else {
             cpuDone = true;
+            sys.pci_devices = pciDevicesOfHwlocXml(xml);
+          }
         }
       }
       hwloc_topology_destroy(t);
@@ -548,16 +708,29 @@ braidResult_t detectSystem(System* out) {
     std::vector<std::string> keep = std::move(sys.notes);
     sys = System{};
     sys.notes = std::move(keep);
-    cpuFromSysfs(&sys);
-    netFromSysfs(&sys);
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
+    cpuFromSysfs(&sys, root);
+    netFromSysfs(&sys, root);
+    std::string host;
+    if (live) {
+      char buf[256] = {};
+      gethostname(buf, sizeof buf - 1);
+      host = buf;
+    } else if (!readLine(under(root, "/proc/sys/kernel/hostname"), &host)) {
+      host = "host0";
+    }
     sys.hosts.push_back(Host{host, ""});
     say(&sys, "sysfs: " + std::to_string(sys.packages) + " package(s), " +
                   std::to_string(sys.cores) + " core(s), " + std::to_string(sys.cpus.size()) +
                   " NUMA node(s)");
   }
-  sys.source = "detected";
+  sys.source = live ? "detected" : "detected (fsroot " + root + ")";
+  if (!live)
+    say(&sys, "filesystem root " + root +
+                  ": NVML and libibverbs skipped (they see only this machine); RDMA devices from "
+                  "its /sys/class/infiniband");
+  memoryNumaFromSysfs(&sys, root);
+  // Without hwloc every PCI device comes from sysfs; with it, those hwloc cannot represent.
+  pciDevicesFromSysfs(&sys, root, cpuDone);
 
   // GPUs: NVML's details, NVLinks.
   if (!haveNvml) say(&sys, nvmlWhy);
@@ -605,16 +778,20 @@ braidResult_t detectSystem(System* out) {
 
   // RDMA devices.
   int rdma = 0;
+  if (!live) {
+    detectIbFromSysfs(under(root, "/sys/class/infiniband"), &sys, &rdma);
+  } else {
 #ifdef BRAID_HAVE_IBVERBS
-  rdma = ibFromVerbs(&sys);
+    rdma = ibFromVerbs(&sys);
 #else
-  say(&sys, "libibverbs not built in: RDMA devices from /sys/class/infiniband");
-  detectIbFromSysfs("/sys/class/infiniband", &sys, &rdma);
+    say(&sys, "libibverbs not built in: RDMA devices from /sys/class/infiniband");
+    detectIbFromSysfs("/sys/class/infiniband", &sys, &rdma);
 #endif
+  }
   if (rdma == 0) say(&sys, "no RDMA device");
 
-  pciLinksFromSysfs(&sys);
-  ethSpeedFromSysfs(&sys);
+  pciLinksFromSysfs(&sys, root);
+  ethSpeedFromSysfs(&sys, root);
   connectSystem(&sys);
   *out = std::move(sys);
   return braidSuccess;

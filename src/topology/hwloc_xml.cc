@@ -264,7 +264,10 @@ braidResult_t Parser::parseObject(const tinyxml2::XMLElement* e, int parent) {
   if (const char* s = e->Attribute("pci_type")) {
     unsigned cls, v, d, sv, sd, rev;
     int n = sscanf(s, "%4x [%4x:%4x] [%4x:%4x] %2x", &cls, &v, &d, &sv, &sd, &rev);
-    if (n < 3) return err(o.line, "unparsable pci_type=\"%s\"", s);
+    // sscanf's %x takes a sign ("-200"): every field must be 16 bits, as hwloc writes them.
+    if (n < 3 || cls > 0xffff || v > 0xffff || d > 0xffff ||
+        (n >= 5 && (sv > 0xffff || sd > 0xffff)))
+      return err(o.line, "unparsable pci_type=\"%s\"", s);
     o.pci.class_code = cls << 8;
     o.pci.vendor = static_cast<int>(v);
     o.pci.device = static_cast<int>(d);
@@ -657,9 +660,19 @@ braidResult_t Parser::build(System* out) {
   std::map<int, int> gpuOfObj;  // PCIDev or GPU OSDev -> gpus index
   std::map<int, int> swOfObj;
   std::vector<std::string> partitionNotes;
+  // Bus id -> line of the kept object with it.
+  std::map<std::string, int> keptBusLine;
   for (int i = 0; i < n; i++) {  // document order: parents before children
     const XObj& o = objs_[i];
     if (!keep[i]) continue;
+    // Two kept objects with one bus id would be two model nodes no dump can tell apart (hwloc's
+    // own test files repeat bus ids, but on devices the model drops).
+    if (!o.busid.empty()) {
+      auto [it, fresh] = keptBusLine.emplace(o.busid, o.line);
+      if (!fresh)
+        return err(o.line, "busid %s appears twice (first at line %d)", o.busid.c_str(),
+                   it->second);
+    }
     NodeRef parent;
     for (int p = o.parent; p >= 0; p = objs_[p].parent) {
       if (objs_[p].kind == Kind::kBridge && keep[p]) {
@@ -707,6 +720,14 @@ braidResult_t Parser::build(System* out) {
     } else if (role[i] == Role::kNvSwitch) {
       NvSwitch s;
       fillLink(o, &s.pci);
+      // NCCL knows an NVSwitch by its class (0x0680xx): a subtype="NVSwitch" device of another
+      // class is given NCCL's, or a dump would read back as a plain PCI device.
+      if (s.pci.class_code != 0 && (s.pci.class_code >> 8) != 0x0680) {
+        char cls[16];
+        snprintf(cls, sizeof cls, "0x%06x", s.pci.class_code);
+        note("NVSwitch " + o.busid + " has PCI class " + cls + ": taken as 0x068000");
+        s.pci.class_code = 0x068000;
+      }
       s.parent = parent;
       ref[i] = addNvSwitch(&sys, s);
       swOfObj[i] = ref[i].index;
@@ -828,16 +849,21 @@ braidResult_t Parser::build(System* out) {
           cur = std::max(cur, bw);
         }
       for (auto& [pr, bw] : best) {
-        int count;
+        double links;
         if (nv) {
           double per = std::fmod(bw, 25000) == 0   ? 25000
                        : std::fmod(bw, 20000) == 0 ? 20000
                                                    : 25000;
           if (std::fmod(bw, per) != 0) odd++;
-          count = std::max(1, static_cast<int>(std::lround(bw / per)));
+          links = bw / per;
         } else {
-          count = std::max(1, static_cast<int>(std::lround(bw / 1000 / xgmiBwPerLink())));
+          links = bw / 1000 / xgmiBwPerLink();
         }
+        // The NCCL XML loader (and a dump) takes 1..64 links per pair.
+        if (!(links < 64.5))
+          return err(d.line, "%s value %g MB/s is %.0f links, more than 64", d.name.c_str(), bw,
+                     links);
+        int count = std::max(1, static_cast<int>(std::lround(links)));
         addNvLink(&sys, pr.first, pr.second, count, nv ? LinkType::kNvLink : LinkType::kXgmi);
       }
       if (skipped)

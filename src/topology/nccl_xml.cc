@@ -6,6 +6,7 @@
 // written by hand leave out most attributes, list devices as bare <pci> leaves with only a
 // class, or point NVLinks at the GPU itself; those are read with a note, anything the model
 // cannot place is refused with the file, line and problem.
+#include <sys/stat.h>
 #include <tinyxml2.h>
 
 #include <algorithm>
@@ -469,6 +470,8 @@ class Loader {
   std::map<std::string, std::pair<int, int>> noteIndex_;  // text -> (note index, repeats)
 };
 
+bool startsWithBytes(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
 bool readFile(const std::string& path, std::string* text) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
@@ -729,9 +732,24 @@ braidResult_t loadNcclTopoXml(const std::string& path, System* out) {
 
 braidResult_t loadTopologyFile(const std::string& path, System* out) {
   std::string text;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return loadSysfsInfinibandDir(path, out);
   if (!readFile(path, &text))
     return fail(braidInvalidArgument, "%s: cannot read topology file: %s", path.c_str(),
                 std::strerror(errno));
+  // Archives (hwloc fsroot tarballs) are not read: say how to use them.
+  if (startsWithBytes(text, "BZh") || startsWithBytes(text, "\x1f\x8b") ||
+      startsWithBytes(text, "\xfd\x37zXZ") ||
+      (text.size() > 262 && text.compare(257, 5, "ustar") == 0))
+    return fail(braidInvalidArgument,
+                "%s: a compressed or tar archive, not a topology file; if it is an hwloc fsroot "
+                "snapshot, extract it (tar xjf) and run lstopo with HWLOC_FSROOT=<dir> "
+                "(lstopo --of xml) to get hwloc XML",
+                path.c_str());
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] != '<' && !sniffTextTopology(text).empty())
+    return loadTextTopology(text, path, out);
   XMLDocument doc;
   doc.Parse(text.data(), text.size());
   if (!doc.Error() && doc.RootElement() && std::strcmp(doc.RootElement()->Name(), "topology") == 0)

@@ -354,6 +354,41 @@ std::vector<std::vector<int>> buildRings(const System& sys, const Paths& paths) 
   return rings;
 }
 
+std::vector<int> ringOrder(const System& sys, const std::vector<int>& gpuOfRank) {
+  const int n = static_cast<int>(gpuOfRank.size());
+  const int ng = static_cast<int>(sys.gpus.size());
+  auto valid = [&](int g) { return g >= 0 && g < ng; };
+  // The host: that of the first rank with a GPU of the model.
+  int host = -1;
+  for (int g : gpuOfRank)
+    if (valid(g)) {
+      host = sys.gpus[g].host;
+      break;
+    }
+  // Position of each GPU in its host's model ring (ranks' GPUs on other hosts have none).
+  std::vector<int> pos(ng, -1);
+  if (host >= 0) {
+    for (const auto& ring : buildRings(sys, computePaths(sys))) {
+      if (ring.empty() || sys.gpus[ring[0]].host != host) continue;
+      for (int i = 0; i < static_cast<int>(ring.size()); ++i) pos[ring[i]] = i;
+    }
+  }
+  const int big = ng + 1;  // after every ring position
+  auto key = [&](int r) {
+    return valid(gpuOfRank[r]) && pos[gpuOfRank[r]] >= 0 ? pos[gpuOfRank[r]] : big;
+  };
+  std::vector<int> order(n);
+  for (int r = 0; r < n; ++r) order[r] = r;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+  // A ring has no start: rotate so that rank 0 leads (among the ranks placed on the ring).
+  auto zero = std::find(order.begin(), order.end(), 0);
+  if (zero != order.end() && key(0) != big) {
+    auto endRing = std::find_if(order.begin(), order.end(), [&](int r) { return key(r) == big; });
+    std::rotate(order.begin(), zero, endRing);
+  }
+  return order;
+}
+
 HostTree buildHostTree(const System& sys, const Paths& paths) {
   HostTree t;
   int nh = static_cast<int>(std::max<size_t>(sys.hosts.size(), 1));

@@ -168,6 +168,9 @@ struct System {
   // neither dumped nor fingerprinted. cpus are the NUMA nodes with CPUs; memory_numa_nodes
   // counts NUMA nodes with memory only (GPU memory on POWER9, CXL), which are not Cpus.
   int packages = -1, cores = -1, pus = -1, memory_numa_nodes = 0;
+  // Detection only: bus ids of the PCI devices found (hwloc's KEEP_IMPORTANT filter: storage,
+  // network, display, accelerators...), modelled or not; 32-bit domains kept (10000:00:04.0).
+  std::vector<std::string> pci_devices;
   // hwloc's NUMALatency matrix over cpus (relative, 10 = local), [cpus][cpus]; empty if none.
   std::vector<std::vector<uint32_t>> numa_latency;
 };
@@ -224,13 +227,40 @@ braidResult_t loadHwlocXml(const std::string& path, System* out);
 braidResult_t loadHwlocXmlString(const std::string& text, const std::string& name, System* out);
 // This machine (hwloc, sysfs, NVML where present). Implemented in detect.cc.
 braidResult_t detectSystem(System* out);
+// The same against a saved filesystem root (a copy of /sys and /proc, hwloc's fsroot; "/" is
+// this machine, detectSystem()): hwloc and every sysfs/procfs read use the root; NVML and
+// libibverbs, which see only this machine, are skipped (said in notes). Refuses a root without
+// sys/.
+braidResult_t detectSystemAt(const std::string& fsroot, System* out);
 // RDMA devices from a /sys/class/infiniband tree at root (detect.cc; detectSystem uses
 // "/sys/class/infiniband" where libibverbs is absent): each device's ports become Nets (state,
 // rate -> speed_gbps, link layer), under the Nic of its PCI bus id (the device link) or a new
 // Nic. Returns the number of devices found in *count.
 braidResult_t detectIbFromSysfs(const std::string& root, System* out, int* count);
-// Loads either format: a <topology> root is hwloc, <system> is NCCL.
+// Loads any format: a <topology> root is hwloc, <system> is NCCL; text is sniffed for the tool
+// outputs below; a directory is read as a /sys/class/infiniband snapshot.
 braidResult_t loadTopologyFile(const std::string& path, System* out);
+// Tool output (text_formats.cc); name stands for the file in messages. What a format does not
+// say is left unknown, and guesses are noted in System::notes.
+//   nvidia-smi topo -m: GPUs, NICs (legend names), NUMA nodes, NV# links, PCI switches
+//   inferred from PIX/PXB; topo -p2p r: GPUs only.
+braidResult_t loadNvidiaSmiTopo(const std::string& text, const std::string& name, System* out);
+// nvidia-smi nvlink --status: GPUs and active links per GPU (peers not named).
+braidResult_t loadNvidiaSmiNvlinkStatus(const std::string& text, const std::string& name,
+                                        System* out);
+// ibstat / ibstatus: a NIC per CA, a Net per port (state, rate, link layer, GUID).
+braidResult_t loadIbstat(const std::string& text, const std::string& name, System* out);
+braidResult_t loadIbstatus(const std::string& text, const std::string& name, System* out);
+// lspci -nn / -vvv: GPUs, NVSwitches, NICs by class; -vvv's bridges, NUMA and LnkSta.
+braidResult_t loadLspci(const std::string& text, const std::string& name, System* out);
+// lstopo console output (-v): packages, NUMA nodes, cores, PUs, PCI GPUs and NICs.
+braidResult_t loadLstopoText(const std::string& text, const std::string& name, System* out);
+// Which of the text formats above text is ("nvidia-smi-topo", "nvidia-smi-p2p",
+// "nvlink-status", "ibstat", "ibstatus", "lspci", "lstopo"), "" when none; and a load by it.
+std::string sniffTextTopology(const std::string& text);
+braidResult_t loadTextTopology(const std::string& text, const std::string& name, System* out);
+// A /sys/class/infiniband snapshot directory, through detectIbFromSysfs.
+braidResult_t loadSysfsInfinibandDir(const std::string& dir, System* out);
 // Writes the model as NCCL topology XML that loadNcclTopoXml reads back to the same model.
 braidResult_t dumpNcclTopoXml(const System& sys, std::string* xml);
 
@@ -261,6 +291,15 @@ int nvlinkCount(const System& sys, int gpu_a, int gpu_b);  // 0 when not NVLink 
 // One ring per host over its GPUs (GPU indices): follows NVLink neighbours where they exist,
 // else keeps GPUs under the same PCIe switch adjacent, then the same NUMA node.
 std::vector<std::vector<int>> buildRings(const System& sys, const Paths& paths);
+// The order in which the ranks of one host should form a ring, following that host's model ring
+// (buildRings): gpuOfRank[r] is rank r's GPU (index into sys.gpus). Returns a permutation of
+// 0..n-1 that visits the GPUs in ring order, ranks sharing a GPU next to each other in rank
+// order, rotated so that rank 0 comes first (when its GPU is on the ring); the host is that of
+// the first rank with a valid GPU, and ranks whose GPU is -1, out of range or on another host
+// come last, in rank order. With a subset of the GPUs, the ring restricted to them. Meant for a
+// communicator's ring over one host, so it travels NVLink (or the closest PCIe) hops rather
+// than rank order; nothing in src/core calls it yet.
+std::vector<int> ringOrder(const System& sys, const std::vector<int>& gpuOfRank);
 // A binary tree over hosts (heap order: host h's parent is (h-1)/2); each host enters the
 // tree through its leader GPU (the GPU closest to a NIC).
 struct HostTree {
