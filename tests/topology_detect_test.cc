@@ -19,14 +19,12 @@
 
 #include "core/error.h"
 #include "topology/topology.h"
+#include "topology_fixtures.h"
 
 namespace braid::topo {
 namespace {
 
-std::string sharedDir() {
-  if (const char* d = getenv("BRAID_SHARED_DIR")) return d;
-  return std::string(BRAID_SOURCE_DIR) + "/../shared";
-}
+using fixtures::sharedDir;
 
 std::string hwlocDir() { return sharedDir() + "/topologies/hwloc"; }
 

@@ -15,25 +15,19 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "topology_fixtures.h"
 
 namespace braid::topo {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string sharedDir() {
-  if (const char* env = std::getenv("BRAID_SHARED_DIR")) return env;
-  return std::string(BRAID_SOURCE_DIR) + "/../shared";
-}
+using fixtures::readText;
+using fixtures::sharedDir;
 
 std::string ncclDir() { return sharedDir() + "/topologies/nccl"; }
 
-#define REQUIRE_FIXTURES()                                                                \
-  do {                                                                                    \
-    if (!fs::is_directory(ncclDir()))                                                     \
-      GTEST_SKIP() << "topology fixtures not found at " << ncclDir()                      \
-                   << " (set BRAID_SHARED_DIR to the directory holding topologies/nccl)"; \
-  } while (0)
+#define REQUIRE_FIXTURES() REQUIRE_FIXTURE_DIR(ncclDir())
 
 std::vector<std::string> topoFiles() {
   std::vector<std::string> out;
@@ -46,13 +40,6 @@ std::vector<std::string> topoFiles() {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::string readText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // What each file says, read from the file itself (see ../shared/topologies/README.md).

@@ -15,32 +15,18 @@
 
 #include "core/error.h"
 #include "topology/topology.h"
+#include "topology_fixtures.h"
 
 namespace braid::topo {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string sharedDir() {
-  if (const char* env = std::getenv("BRAID_SHARED_DIR")) return env;
-  return std::string(BRAID_SOURCE_DIR) + "/../shared";
-}
+using fixtures::readText;
+using fixtures::sharedDir;
+using fixtures::topoDir;
 
-std::string topoDir() { return sharedDir() + "/topologies"; }
-
-#define REQUIRE_FIXTURES()                                                            \
-  do {                                                                                \
-    if (!fs::is_directory(topoDir() + "/tool-output"))                                \
-      GTEST_SKIP() << "topology fixtures not found at " << topoDir()                  \
-                   << " (set BRAID_SHARED_DIR to the directory holding topologies/)"; \
-  } while (0)
-
-std::string readText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+#define REQUIRE_FIXTURES() REQUIRE_FIXTURE_DIR(topoDir() + "/tool-output")
 
 struct NicFact {
   std::string name;

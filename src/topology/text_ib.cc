@@ -1,0 +1,193 @@
+// InfiniBand tools into the model: `ibstat`, `ibstatus`, and /sys/class/infiniband snapshots.
+
+#include "topology/text_util.h"
+
+namespace braid::topo {
+using namespace text;  // NOLINT: the shared helpers of the text loaders
+
+namespace {
+
+LinkLayer layerOf(const std::string& s) {
+  if (s.find("InfiniBand") != std::string::npos || s.find("Infiniband") != std::string::npos)
+    return LinkLayer::kInfiniBand;
+  if (s.find("Ethernet") != std::string::npos) return LinkLayer::kEthernet;
+  return LinkLayer::kUnknown;
+}
+
+// "CA 'mlx5_0'" / "Infiniband device 'mlx5_0' port 1 status:" -> mlx5_0
+std::string quotedName(const std::string& l) {
+  size_t a = l.find('\''), b = l.find('\'', a + 1);
+  if (a == std::string::npos || b == std::string::npos) return "";
+  return l.substr(a + 1, b - a - 1);
+}
+
+int nicNamed(System* sys, std::map<std::string, int>* byName, const std::string& name) {
+  auto it = byName->find(name);
+  if (it != byName->end()) return it->second;
+  Nic nic;
+  int idx = addNic(sys, nic).index;
+  (*byName)[name] = idx;
+  return idx;
+}
+
+}  // namespace
+
+braidResult_t loadIbstat(const std::string& text, const std::string& name, System* out) {
+  if (out == nullptr) return fail(braidInvalidArgument, "loadIbstat: out is null");
+  System sys;
+  sys.source = name;
+  std::map<std::string, int> nics;
+  std::string ca, nodeGuid, caType, fw;
+  Net* net = nullptr;
+  int lineNo = 0;
+  std::vector<std::string> down;
+  for (const std::string& raw : splitLines(text)) {
+    ++lineNo;
+    std::string l = trim(raw);
+    if (l.empty()) continue;
+    if (startsWith(l, "CA '")) {
+      ca = quotedName(l);
+      if (ca.empty())
+        return fail(braidInvalidArgument, "%s:%d: CA line without a quoted name", name.c_str(),
+                    lineNo);
+      nicNamed(&sys, &nics, ca);
+      nodeGuid.clear(), caType.clear(), fw.clear();
+      net = nullptr;
+      continue;
+    }
+    size_t colon = l.find(':');
+    bool indented = std::isspace(static_cast<unsigned char>(raw[0]));
+    if (ca.empty() || colon == std::string::npos || !indented) {
+      noteOnce(&sys, name + ":" + std::to_string(lineNo) +
+                         ": not ibstat output, skipped: " + l.substr(0, 120));
+      continue;
+    }
+    std::string k = trim(l.substr(0, colon)), v = trim(l.substr(colon + 1));
+    if (startsWith(k, "Port ") && v.empty()) {
+      long p = 0;
+      if (!toLong(k.substr(5), 10, &p))
+        return fail(braidInvalidArgument, "%s:%d: bad port number '%s'", name.c_str(), lineNo,
+                    k.c_str());
+      Net n;
+      n.nic = nics[ca];
+      n.name = ca;
+      n.port = static_cast<int>(p);
+      n.dev = static_cast<int>(sys.nets.size());
+      n.guid = nodeGuid;
+      if (!caType.empty()) n.extra.push_back({"ca_type", caType});
+      if (!fw.empty()) n.extra.push_back({"fw_ver", fw});
+      net = &sys.nets[addNet(&sys, n).index];
+    } else if (k == "CA type") {
+      caType = v;
+    } else if (k == "Firmware version") {
+      fw = v;
+    } else if (k == "Node GUID") {
+      nodeGuid = v;
+    } else if (net != nullptr) {
+      if (k == "State") {
+        if (v != "Active") down.push_back(ca + " port " + std::to_string(net->port) + ": " + v);
+      } else if (k == "Rate") {
+        double r = 0;
+        if (leadingDouble(v, &r)) net->speed_gbps = r;
+      } else if (k == "Link layer") {
+        net->link_layer = layerOf(v);
+      } else if (k == "Port GUID") {
+        net->extra.push_back({"port_guid", v});
+        if (net->guid.empty()) net->guid = v;
+      }
+    }
+  }
+  if (sys.nics.empty())
+    return fail(braidInvalidArgument, "%s: no \"CA '...'\" line (ibstat output)", name.c_str());
+  for (const auto& d : down) sys.notes.push_back(d);
+  sys.notes.push_back("ibstat gives no PCI or NUMA placement of the HCAs");
+  connectSystem(&sys);
+  *out = std::move(sys);
+  return braidSuccess;
+}
+
+braidResult_t loadIbstatus(const std::string& text, const std::string& name, System* out) {
+  if (out == nullptr) return fail(braidInvalidArgument, "loadIbstatus: out is null");
+  System sys;
+  sys.source = name;
+  std::map<std::string, int> nics;
+  Net* net = nullptr;
+  int lineNo = 0;
+  for (const std::string& raw : splitLines(text)) {
+    ++lineNo;
+    std::string l = trim(raw);
+    if (l.empty()) continue;
+    if (startsWith(l, "Infiniband device '")) {
+      std::string dev = quotedName(l);
+      size_t p = l.find(" port ");
+      long port = -1;
+      if (dev.empty() || p == std::string::npos ||
+          !toLong(words(l.substr(p + 6)).empty() ? "" : words(l.substr(p + 6))[0], 10, &port))
+        return fail(braidInvalidArgument,
+                    "%s:%d: expected \"Infiniband device 'NAME' port N "
+                    "status:\"",
+                    name.c_str(), lineNo);
+      Net n;
+      n.nic = nicNamed(&sys, &nics, dev);
+      n.name = dev;
+      n.port = static_cast<int>(port);
+      n.dev = static_cast<int>(sys.nets.size());
+      net = &sys.nets[addNet(&sys, n).index];
+      continue;
+    }
+    size_t colon = l.find(':');
+    if (net == nullptr || colon == std::string::npos) {
+      noteOnce(&sys, name + ":" + std::to_string(lineNo) + ": not ibstatus output, skipped");
+      continue;
+    }
+    std::string k = trim(l.substr(0, colon)), v = trim(l.substr(colon + 1));
+    if (k == "rate") {
+      double r = 0;
+      if (leadingDouble(v, &r)) net->speed_gbps = r;
+    } else if (k == "link_layer") {
+      net->link_layer = layerOf(v);
+    } else if (k == "state") {
+      if (v.find("ACTIVE") == std::string::npos)
+        sys.notes.push_back(net->name + " port " + std::to_string(net->port) + ": " + v);
+    } else if (k == "default gid") {
+      // fe80:0000:0000:0000:0015:5dff:fd34:11eb -> port GUID 0x00155dfffd3411eb
+      std::string hex;
+      for (char c : v)
+        if (c != ':') hex += c;
+      if (hex.size() == 32) net->guid = "0x" + hex.substr(16);
+      net->extra.push_back({"gid", v});
+    }
+  }
+  if (sys.nics.empty())
+    return fail(braidInvalidArgument, "%s: no \"Infiniband device '...'\" line (ibstatus output)",
+                name.c_str());
+  sys.notes.push_back("ibstatus gives no PCI or NUMA placement of the HCAs");
+  connectSystem(&sys);
+  *out = std::move(sys);
+  return braidSuccess;
+}
+
+braidResult_t loadSysfsInfinibandDir(const std::string& dir, System* out) {
+  if (out == nullptr) return fail(braidInvalidArgument, "loadSysfsInfinibandDir: out is null");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool looks = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (fs::is_directory(it->path() / "ports", ec)) looks = true;
+  if (!looks)
+    return fail(braidInvalidArgument,
+                "%s: a directory, but not a /sys/class/infiniband snapshot (no DEV/ports/); "
+                "topology files are NCCL or hwloc XML or tool output",
+                dir.c_str());
+  System sys;
+  sys.source = dir;
+  int count = 0;
+  BRAID_TRY(detectIbFromSysfs(dir, &sys, &count));
+  if (count == 0)
+    return fail(braidInvalidArgument, "%s: no RDMA device with ports found", dir.c_str());
+  connectSystem(&sys);
+  *out = std::move(sys);
+  return braidSuccess;
+}
+
+}  // namespace braid::topo

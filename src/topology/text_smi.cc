@@ -1,0 +1,471 @@
+// nvidia-smi text into the model: `topo -m`, `topo -p2p r` and `nvlink --status`.
+
+#include "topology/text_util.h"
+
+namespace braid::topo {
+using namespace text;  // NOLINT: the shared helpers of the text loaders
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// nvidia-smi topo -m / topo -p2p r
+
+struct SmiMatrix {
+  std::vector<std::string> dev;                // column names: GPU0.., NIC0.., mlx5_0..
+  std::vector<std::vector<std::string>> cell;  // [row dev][col dev], "" when missing
+  std::vector<std::string> cpu_aff, numa_aff;  // per dev ("" when not given)
+  std::vector<std::string> gpu_numa;           // per dev
+  std::map<std::string, std::string> legend;   // NIC0 -> mlx5_0
+  bool has_affinity = false;
+  int truncated_rows = 0;
+};
+
+bool isGpuName(const std::string& s) {
+  return s.size() > 3 && startsWith(s, "GPU") &&
+         std::all_of(s.begin() + 3, s.end(), [](char c) { return std::isdigit((unsigned char)c); });
+}
+
+// Finds the header line (has GPU0 and no X cell); -1 when none.
+int smiHeaderLine(const std::vector<std::string>& ls) {
+  for (int i = 0; i < static_cast<int>(ls.size()); ++i) {
+    auto w = words(ls[i]);
+    if (std::find(w.begin(), w.end(), "GPU0") != w.end() &&
+        std::find(w.begin(), w.end(), "X") == w.end() && isGpuName(w[0]))
+      return i;
+  }
+  return -1;
+}
+
+braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::string& name,
+                             SmiMatrix* m) {
+  int h = smiHeaderLine(ls);
+  if (h < 0)
+    return fail(braidInvalidArgument, "%s: no nvidia-smi matrix header (GPU0 ...)", name.c_str());
+  auto hw = words(ls[h]);
+  std::vector<int> trailing;  // 0 cpu affinity, 1 numa affinity, 2 gpu numa id, 3 other
+  for (size_t i = 0; i < hw.size(); ++i) {
+    if (hw[i] == "CPU" && i + 1 < hw.size() && hw[i + 1] == "Affinity") {
+      trailing.push_back(0);
+      ++i;
+    } else if (hw[i] == "NUMA" && i + 1 < hw.size() && hw[i + 1] == "Affinity") {
+      trailing.push_back(1);
+      ++i;
+    } else if (hw[i] == "GPU" && i + 2 < hw.size() && hw[i + 1] == "NUMA" && hw[i + 2] == "ID") {
+      trailing.push_back(2);
+      i += 2;
+    } else if (!trailing.empty()) {
+      trailing.push_back(3);
+    } else {
+      m->dev.push_back(hw[i]);
+    }
+  }
+  m->has_affinity = std::find(trailing.begin(), trailing.end(), 0) != trailing.end() ||
+                    std::find(trailing.begin(), trailing.end(), 1) != trailing.end();
+  size_t n = m->dev.size();
+  m->cell.assign(n, std::vector<std::string>(n));
+  m->cpu_aff.assign(n, "");
+  m->numa_aff.assign(n, "");
+  m->gpu_numa.assign(n, "");
+  std::map<std::string, size_t> idx;
+  for (size_t i = 0; i < n; ++i) idx[m->dev[i]] = i;
+  for (size_t li = h + 1; li < ls.size(); ++li) {
+    auto w = words(ls[li]);
+    if (w.empty()) continue;
+    std::string first = w[0];
+    if (first.size() > 1 && first.back() == ':' && w.size() >= 2) {  // legend "NIC0: mlx5_0"
+      m->legend[first.substr(0, first.size() - 1)] = w[1];
+      continue;
+    }
+    auto it = idx.find(first);
+    if (it == idx.end()) continue;
+    size_t r = it->second;
+    size_t k = 1;
+    for (size_t c = 0; c < n; ++c, ++k) {
+      if (k >= w.size()) break;
+      m->cell[r][c] = w[k];
+    }
+    if (w.size() < n + 1) m->truncated_rows++;
+    bool isGpuRow = isGpuName(first);
+    for (size_t t = 0; t < trailing.size() && isGpuRow; ++t, ++k) {
+      if (k >= w.size()) {
+        m->truncated_rows++;
+        break;
+      }
+      if (trailing[t] == 0) m->cpu_aff[r] = w[k];
+      if (trailing[t] == 1) m->numa_aff[r] = w[k];
+      if (trailing[t] == 2) m->gpu_numa[r] = w[k];
+    }
+  }
+  return braidSuccess;
+}
+
+// Path class of a topo -m cell, or -1 (X, NV#, unknown).
+int smiClass(const std::string& c, bool* node) {
+  if (node) *node = false;
+  if (c == "PIX") return static_cast<int>(PathClass::kPix);
+  if (c == "PXB") return static_cast<int>(PathClass::kPxb);
+  if (c == "PHB") return static_cast<int>(PathClass::kPhb);
+  if (c == "NODE") {
+    if (node) *node = true;
+    return static_cast<int>(PathClass::kPhb);
+  }
+  if (c == "SYS" || c == "SOC") return static_cast<int>(PathClass::kSys);
+  return -1;
+}
+
+int nvCount(const std::string& c) {
+  long v = 0;
+  if (c.size() > 2 && startsWith(c, "NV") && toLong(c.substr(2), 10, &v) && v > 0 && v < 1000)
+    return static_cast<int>(v);
+  return 0;
+}
+
+struct UnionFind {
+  std::vector<int> p;
+  explicit UnionFind(int n) : p(n) {
+    for (int i = 0; i < n; ++i) p[i] = i;
+  }
+  int find(int x) { return p[x] == x ? x : p[x] = find(p[x]); }
+  void unite(int a, int b) { p[find(a)] = find(b); }
+};
+
+braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, System* sys) {
+  int n = static_cast<int>(m.dev.size());
+  // The cell for (i, j): the row of i, else the row of j.
+  auto cellOf = [&](int i, int j) { return m.cell[i][j].empty() ? m.cell[j][i] : m.cell[i][j]; };
+  std::vector<bool> isGpu(n);
+  for (int i = 0; i < n; ++i) isGpu[i] = isGpuName(m.dev[i]);
+  // NUMA nodes: NUMA affinity where numeric, else CPU affinity, else one unknown node.
+  std::vector<std::string> key(n);
+  std::vector<int> numa(n, -1);
+  for (int i = 0; i < n; ++i) {
+    if (!isGpu[i]) continue;
+    long v = 0;
+    if (toLong(m.numa_aff[i], 10, &v)) {
+      key[i] = "numa" + std::to_string(v);
+      numa[i] = static_cast<int>(v);
+    } else if (!m.cpu_aff[i].empty() && m.cpu_aff[i] != "N/A") {
+      key[i] = "cpus" + m.cpu_aff[i];
+    }
+  }
+  std::map<std::string, int> cpuByKey;
+  std::vector<int> cpuOfDev(n, -1);
+  std::set<std::string> keys;
+  for (int i = 0; i < n; ++i)
+    if (isGpu[i]) keys.insert(key[i]);
+  bool guessedNuma = false;
+  for (int i = 0; i < n; ++i) {
+    if (!isGpu[i]) continue;
+    int numaid = numa[i];
+    if (numaid < 0 && keys.size() > 1) {
+      auto it = cpuByKey.find(key[i]);
+      numaid =
+          it != cpuByKey.end() ? sys->cpus[it->second].numaid : static_cast<int>(cpuByKey.size());
+      guessedNuma = true;
+    }
+    NodeRef c = ensureCpu(sys, &cpuByKey, key[i], numaid);
+    cpuOfDev[i] = c.index;
+    std::string mask = cpuListToMask(m.cpu_aff[i]);
+    if (!mask.empty() && sys->cpus[c.index].affinity.empty()) sys->cpus[c.index].affinity = mask;
+  }
+  if (guessedNuma)
+    sys->notes.push_back("NUMA affinity not given: NUMA nodes numbered by distinct CPU affinity");
+  if (sys->cpus.empty()) ensureCpu(sys, &cpuByKey, "", -1);
+  bool numaNa = false;
+  for (int i = 0; i < n; ++i) numaNa |= isGpu[i] && numa[i] < 0;
+  if (numaNa)
+    sys->notes.push_back(sys->cpus.size() == 1
+                             ? "NUMA affinity N/A: one NUMA node assumed (numaid unknown)"
+                             : "NUMA affinity N/A for some GPUs: placed by CPU affinity");
+  // NICs (and other non-GPU columns) follow the GPUs they are closest to.
+  for (int i = 0; i < n; ++i) {
+    if (isGpu[i]) continue;
+    int best = -1, bestCls = 100, sysGpu = -1;
+    for (int j = 0; j < n; ++j) {
+      if (!isGpu[j]) continue;
+      int c = smiClass(cellOf(i, j), nullptr);
+      if (c < 0) continue;
+      if (c == static_cast<int>(PathClass::kSys)) {
+        sysGpu = j;
+        continue;
+      }
+      if (c < bestCls) bestCls = c, best = j;
+    }
+    if (best >= 0) {
+      cpuOfDev[i] = cpuOfDev[best];
+    } else if (sysGpu >= 0 && sys->cpus.size() == 2) {
+      cpuOfDev[i] = 1 - cpuOfDev[sysGpu];
+    } else {
+      cpuOfDev[i] = 0;
+    }
+  }
+  // PCI switches from PIX (one switch) and PXB (switches under a common switch).
+  UnionFind pix(n), pxb(n);
+  bool sawNode = false;
+  int sysSameNuma = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) {
+      bool node = false;
+      int c = smiClass(cellOf(i, j), &node);
+      sawNode |= node;
+      if (c < 0) continue;
+      if (cpuOfDev[i] != cpuOfDev[j]) continue;
+      if (c == static_cast<int>(PathClass::kSys)) sysSameNuma++;
+      if (c == static_cast<int>(PathClass::kPix)) pix.unite(i, j), pxb.unite(i, j);
+      if (c == static_cast<int>(PathClass::kPxb)) pxb.unite(i, j);
+    }
+  std::vector<NodeRef> parent(n);
+  int nextBus = 1;
+  auto newSwitch = [&](NodeRef up) {
+    Pci p;
+    p.pci.busid = virtualBusId(nextBus++);
+    p.pci.class_code = 0x060400;
+    p.parent = up;
+    return addPci(sys, p);
+  };
+  std::map<int, std::vector<int>> pxbGroups;
+  for (int i = 0; i < n; ++i) pxbGroups[pxb.find(i)].push_back(i);
+  for (auto& [root, members] : pxbGroups) {
+    NodeRef cpu{NodeKind::kCpu, cpuOfDev[members[0]]};
+    std::map<int, std::vector<int>> units;
+    for (int i : members) units[pix.find(i)].push_back(i);
+    if (units.size() == 1) {
+      NodeRef up = members.size() > 1 ? newSwitch(cpu) : cpu;
+      for (int i : members) parent[i] = up;
+      continue;
+    }
+    NodeRef top = newSwitch(cpu);
+    for (auto& [u, devs] : units) {
+      NodeRef leaf = newSwitch(top);
+      for (int i : devs) parent[i] = leaf;
+    }
+  }
+  std::vector<NodeRef> ref(n);
+  for (int i = 0; i < n; ++i) {
+    if (!isGpu[i]) continue;
+    Gpu g;
+    g.parent = parent[i];
+    g.dev = std::atoi(m.dev[i].c_str() + 3);
+    ref[i] = addGpu(sys, g);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (isGpu[i]) continue;
+    Nic nic;
+    nic.parent = parent[i];
+    ref[i] = addNic(sys, nic);
+    Net net;
+    net.nic = ref[i].index;
+    auto lg = m.legend.find(m.dev[i]);
+    net.name = lg != m.legend.end() ? lg->second : m.dev[i];
+    net.dev = static_cast<int>(sys->nets.size());
+    addNet(sys, net);
+  }
+  // NVLinks: all GPU pairs with the same NV# (3+ GPUs) is an NVSwitch system.
+  std::vector<int> gpus;
+  for (int i = 0; i < n; ++i)
+    if (isGpu[i]) gpus.push_back(i);
+  int common = -1;
+  bool allSame = gpus.size() >= 3;
+  for (size_t a = 0; a < gpus.size() && allSame; ++a)
+    for (size_t b = a + 1; b < gpus.size() && allSame; ++b) {
+      int c = nvCount(cellOf(gpus[a], gpus[b]));
+      if (c == 0 || (common >= 0 && c != common)) allSame = false;
+      common = c;
+    }
+  if (allSame) {
+    NvSwitch sw;
+    NodeRef s = addNvSwitch(sys, sw);
+    for (int i : gpus) addNvLink(sys, ref[i], s, common);
+    sys->notes.push_back("every GPU pair NV" + std::to_string(common) +
+                         ": modelled as one NVSwitch with " + std::to_string(common) +
+                         " links from each GPU");
+  } else {
+    for (size_t a = 0; a < gpus.size(); ++a)
+      for (size_t b = a + 1; b < gpus.size(); ++b) {
+        int c = nvCount(cellOf(gpus[a], gpus[b]));
+        if (c > 0) addNvLink(sys, ref[gpus[a]], ref[gpus[b]], c);
+      }
+  }
+  connectSystem(sys);
+  if (nextBus > 1)
+    sys->notes.push_back(
+        "nvidia-smi topo -m gives no bus ids: PCI switches (ffff:xx) inferred from PIX/PXB");
+  if (!allSame && n > 0) {
+    int nvPairs = 0;
+    for (size_t a = 0; a < gpus.size(); ++a)
+      for (size_t b = a + 1; b < gpus.size(); ++b) nvPairs += nvCount(cellOf(gpus[a], gpus[b])) > 0;
+    if (nvPairs) sys->notes.push_back("NV# pairs hide their PCI relation: placed by NUMA only");
+  } else if (allSame) {
+    sys->notes.push_back("NV# pairs hide their PCI relation: placed by NUMA only");
+  }
+  if (sawNode) sys->notes.push_back("NODE read as PHB (the model has no NODE class)");
+  if (sysSameNuma)
+    sys->notes.push_back(std::to_string(sysSameNuma) +
+                         " SYS pair(s) within one NUMA affinity: cannot be represented");
+  if (m.truncated_rows)
+    sys->notes.push_back(std::to_string(m.truncated_rows) + " truncated row(s) in " + name);
+  for (int i = 0; i < n; ++i)
+    if (!m.gpu_numa[i].empty() && m.gpu_numa[i] != "N/A") sys->memory_numa_nodes++;
+  // Compare the model's classes with the matrix.
+  Paths paths = computePaths(*sys);
+  int mismatches = 0;
+  std::string first;
+  for (int i = 0; i < n; ++i) {
+    if (!isGpu[i]) continue;
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      int want = smiClass(cellOf(i, j), nullptr);
+      if (want < 0) continue;
+      Path got = isGpu[j] ? paths.gpu_gpu[ref[i].index][ref[j].index]
+                          : paths.gpu_nic[ref[i].index][ref[j].index];
+      if (static_cast<int>(got.cls) != want) {
+        if (mismatches++ == 0)
+          first = m.dev[i] + "-" + m.dev[j] + " is " + cellOf(i, j) + " in the file, " +
+                  pathClassName(got.cls) + " in the model";
+      }
+    }
+  }
+  if (mismatches)
+    sys->notes.push_back(std::to_string(mismatches) +
+                         " path class(es) the model cannot reproduce, first: " + first);
+  return braidSuccess;
+}
+
+bool isP2pCell(const std::string& c) {
+  return c == "OK" || c == "NS" || c == "CNS" || c == "GNS" || c == "TNS" || c == "U" || c == "NA";
+}
+
+}  // namespace
+
+const char* text::sniffNvidiaSmi(const std::vector<std::string>& ls, const std::string& l) {
+  auto w = words(l);
+  if (w.empty() || !(isGpuName(w[0]) || std::find(w.begin(), w.end(), "GPU0") != w.end()))
+    return nullptr;
+  if (l.find("Affinity") != std::string::npos) return "nvidia-smi-topo";
+  // A header without affinity columns: topo -p2p when the cells say OK/NS.
+  int h = smiHeaderLine(ls);
+  if (h >= 0 && h + 1 < static_cast<int>(ls.size())) {
+    auto r = words(ls[h + 1]);
+    for (size_t i = 1; i < r.size(); ++i)
+      if (isP2pCell(r[i])) return "nvidia-smi-p2p";
+  }
+  return "nvidia-smi-topo";
+}
+
+braidResult_t loadNvidiaSmiTopo(const std::string& text, const std::string& name, System* out) {
+  if (out == nullptr) return fail(braidInvalidArgument, "loadNvidiaSmiTopo: out is null");
+  std::vector<std::string> ls = splitLines(text);
+  SmiMatrix m;
+  BRAID_TRY(parseSmiMatrix(ls, name, &m));
+  int gpus = 0;
+  for (const auto& d : m.dev) gpus += isGpuName(d);
+  if (gpus == 0)
+    return fail(braidInvalidArgument, "%s: nvidia-smi matrix lists no GPU", name.c_str());
+  // topo -p2p cells say OK/NS..., topo -m cells NV#/PIX/...; no affinity columns and neither
+  // kind of cell reads as the capability matrix too.
+  bool p2pCell = false, pathCell = false;
+  for (const auto& row : m.cell)
+    for (const auto& c : row) {
+      p2pCell |= isP2pCell(c);
+      pathCell |= nvCount(c) > 0 || smiClass(c, nullptr) >= 0;
+    }
+  bool p2p = p2pCell || (!m.has_affinity && !pathCell);
+  System sys;
+  sys.source = name;
+  if (p2p) {
+    // Capability matrix: GPUs only.
+    int ok = 0, no = 0;
+    for (size_t i = 0; i < m.dev.size(); ++i) {
+      if (!isGpuName(m.dev[i])) continue;
+      Gpu g;
+      g.dev = std::atoi(m.dev[i].c_str() + 3);
+      addGpu(&sys, g);
+      for (const auto& c : m.cell[i]) (c == "OK" ? ok : no) += (c != "X" && !c.empty());
+    }
+    connectSystem(&sys);
+    sys.notes.push_back("nvidia-smi topo -p2p: a P2P capability matrix (" + std::to_string(ok) +
+                        " OK, " + std::to_string(no) +
+                        " not OK); GPUs only, no links, NUMA or PCI placement");
+  } else {
+    BRAID_TRY(loadSmiTopoMatrix(m, name, &sys));
+  }
+  *out = std::move(sys);
+  return braidSuccess;
+}
+
+braidResult_t loadNvidiaSmiNvlinkStatus(const std::string& text, const std::string& name,
+                                        System* out) {
+  if (out == nullptr) return fail(braidInvalidArgument, "loadNvidiaSmiNvlinkStatus: out is null");
+  System sys;
+  sys.source = name;
+  std::vector<int> links;
+  std::vector<double> gbs;
+  int inactive = 0, lineNo = 0;
+  for (const std::string& raw : splitLines(text)) {
+    ++lineNo;
+    std::string l = trim(raw);
+    if (l.empty()) continue;
+    if (startsWith(l, "GPU ")) {
+      long idx = 0;
+      size_t colon = l.find(':');
+      if (colon == std::string::npos || !toLong(l.substr(4, colon - 4), 10, &idx))
+        return fail(braidInvalidArgument, "%s:%d: expected 'GPU N: model', got '%s'", name.c_str(),
+                    lineNo, l.c_str());
+      Gpu g;
+      g.dev = static_cast<int>(idx);
+      std::string model = trim(l.substr(colon + 1));
+      size_t u = model.find(" (UUID");
+      if (u != std::string::npos) model = model.substr(0, u);
+      g.model = model;
+      g.sm = smFromModel(model);
+      addGpu(&sys, g);
+      links.push_back(0);
+      gbs.push_back(0);
+    } else if (startsWith(l, "Link ")) {
+      if (links.empty())
+        return fail(braidInvalidArgument, "%s:%d: a Link line before any GPU line", name.c_str(),
+                    lineNo);
+      size_t colon = l.find(':');
+      double v = 0;
+      if (colon != std::string::npos && leadingDouble(l.substr(colon + 1), &v) && v > 0) {
+        links.back()++;
+        gbs.back() = v;
+      } else {
+        inactive++;
+      }
+    }
+  }
+  if (sys.gpus.empty())
+    return fail(braidInvalidArgument, "%s: no 'GPU N:' line (nvidia-smi nvlink --status)",
+                name.c_str());
+  int n = static_cast<int>(sys.gpus.size());
+  if (n == 2 && links[0] > 0 && links[1] > 0) {
+    addNvLink(&sys, {NodeKind::kGpu, 0}, {NodeKind::kGpu, 1}, std::min(links[0], links[1]));
+    sys.notes.push_back(
+        "nvlink --status does not name link peers: 2 GPUs, assumed linked to "
+        "each other");
+  } else if (n > 2) {
+    NodeRef sw{};
+    for (int i = 0; i < n; ++i) {
+      if (links[i] == 0) continue;
+      if (!sw.valid()) sw = addNvSwitch(&sys, NvSwitch{});
+      addNvLink(&sys, {NodeKind::kGpu, i}, sw, links[i]);
+    }
+    if (sw.valid())
+      sys.notes.push_back(
+          "nvlink --status does not name link peers: links assumed to go to one "
+          "NVSwitch");
+  }
+  for (int i = 0; i < n; ++i)
+    if (links[i])
+      sys.notes.push_back("GPU" + std::to_string(sys.gpus[i].dev) + ": " +
+                          std::to_string(links[i]) + " active NVLinks at " +
+                          std::to_string(static_cast<int>(gbs[i])) + " GB/s each (as reported)");
+  if (inactive) sys.notes.push_back(std::to_string(inactive) + " inactive NVLink(s)");
+  sys.notes.push_back("nvlink --status gives no PCI or NUMA placement");
+  connectSystem(&sys);
+  *out = std::move(sys);
+  return braidSuccess;
+}
+
+}  // namespace braid::topo

@@ -1,0 +1,162 @@
+// Helpers shared by the text-format loaders (text_formats.cc, text_smi.cc, text_ib.cc,
+// text_pci.cc): line and word splitting, number parsing, notes, CPU masks, placeholders.
+// Internal to src/topology.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "topology/topology.h"
+
+namespace braid::topo::text {
+
+inline std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) {
+    if (cur.back() == '\r') cur.pop_back();
+    out.push_back(cur);
+  }
+  return out;
+}
+
+inline std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+inline std::string trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+inline bool startsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+// Whole string as an integer in base; false on anything else.
+inline bool toLong(const std::string& s, int base, long* out) {
+  std::string t = trim(s);
+  if (t.empty()) return false;
+  const char* p = t.c_str();
+  if (base == 16 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p += 2;
+  if (*p == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(p, &end, base);
+  if (errno != 0 || end == p || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+// Leading number of s ("200 Gb/sec (4X HDR)" -> 200); false when none.
+inline bool leadingDouble(const std::string& s, double* out) {
+  std::string t = trim(s);
+  if (t.empty() || !(std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '.')) return false;
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (end == t.c_str()) return false;
+  *out = v;
+  return true;
+}
+
+inline void noteOnce(System* sys, const std::string& line) {
+  if (std::find(sys->notes.begin(), sys->notes.end(), line) == sys->notes.end())
+    sys->notes.push_back(line);
+}
+
+// "0-51,104-155" -> NCCL's cpumask text (32-bit hex words, most significant first).
+inline std::string cpuListToMask(const std::string& list) {
+  std::vector<uint32_t> w;
+  std::stringstream ss(list);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    long a = 0, b = 0;
+    size_t dash = part.find('-');
+    if (dash == std::string::npos) {
+      if (!toLong(part, 10, &a)) return "";
+      b = a;
+    } else if (!toLong(part.substr(0, dash), 10, &a) || !toLong(part.substr(dash + 1), 10, &b)) {
+      return "";
+    }
+    if (a < 0 || b < a || b >= 8192) return "";
+    for (long c = a; c <= b; ++c) {
+      size_t i = static_cast<size_t>(c / 32);
+      if (w.size() <= i) w.resize(i + 1, 0);
+      w[i] |= 1u << (c % 32);
+    }
+  }
+  if (w.empty()) return "";
+  std::string out;
+  for (size_t i = w.size(); i-- > 0;) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "%08x", w[i]);
+    if (!out.empty()) out += ",";
+    out += buf;
+  }
+  return out;
+}
+
+// SM (compute capability x10) from a product name, -1 when unknown.
+inline int smFromModel(const std::string& m) {
+  struct {
+    const char* key;
+    int sm;
+  } const table[] = {{"GB200", 100}, {"B200", 100}, {"B100", 100}, {"GH200", 90}, {"H200", 90},
+                     {"H100", 90},   {"H800", 90},  {"H20", 90},   {"L40", 89},   {"L4", 89},
+                     {"A100", 80},   {"A800", 80},  {"A30", 80},   {"A10", 86},   {"A40", 86},
+                     {"V100", 70},   {"P100", 60},  {"T4", 75}};
+  for (const auto& e : table)
+    if (m.find(e.key) != std::string::npos) return e.sm;
+  return -1;
+}
+
+inline NodeRef ensureCpu(System* sys, std::map<std::string, int>* byKey, const std::string& key,
+                         int numaid) {
+  auto it = byKey->find(key);
+  if (it != byKey->end()) return {NodeKind::kCpu, it->second};
+  Cpu c;
+  c.numaid = numaid;
+  NodeRef r = addCpu(sys, c);
+  (*byKey)[key] = r.index;
+  return r;
+}
+
+inline std::string virtualBusId(int n) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "ffff:%02x:%02x.0", (n >> 5) & 0xff, n & 0x1f);
+  return buf;
+}
+
+// For the sniffer (text_formats.cc): the kind of nvidia-smi matrix whose header is `line`
+// ("nvidia-smi-topo", "nvidia-smi-p2p"), or nullptr (text_smi.cc); whether `line` starts
+// an lspci record (text_pci.cc).
+const char* sniffNvidiaSmi(const std::vector<std::string>& lines, const std::string& line);
+bool isLspciLine(const std::string& line);
+
+}  // namespace braid::topo::text
