@@ -472,13 +472,19 @@ class Loader {
 
 bool startsWithBytes(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
-bool readFile(const std::string& path, std::string* text) {
+// Reads a topology file whole; "" on success, else why not. Only regular files, at most
+// 64 MiB (a device such as /dev/zero would never end).
+std::string readFile(const std::string& path, std::string* text) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_size > (64 << 20)) return "larger than 64 MiB: not a topology file";
   std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
+  if (!in) return std::strerror(errno);
   std::ostringstream ss;
   ss << in.rdbuf();
   *text = ss.str();
-  return !in.bad();
+  return in.bad() ? "read error" : "";
 }
 
 // ---- Dump ----
@@ -724,9 +730,9 @@ braidResult_t loadNcclTopoXmlString(const std::string& text, const std::string& 
 
 braidResult_t loadNcclTopoXml(const std::string& path, System* out) {
   std::string text;
-  if (!readFile(path, &text))
+  if (std::string why = readFile(path, &text); !why.empty())
     return fail(braidInvalidArgument, "%s: cannot read NCCL topology file: %s", path.c_str(),
-                std::strerror(errno));
+                why.c_str());
   return loadNcclTopoXmlString(text, path, out);
 }
 
@@ -735,9 +741,9 @@ braidResult_t loadTopologyFile(const std::string& path, System* out) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return loadSysfsInfinibandDir(path, out);
-  if (!readFile(path, &text))
+  if (std::string why = readFile(path, &text); !why.empty())
     return fail(braidInvalidArgument, "%s: cannot read topology file: %s", path.c_str(),
-                std::strerror(errno));
+                why.c_str());
   // Archives (hwloc fsroot tarballs) are not read: say how to use them.
   if (startsWithBytes(text, "BZh") || startsWithBytes(text, "\x1f\x8b") ||
       startsWithBytes(text, "\xfd\x37zXZ") ||

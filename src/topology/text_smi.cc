@@ -246,6 +246,7 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
     Gpu g;
     g.parent = parent[i];
     g.dev = std::atoi(m.dev[i].c_str() + 3);
+    g.pci.busid = gpuPlaceholderBusId(g.dev);
     ref[i] = addGpu(sys, g);
   }
   for (int i = 0; i < n; ++i) {
@@ -274,6 +275,7 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
     }
   if (allSame) {
     NvSwitch sw;
+    sw.pci.busid = kNvSwitchPlaceholderBusId;
     NodeRef s = addNvSwitch(sys, sw);
     for (int i : gpus) addNvLink(sys, ref[i], s, common);
     sys->notes.push_back("every GPU pair NV" + std::to_string(common) +
@@ -379,6 +381,7 @@ braidResult_t loadNvidiaSmiTopo(const std::string& text, const std::string& name
       if (!isGpuName(m.dev[i])) continue;
       Gpu g;
       g.dev = std::atoi(m.dev[i].c_str() + 3);
+      g.pci.busid = gpuPlaceholderBusId(g.dev);
       addGpu(&sys, g);
       for (const auto& c : m.cell[i]) (c == "OK" ? ok : no) += (c != "X" && !c.empty());
     }
@@ -418,6 +421,7 @@ braidResult_t loadNvidiaSmiNvlinkStatus(const std::string& text, const std::stri
       if (u != std::string::npos) model = model.substr(0, u);
       g.model = model;
       g.sm = smFromModel(model);
+      g.pci.busid = gpuPlaceholderBusId(g.dev);
       addGpu(&sys, g);
       links.push_back(0);
       gbs.push_back(0);
@@ -448,7 +452,11 @@ braidResult_t loadNvidiaSmiNvlinkStatus(const std::string& text, const std::stri
     NodeRef sw{};
     for (int i = 0; i < n; ++i) {
       if (links[i] == 0) continue;
-      if (!sw.valid()) sw = addNvSwitch(&sys, NvSwitch{});
+      if (!sw.valid()) {
+        NvSwitch placeholder;
+        placeholder.pci.busid = kNvSwitchPlaceholderBusId;
+        sw = addNvSwitch(&sys, placeholder);
+      }
       addNvLink(&sys, {NodeKind::kGpu, i}, sw, links[i]);
     }
     if (sw.valid())

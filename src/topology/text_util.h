@@ -153,6 +153,19 @@ inline std::string virtualBusId(int n) {
   return buf;
 }
 
+// A GPU known only by its index (nvidia-smi text names no bus ids): a placeholder in the
+// same reserved domain, apart from the switches' (bus 0xf0 up), so NVLinks can name it in
+// a dump that loads again.
+inline std::string gpuPlaceholderBusId(int dev) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "ffff:%02x:%02x.1", 0xf0 + ((dev >> 5) & 0x0f), dev & 0x1f);
+  return buf;
+}
+
+// The one NVSwitch nvidia-smi text implies (all GPU pairs NV#): a placeholder bus id, so
+// the GPUs' NVLinks can name it in a dump.
+inline constexpr char kNvSwitchPlaceholderBusId[] = "ffff:ef:00.0";
+
 // For the sniffer (text_formats.cc): the kind of nvidia-smi matrix whose header is `line`
 // ("nvidia-smi-topo", "nvidia-smi-p2p"), or nullptr (text_smi.cc); whether `line` starts
 // an lspci record (text_pci.cc).
