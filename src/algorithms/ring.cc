@@ -1,8 +1,10 @@
-// Ring algorithms: every rank sends only to its right neighbour (rank + 1) and receives
-// only from its left one, and long messages are cut into pieces of about pieceElems so that
-// a piece travels on while the next one is still arriving. Bandwidth-optimal for
-// all-reduce, reduce-scatter and all-gather; the pipelined chain that NCCL's ring
-// broadcast uses.
+// Ring algorithms: every rank sends only to its right neighbour on the communicator's ring
+// (CollArgs::ring; rank + 1 without one) and receives only from its left one, and long messages are
+// cut into pieces of about pieceElems so that a piece travels on while the next one is still
+// arriving. Bandwidth-optimal for all-reduce, reduce-scatter and all-gather; the pipelined chain
+// that NCCL's ring broadcast uses. In the comments below r is a rank's position on the ring, r+1
+// the next position, and "block b" of a reduce-scatter or all-gather the block of the rank at
+// position b.
 #include <algorithm>
 
 #include "algorithms/schedule.h"
@@ -35,13 +37,14 @@ void addSelfCopy(size_t count, size_t dstOffset, Schedule* out) {
 // Each rank sends 2(n-1)/n of the vector: the bandwidth lower bound.
 void buildRingAllReduce(const CollArgs& a, Schedule* out) {
   resetSchedule(out);
-  const int n = a.nranks, r = a.rank;
+  const RingPlace place(a);
+  const int n = a.nranks, r = place.pos;
   if (a.count == 0) return;
   if (n == 1) {
     addSelfCopy(a.count, 0, out);
     return;
   }
-  const int right = (r + 1) % n, left = (r - 1 + n) % n;
+  const int right = place.right(), left = place.left();
   auto chunk = [&](int c) { return ((c % n) + n) % n; };
   const size_t maxChunk = (a.count + n - 1) / n;
   const size_t pieces = piecesFor(maxChunk, a.pieceElems);
@@ -116,15 +119,17 @@ void buildRingAllReduce(const CollArgs& a, Schedule* out) {
 // Each rank sends (n-1)/n of its input: the bandwidth lower bound.
 void buildRingReduceScatter(const CollArgs& a, Schedule* out) {
   resetSchedule(out);
-  const int n = a.nranks, r = a.rank;
+  const RingPlace place(a);
+  const int n = a.nranks, r = place.pos;
   const size_t count = a.count;
   if (count == 0) return;
   if (n == 1) {
     addSelfCopy(count, 0, out);
     return;
   }
-  const int right = (r + 1) % n, left = (r - 1 + n) % n;
-  auto block = [&](int b) { return static_cast<size_t>(((b % n) + n) % n); };
+  const int right = place.right(), left = place.left();
+  // The block of the rank at ring position b.
+  auto block = [&](int b) { return static_cast<size_t>(place.rankAt(b)); };
   const size_t pieces = piecesFor(count, a.pieceElems);
   out->scratchElems = count * static_cast<size_t>(std::min(n - 2, 2));
   auto slot = [&](int s) { return BufRef{BufferId::kScratch, static_cast<size_t>(s % 2) * count}; };
@@ -168,15 +173,17 @@ void buildRingReduceScatter(const CollArgs& a, Schedule* out) {
 // Each rank sends (n-1)/n of the output: the bandwidth lower bound.
 void buildRingAllGather(const CollArgs& a, Schedule* out) {
   resetSchedule(out);
-  const int n = a.nranks, r = a.rank;
+  const RingPlace place(a);
+  const int n = a.nranks, r = place.pos;
   const size_t count = a.count;
   if (count == 0) return;
   if (n == 1) {
     addSelfCopy(count, 0, out);
     return;
   }
-  const int right = (r + 1) % n, left = (r - 1 + n) % n;
-  auto block = [&](int b) { return static_cast<size_t>(((b % n) + n) % n); };
+  const int right = place.right(), left = place.left();
+  // The block of the rank at ring position b.
+  auto block = [&](int b) { return static_cast<size_t>(place.rankAt(b)); };
   const size_t pieces = piecesFor(count, a.pieceElems);
   std::vector<int32_t> prevRecv(pieces, -1);
   for (int s = 0; s < n - 1; ++s) {
@@ -192,7 +199,7 @@ void buildRingAllGather(const CollArgs& a, Schedule* out) {
       const int32_t sent = out->add(snd);
       if (s == 0) {
         Step cp = makeStep(StepKind::kCopy, -1, {BufferId::kSend, off},
-                           {BufferId::kRecv, static_cast<size_t>(r) * count + off}, len);
+                           {BufferId::kRecv, static_cast<size_t>(a.rank) * count + off}, len);
         cp.deps[0] = sent;
         out->add(cp);
       }
@@ -214,15 +221,16 @@ void buildRingAllGather(const CollArgs& a, Schedule* out) {
 // sent (in place the two are one buffer, and the copy must not overlap the send's read).
 void buildRingBroadcast(const CollArgs& a, Schedule* out) {
   resetSchedule(out);
-  const int n = a.nranks, r = a.rank;
+  const RingPlace place(a);
+  const int n = a.nranks;
   const size_t count = a.count;
   if (count == 0) return;
   if (n == 1) {
     addSelfCopy(count, 0, out);
     return;
   }
-  const int right = (r + 1) % n, left = (r - 1 + n) % n;
-  const int pos = (r - a.root + n) % n;  // place in the chain, root = 0
+  const int right = place.right(), left = place.left();
+  const int pos = (place.pos - place.positionOf(a.root) + n) % n;  // place in the chain, root 0
   const size_t pieces = piecesFor(count, a.pieceElems);
   for (size_t p = 0; p < pieces; ++p) {
     const size_t off = partStart(count, pieces, p);

@@ -170,3 +170,23 @@ const AlgorithmInfo* findAlgorithm(Collective coll, const std::string& name) {
 }
 
 }  // namespace braid
+
+namespace braid {
+
+void buildOnRing(BuildFn build, const CollArgs& args, Schedule* out) {
+  if (!args.ring) {
+    build(args, out);
+    return;
+  }
+  const RingPlace place(args);
+  CollArgs onRing = args;
+  onRing.rank = place.pos;
+  onRing.root = place.positionOf(args.root);
+  onRing.ring = nullptr;
+  onRing.hostOf = nullptr;
+  build(onRing, out);
+  for (Step& s : out->steps)
+    if (s.peer >= 0) s.peer = place.rankAt(s.peer);
+}
+
+}  // namespace braid

@@ -190,6 +190,33 @@ struct CollArgs {
   // rank order (so hostOf[0] == 0); nullptr means every rank on one host. The communicator
   // fills it from the peers' host ids; hierarchical algorithms read it.
   const int* hostOf = nullptr;
+  // The communicator's ring: ring[i] is the rank at position i (a permutation of 0..nranks-1),
+  // ranks of one host (and of one NUMA node) next to each other, so a ring crosses each
+  // boundary once (topology::commRing, or BRAID_RING). nullptr means rank order. The ring
+  // algorithms follow it, and the tree algorithms build their trees over its positions, as
+  // NCCL builds rings and trees over its topology search rather than rank numbers.
+  const int* ring = nullptr;
+};
+
+// A rank's place on CollArgs::ring, and its neighbours there.
+struct RingPlace {
+  const int* ring = nullptr;
+  int n = 1;
+  int pos = 0;  // position of the rank
+  explicit RingPlace(const CollArgs& a) : ring(a.ring), n(a.nranks), pos(positionOf(a.rank)) {}
+  // The rank at position p, taken modulo n (negative p allowed).
+  int rankAt(int p) const {
+    p = ((p % n) + n) % n;
+    return ring ? ring[p] : p;
+  }
+  int positionOf(int rank) const {
+    if (!ring) return rank;
+    for (int i = 0; i < n; ++i)
+      if (ring[i] == rank) return i;
+    return -1;
+  }
+  int right() const { return rankAt(pos + 1); }
+  int left() const { return rankAt(pos - 1); }
 };
 
 // Element i of a vector of `count` split into `parts` near-equal parts: where part p
@@ -202,6 +229,12 @@ inline size_t partStart(size_t count, size_t parts, size_t p) {
 // binaries (-A), the verifier and the generated tests all read it, so adding an algorithm
 // is one file and one row per collective it implements.
 using BuildFn = void (*)(const CollArgs& args, Schedule* out);
+
+// Builds rank args.rank's schedule with `build`, which numbers ranks 0..n-1, over the ring's
+// positions instead: the schedule is built for this rank's position (the root likewise) and
+// each step's peer mapped back to a rank. Valid for collectives whose buffers do not depend on
+// rank numbers (all-reduce, broadcast, reduce, barrier); CollArgs::hostOf is dropped.
+void buildOnRing(BuildFn build, const CollArgs& args, Schedule* out);
 // nullptr when the algorithm can run this call, else why not (a sentence for the user).
 using SupportsFn = const char* (*)(const CollArgs& args);
 struct AlgorithmInfo {

@@ -260,9 +260,18 @@ void buildTree(const CollArgs& a, Mode mode, Schedule* out) {
   }
 }
 
-void buildTreeAllReduce(const CollArgs& a, Schedule* out) { buildTree(a, Mode::kAllReduce, out); }
-void buildTreeReduce(const CollArgs& a, Schedule* out) { buildTree(a, Mode::kReduce, out); }
-void buildTreeBroadcast(const CollArgs& a, Schedule* out) { buildTree(a, Mode::kBroadcast, out); }
+// The trees are built over the ring's positions (CollArgs::ring), so that consecutive
+// positions, which share a host, form the trees' subtrees and few edges cross hosts.
+void buildTreeAllReduceAt(const CollArgs& a, Schedule* out) { buildTree(a, Mode::kAllReduce, out); }
+void buildTreeReduceAt(const CollArgs& a, Schedule* out) { buildTree(a, Mode::kReduce, out); }
+void buildTreeBroadcastAt(const CollArgs& a, Schedule* out) { buildTree(a, Mode::kBroadcast, out); }
+void buildTreeAllReduce(const CollArgs& a, Schedule* out) {
+  buildOnRing(buildTreeAllReduceAt, a, out);
+}
+void buildTreeReduce(const CollArgs& a, Schedule* out) { buildOnRing(buildTreeReduceAt, a, out); }
+void buildTreeBroadcast(const CollArgs& a, Schedule* out) {
+  buildOnRing(buildTreeBroadcastAt, a, out);
+}
 
 }  // namespace
 

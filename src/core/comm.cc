@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/socket.h"
 #include "core/stream.h"
+#include "topology/placement.h"
 #include "transport/net.h"
 
 namespace braid {
@@ -22,16 +23,18 @@ namespace braid {
 std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
-         std::to_string(nsocks) + "\n";
+         std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid, chunk, chunkSet, nsocks;
+  std::string pid, chunk, chunkSet, nsocks, numa;
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
-      !std::getline(in, chunkSet) || !std::getline(in, out->transport) || !std::getline(in, nsocks))
+      !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
+      !std::getline(in, nsocks) || !std::getline(in, numa))
     return false;
+  out->numa = std::atoi(numa.c_str());
   out->nsocks = std::atoi(nsocks.c_str());
   out->chunkSizeSet = chunkSet == "1";
   out->pid = std::atoi(pid.c_str());
@@ -166,6 +169,30 @@ braidResult_t loadTopology(braidComm* comm) {
   return braidSuccess;
 }
 
+// The ring of the ring and tree algorithms: BRAID_RING, else the ranks grouped by host and
+// NUMA node. Every rank computes it from the same cards, so all agree.
+braidResult_t chooseRing(braidComm* comm) {
+  std::vector<int> ring;
+  const char* why = "BRAID_RING";
+  if (!config().ring.empty()) {
+    BRAID_TRY(topo::parseRingSpec(config().ring, comm->nranks, &ring));
+  } else {
+    std::vector<int> numaOf;
+    for (const PeerCard& p : comm->peers) numaOf.push_back(p.numa);
+    ring = topo::commRing(comm->hostOf, numaOf);
+    why = "ranks grouped by host, then NUMA node";
+  }
+  bool identity = true;
+  for (int i = 0; i < comm->nranks; ++i) identity = identity && ring[i] == i;
+  comm->ring = identity ? std::vector<int>() : ring;
+  if (comm->rank == 0 && logEnabled(LogLevel::kInfo)) {
+    std::string text;
+    for (int r : ring) text += (text.empty() ? "" : " ") + std::to_string(r);
+    BRAID_INFO("INIT", "ring: %s (%s%s)", text.c_str(), why, identity ? ", rank order" : "");
+  }
+  return braidSuccess;
+}
+
 }  // namespace
 
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank) {
@@ -189,6 +216,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.chunkSizeSet = cfg.chunkSizeSet;
   mine.nsocks = cfg.nsocksPerPeer;
   mine.transport = cfg.transport;
+  mine.numa = topo::currentNumaNode();
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
     mine.shmName = comm->segment->name();
@@ -253,6 +281,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     local += sameMachine;
   }
   comm->nhosts = static_cast<int>(hostNames.size());
+  BRAID_TRY(chooseRing(comm.get()));
   // A rank with network peers has a busy second thread, its proxy.
   comm->oversubscribed = local * (comm->proxy ? 2 : 1) > sysconf(_SC_NPROCESSORS_ONLN);
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
@@ -409,6 +438,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   const size_t elemSize = braidTypeSize(args.dtype);
   args.pieceElems = std::max<size_t>(1, comm->chunkSize / elemSize);
   args.hostOf = comm->nhosts > 1 ? comm->hostOf.data() : nullptr;
+  args.ring = comm->ring.empty() ? nullptr : comm->ring.data();
   // The algorithm is chosen once per plan: a cached call goes straight to its steps.
   Plan* plan = nullptr;
   std::unique_ptr<Plan> uncached;

@@ -32,6 +32,7 @@ struct PeerCard {
   bool chunkSizeSet = false;  // whether BRAID_CHUNKSIZE was given
   std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)
   int nsocks = 0;             // this rank's BRAID_NSOCKS_PERPEER
+  int numa = -1;              // NUMA node this rank runs on (topo::currentNumaNode), -1 unknown
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -62,6 +63,9 @@ struct braidComm {
   std::unique_ptr<braid::topo::System> topology;
   std::vector<int> hostOf;  // host number of each rank, by first appearance in rank order
   int nhosts = 1;
+  // The ring the ring and tree algorithms follow (CollArgs::ring): BRAID_RING, else ranks
+  // grouped by host and NUMA node (topo::commRing). Empty when it is rank order.
+  std::vector<int> ring;
   std::vector<uint64_t> sendSeq, recvSeq;
   bool oversubscribed = false;  // more ranks on this host than online cores
   std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness

@@ -1,0 +1,200 @@
+// Where ranks sit and the ring they form: CPU lists, the NUMA node of a thread, the
+// communicator's ring (grouped by host, then NUMA node), BRAID_RING's syntax and errors, and
+// end to end, processes on interleaved logical hosts whose communicator takes the grouped ring
+// and still computes exact results.
+#include "topology/placement.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "braid/braid.h"
+#include "core/comm.h"
+#include "core/error.h"
+#include "test_util.h"
+
+namespace braid {
+namespace {
+
+using topo::commRing;
+using topo::numaNodeOfCpus;
+using topo::parseCpuList;
+using topo::parseRingSpec;
+
+TEST(CpuList, ParsesSysfsSyntax) {
+  std::vector<int> c;
+  ASSERT_TRUE(parseCpuList("0-3,8,10-11\n", &c));
+  EXPECT_EQ(c, (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  ASSERT_TRUE(parseCpuList("", &c));
+  EXPECT_TRUE(c.empty());
+  for (const char* bad : {"a", "3-1", "1-", "-1", "1,,2", "1 2", "0-99999999"})
+    EXPECT_FALSE(parseCpuList(bad, &c)) << bad;
+}
+
+TEST(CpuList, NodeOfCpus) {
+  const std::vector<std::vector<int>> nodes = {{0, 1}, {2, 3}};
+  EXPECT_EQ(numaNodeOfCpus({0, 1}, nodes), 0);
+  EXPECT_EQ(numaNodeOfCpus({3}, nodes), 1);
+  EXPECT_EQ(numaNodeOfCpus({1, 2}, nodes), -1);  // spans two nodes
+  EXPECT_EQ(numaNodeOfCpus({7}, nodes), -1);     // in none
+  EXPECT_EQ(numaNodeOfCpus({}, nodes), -1);
+}
+
+// A fake sysfs root with nodes listing CPUs: one node holding every CPU of this thread gives
+// that node; nodes that split the thread's CPUs give -1; no node directory gives -1.
+TEST(CpuList, CurrentNumaNodeUnderAFsroot) {
+  char tmpl[] = "/tmp/braid-placement-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  auto writeNode = [&](int id, const std::string& cpus) {
+    const std::string dir = root + "/sys/devices/system/node/node" + std::to_string(id);
+    ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+    std::ofstream(dir + "/cpulist") << cpus << "\n";
+  };
+  EXPECT_EQ(topo::currentNumaNode(root), -1);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  std::vector<int> mine;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) mine.push_back(c);
+  writeNode(0, "0-" + std::to_string(CPU_SETSIZE - 1));
+  EXPECT_EQ(topo::currentNumaNode(root), 0);
+  if (mine.size() > 1) {
+    writeNode(0, std::to_string(mine[0]));
+    std::string rest;
+    for (size_t k = 1; k < mine.size(); ++k) rest += (k > 1 ? "," : "") + std::to_string(mine[k]);
+    writeNode(1, rest);
+    EXPECT_EQ(topo::currentNumaNode(root), -1);
+  }
+  ASSERT_EQ(std::system(("rm -rf " + root).c_str()), 0);
+}
+
+TEST(CommRing, GroupsByHostThenNuma) {
+  // Rank order already grouped: the identity.
+  EXPECT_EQ(commRing({0, 0, 1, 1}, {}), (std::vector<int>{0, 1, 2, 3}));
+  // Round-robin over two hosts: each host's ranks together, hosts in order of first rank.
+  EXPECT_EQ(commRing({0, 1, 0, 1}, {}), (std::vector<int>{0, 2, 1, 3}));
+  EXPECT_EQ(commRing({0, 1, 2, 0, 1, 2}, {}), (std::vector<int>{0, 3, 1, 4, 2, 5}));
+  // One host, NUMA nodes alternating: nodes grouped, in order of first rank.
+  EXPECT_EQ(commRing({0, 0, 0, 0}, {1, 0, 1, 0}), (std::vector<int>{0, 2, 1, 3}));
+  // Hosts first, then NUMA within each; unknown NUMA (-1) is a group of its own.
+  EXPECT_EQ(commRing({0, 1, 0, 1, 0, 1}, {0, 0, 1, 1, 0, -1}),
+            (std::vector<int>{0, 4, 2, 1, 3, 5}));
+  EXPECT_EQ(commRing({0}, {}), (std::vector<int>{0}));
+  EXPECT_TRUE(commRing({}, {}).empty());
+}
+
+TEST(RingSpec, ParsesAndRestrictsToTheCommunicator) {
+  std::vector<int> ring;
+  ASSERT_EQ(parseRingSpec("0 2 1 3", 4, &ring), braidSuccess);
+  EXPECT_EQ(ring, (std::vector<int>{0, 2, 1, 3}));
+  ASSERT_EQ(parseRingSpec("7,5,3,1, 6 4 2 0", 3, &ring), braidSuccess);
+  EXPECT_EQ(ring, (std::vector<int>{1, 2, 0}));
+  ASSERT_EQ(parseRingSpec("0", 1, &ring), braidSuccess);
+  EXPECT_EQ(ring, (std::vector<int>{0}));
+}
+
+TEST(RingSpec, ErrorsNameTheVariableAndTheProblem) {
+  struct Bad {
+    const char* spec;
+    int n;
+    const char* says;
+  } bad[] = {
+      {"0 1 1", 2, "rank 1 appears twice"},
+      {"0 2", 3, "rank 1 of this 3-rank communicator is missing"},
+      {"0 x 1", 2, "'x' at offset 2 is not a rank"},
+      {"0 -1", 2, "'-' at offset 2"},
+      {"", 2, "rank 0 of this 2-rank communicator is missing"},
+      {"0 99999999999999999999", 1, "too large"},
+  };
+  for (const Bad& b : bad) {
+    std::vector<int> ring;
+    EXPECT_EQ(parseRingSpec(b.spec, b.n, &ring), braidInvalidArgument) << b.spec;
+    const std::string msg = lastError();
+    EXPECT_NE(msg.find("BRAID_RING"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(b.says), std::string::npos) << msg;
+  }
+}
+
+// Four processes on two logical hosts placed round-robin (rank r on host r % 2, as
+// `mpirun --map-by node` places them): the communicator's ring is 0 2 1 3, so the ring
+// crosses the network twice instead of four times, and every collective the ring and tree
+// algorithms run still gives exact results.
+int interleavedChild(int rank, int nranks) {
+  setenv("BRAID_HOST_ID", rank % 2 ? "placement-h1" : "placement-h0", 1);
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm) != braidSuccess) {
+    std::fprintf(stderr, "init: %s\n", braidGetLastError(nullptr));
+    return 1;
+  }
+  const std::vector<int> want = {0, 2, 1, 3};
+  if (comm->ring != want) {
+    std::fprintf(stderr, "rank %d: ring is not 0 2 1 3\n", rank);
+    return 1;
+  }
+  int bad = 0;
+  for (const char* algo : {"ring", "tree"})
+    for (size_t count : {size_t{1}, size_t{1000}, size_t{300000}}) {
+      std::vector<float> in(count), out(count, -1);
+      for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>(rank + 1 + i % 7);
+      if (braidCommSetAlgorithm(comm, "allreduce", algo) != braidSuccess ||
+          braidAllReduce(in.data(), out.data(), count, braidFloat32, braidSum, comm, nullptr) !=
+              braidSuccess) {
+        std::fprintf(stderr, "allreduce %s: %s\n", algo, braidGetLastError(comm));
+        return 1;
+      }
+      for (size_t i = 0; i < count; ++i) {
+        const float sum = static_cast<float>(nranks * (nranks + 1) / 2 + nranks * (i % 7));
+        bad += out[i] != sum;
+      }
+    }
+  // Reduce-scatter and all-gather on the ring: block r still belongs to rank r.
+  const size_t count = 5000;
+  std::vector<float> in(count * nranks), out(count, -1), all(count * nranks, -1);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(rank * 10 + i % 3);
+  braidCommSetAlgorithm(comm, "reducescatter", "ring");
+  braidCommSetAlgorithm(comm, "allgather", "ring");
+  if (braidReduceScatter(in.data(), out.data(), count, braidFloat32, braidSum, comm, nullptr) ||
+      braidAllGather(out.data(), all.data(), count, braidFloat32, comm, nullptr)) {
+    std::fprintf(stderr, "rs/ag: %s\n", braidGetLastError(comm));
+    return 1;
+  }
+  // Element i of the gathered vector is element i of the reduced input: sum of rank * 10 + n * (i %
+  // 3).
+  for (size_t i = 0; i < all.size(); ++i)
+    bad += all[i] != static_cast<float>(60 + nranks * (i % 3));
+  braidCommDestroy(comm);
+  if (bad) std::fprintf(stderr, "rank %d: %d wrong elements\n", rank, bad);
+  return bad ? 1 : 0;
+}
+
+TEST(CommRing, InterleavedHostsGetTheGroupedRing) {
+  auto results = test::runProcesses(4, "interleaved", {"BRAID_DEBUG=INFO"});
+  bool logged = false;
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+    logged = logged ||
+             results[r].output.find("ring: 0 2 1 3 (ranks grouped by host") != std::string::npos;
+  }
+  EXPECT_TRUE(logged) << "rank 0 logs the ring at BRAID_DEBUG=INFO";
+  EXPECT_TRUE(test::shmLeftovers(results).empty());
+}
+
+}  // namespace
+}  // namespace braid
+
+int main(int argc, char** argv) {
+  braid::test::registerRawChildRole("interleaved", braid::interleavedChild);
+  int rc = braid::test::childMain(argc, argv);
+  if (rc >= 0) return rc;
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
