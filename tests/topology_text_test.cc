@@ -3,6 +3,7 @@
 // output and a /sys/class/infiniband snapshot. Facts read by hand from each file; every file of
 // the fixture tree through loadTopologyFile; truncated and mutated replays without a crash.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -16,6 +17,11 @@
 #include "core/error.h"
 #include "topology/topology.h"
 #include "topology_fixtures.h"
+
+#if __has_include(<archive.h>)
+#include <archive.h>
+#include <archive_entry.h>
+#endif
 
 namespace braid::topo {
 namespace {
@@ -450,17 +456,166 @@ TEST(TextFormats, IbstatTwoPortsOneDown) {
   EXPECT_TRUE(down);
 }
 
-TEST(TextFormats, ArchivesAndDirectoriesRefusedClearly) {
+TEST(TextFormats, DirectoryWithoutInfinibandRefusedClearly) {
   REQUIRE_FIXTURES();
-  std::string dir = topoDir() + "/sysfs/hwloc_fsroot";
-  for (const char* t : {"nvidiagpunumanodes.tar.bz2", "2pa-pcidomain32bits.tar.bz2"}) {
-    System sys;
-    EXPECT_EQ(loadTopologyFile(dir + "/" + t, &sys), braidInvalidArgument);
-    EXPECT_NE(std::string(lastError()).find("HWLOC_FSROOT"), std::string::npos) << lastError();
-  }
   System sys;
   EXPECT_EQ(loadTopologyFile(topoDir() + "/nccl", &sys), braidInvalidArgument);
   EXPECT_NE(std::string(lastError()).find("infiniband"), std::string::npos) << lastError();
+}
+
+// ---- hwloc fsroot tarballs through loadTopologyFile (libarchive) ----
+
+// Points $TMPDIR at a fresh directory for the scope, so a test sees what extraction left.
+class ScopedTmpdir {
+ public:
+  ScopedTmpdir() {
+    if (const char* old = std::getenv("TMPDIR")) old_ = old, had_ = true;
+    char tmpl[] = "/tmp/braid-archive-test-XXXXXX";
+    if (mkdtemp(tmpl)) dir_ = tmpl;
+    setenv("TMPDIR", dir_.c_str(), 1);
+  }
+  ~ScopedTmpdir() {
+    if (had_)
+      setenv("TMPDIR", old_.c_str(), 1);
+    else
+      unsetenv("TMPDIR");
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  const std::string& dir() const { return dir_; }
+  bool empty() const { return fs::is_empty(dir_); }
+
+ private:
+  std::string dir_, old_;
+  bool had_ = false;
+};
+
+#define REQUIRE_ARCHIVES()                                                               \
+  do {                                                                                   \
+    if (!fsrootArchiveSupported()) {                                                     \
+      System s;                                                                          \
+      EXPECT_EQ(loadFsrootArchive("x.tar.bz2", &s), braidInvalidUsage);                  \
+      EXPECT_NE(std::string(lastError()).find("libarchive"), std::string::npos);         \
+      GTEST_SKIP() << "built without libarchive: fsroot archives are refused, not read"; \
+    }                                                                                    \
+  } while (0)
+
+bool hwlocCounted(const System& sys) {
+  for (const auto& n : sys.notes)
+    if (n.rfind("hwloc ", 0) == 0 && n.find("package(s)") != std::string::npos) return true;
+  return false;
+}
+
+// Facts from hwloc's expected output beside each tarball (*.output): nvidiagpunumanodes is a
+// POWER9 node, 2 packages, 8 cores, 32 PUs, NUMA nodes 0 and 8 with CPUs plus 6 of GPU memory,
+// 6 PCI devices, no GPU (the VGA functions have no CUDA/NVML OS device); 2pa-pcidomain32bits a
+// KVM guest, 2 packages of one core, one NUMA node, 4 PCI devices one of them in domain 10000,
+// Ethernet ens3.
+TEST(FsrootArchive, HwlocTarballs) {
+  REQUIRE_FIXTURES();
+  REQUIRE_ARCHIVES();
+  ScopedTmpdir tmp;
+  std::string dir = topoDir() + "/sysfs/hwloc_fsroot";
+  System sys;
+  std::string path = dir + "/nvidiagpunumanodes.tar.bz2";
+  ASSERT_EQ(loadTopologyFile(path, &sys), braidSuccess) << lastError();
+  EXPECT_EQ(sys.source, path);
+  EXPECT_TRUE(tmp.empty()) << "extraction left files in " << tmp.dir();
+  EXPECT_EQ(sys.memory_numa_nodes, 6);
+  EXPECT_EQ(sys.gpus.size(), 0u);
+  EXPECT_EQ(sys.pci_devices.size(), 6u);
+  for (const auto& n : sys.notes) EXPECT_EQ(n.find(tmp.dir()), std::string::npos) << n;
+  if (hwlocCounted(sys)) {
+    EXPECT_EQ(sys.packages, 2);
+    EXPECT_EQ(sys.cores, 8);
+    EXPECT_EQ(sys.pus, 32);
+    ASSERT_EQ(sys.cpus.size(), 2u);
+    EXPECT_EQ(sys.cpus[0].numaid, 0);
+    EXPECT_EQ(sys.cpus[1].numaid, 8);
+  }
+  path = dir + "/2pa-pcidomain32bits.tar.bz2";
+  ASSERT_EQ(loadTopologyFile(path, &sys), braidSuccess) << lastError();
+  EXPECT_TRUE(tmp.empty());
+  std::vector<std::string> pci = sys.pci_devices;
+  std::sort(pci.begin(), pci.end());
+  EXPECT_EQ(pci, (std::vector<std::string>{"0000:00:01.1", "0000:00:02.0", "0000:00:03.0",
+                                           "10000:00:04.0"}));
+  ASSERT_EQ(sys.nets.size(), 1u);
+  EXPECT_EQ(sys.nets[0].name, "ens3");
+  if (hwlocCounted(sys)) {
+    EXPECT_EQ(sys.packages, 2);
+    EXPECT_EQ(sys.cores, 2);
+    EXPECT_EQ(sys.cpus.size(), 1u);
+  }
+}
+
+#if __has_include(<archive.h>)
+// Writes a tar of (name, type, content-or-link-target) entries.
+void writeTar(const std::string& path,
+              const std::vector<std::tuple<std::string, char, std::string>>& entries) {
+  archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  archive_write_add_filter_none(a);
+  ASSERT_EQ(archive_write_open_filename(a, path.c_str()), ARCHIVE_OK);
+  for (const auto& [name, type, body] : entries) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_perm(e, type == 'd' ? 0755 : 0644);
+    archive_entry_set_filetype(e, type == 'd' ? AE_IFDIR : type == 'l' ? AE_IFLNK : AE_IFREG);
+    if (type == 'l') archive_entry_set_symlink(e, body.c_str());
+    if (type == 'f') archive_entry_set_size(e, static_cast<la_int64_t>(body.size()));
+    archive_write_header(a, e);
+    if (type == 'f') archive_write_data(a, body.data(), body.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+}
+#endif
+
+// Entries that would land outside the extraction directory (../evil, an absolute path, a write
+// through a symlink the archive made) refuse the archive, and nothing is left behind.
+TEST(FsrootArchive, EscapingEntriesRefused) {
+  REQUIRE_ARCHIVES();
+#if !__has_include(<archive.h>)
+  GTEST_SKIP() << "libarchive headers absent: cannot build the test archives";
+#else
+  ScopedTmpdir tmp;
+  char tmpl[] = "/tmp/braid-archive-src-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string src = tmpl;
+  struct Case {
+    const char* what;
+    std::vector<std::tuple<std::string, char, std::string>> entries;
+    std::string planted;  // a path that must not exist afterwards
+  };
+  std::vector<Case> cases = {
+      {"dotdot", {{"r/sys/x", 'f', "1"}, {"../evil", 'f', "boom"}}, src + "/../evil"},
+      {"dotdot-inner", {{"r/sys/../../../evil2", 'f', "boom"}}, "/tmp/evil2"},
+      {"absolute", {{"r/sys/x", 'f', "1"}, {src + "/abs-evil", 'f', "boom"}}, src + "/abs-evil"},
+      {"symlink",
+       {{"r/sys", 'd', ""}, {"r/sys/out", 'l', src}, {"r/sys/out/planted", 'f', "x"}},
+       src + "/planted"},
+  };
+  for (const Case& c : cases) {
+    std::string tar = src + "/" + c.what + ".tar";
+    writeTar(tar, c.entries);
+    System sys;
+    EXPECT_EQ(loadFsrootArchive(tar, &sys), braidInvalidArgument) << c.what;
+    std::string msg = lastError();
+    EXPECT_NE(msg.find(tar), std::string::npos) << msg;
+    EXPECT_FALSE(fs::exists(c.planted)) << c.what << " planted " << c.planted;
+    EXPECT_TRUE(tmp.empty()) << c.what << " left files in " << tmp.dir();
+  }
+  EXPECT_NE(std::string(lastError()).find("planted"), std::string::npos) << lastError();
+  // A tidy archive without sys/ is refused too, and cleaned up.
+  writeTar(src + "/nosys.tar", {{"top/proc/cpuinfo", 'f', "x"}});
+  System sys;
+  EXPECT_EQ(loadTopologyFile(src + "/nosys.tar", &sys), braidInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("sys/"), std::string::npos) << lastError();
+  EXPECT_TRUE(tmp.empty());
+  fs::remove_all(src);
+#endif
 }
 
 TEST(TextFormats, Refusals) {
@@ -476,8 +631,8 @@ TEST(TextFormats, Refusals) {
   EXPECT_EQ(loadNvidiaSmiTopo("CPU Affinity\n", "t.txt", &sys), braidInvalidArgument);
 }
 
-// Every file of the fixture tree loads through loadTopologyFile, except the hwloc fsroot
-// tarballs (refused with a hint), the README and the NCCL graph file (refused by design).
+// Every file of the fixture tree loads through loadTopologyFile, except the README, and the
+// hwloc fsroot tarballs when Braid was built without libarchive.
 TEST(TextFormats, EveryFixtureLoads) {
   REQUIRE_FIXTURES();
   int loaded = 0;
@@ -491,8 +646,8 @@ TEST(TextFormats, EveryFixtureLoads) {
         if (fs::is_directory(e.path() / "ports")) ibDir = true;
       if (!ibDir) continue;
       it.disable_recursion_pending();
-    } else if (name == "README.md" || name.find("-graph.xml") != std::string::npos ||
-               name.find(".tar.") != std::string::npos) {
+    } else if (name == "README.md" ||
+               (name.find(".tar.") != std::string::npos && !fsrootArchiveSupported())) {
       continue;
     }
     System sys;

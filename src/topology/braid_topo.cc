@@ -1,11 +1,12 @@
 // braid-topo: prints the topology Braid sees (this machine, or a topology file).
 //   braid-topo                    detect this machine
-//   braid-topo --file FILE        NCCL topology XML (<system>) or hwloc XML (<topology>)
+//   braid-topo --file FILE        any topology file loadTopologyFile reads (see usage())
 //   braid-topo --fsroot DIR       detect from a saved filesystem root (a copy of /sys, /proc)
 //   braid-topo --json             one JSON object instead of the text tree and matrix
 //   braid-topo --dump OUT         also write the model as NCCL topology XML to OUT
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -16,18 +17,30 @@
 namespace {
 
 void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: braid-topo [--file FILE | --fsroot DIR] [--json] [--dump OUT]\n"
-               "  --file FILE  read NCCL topology XML or hwloc XML instead of detecting\n"
-               "  --fsroot DIR detect from a filesystem root holding a copy of /sys and /proc\n"
-               "               (NVML and libibverbs are not used)\n"
-               "  --json       print JSON (numa_nodes, gpus, nics, paths, rings)\n"
-               "  --dump OUT   write the model as NCCL topology XML (NCCL_TOPO_FILE format)\n");
+  std::fprintf(
+      f,
+      "usage: braid-topo [--file FILE | --fsroot DIR] [--json] [--dump OUT]\n"
+      "  --file FILE  read a topology file instead of detecting; FILE may be:\n"
+      "                 NCCL topology XML (NCCL_TOPO_FILE, <system>, RCCL's <xgmi> too)\n"
+      "                 NCCL graph XML (NCCL_GRAPH_FILE, <graphs>)\n"
+      "                 hwloc XML (lstopo --of xml, <topology>)\n"
+      "                 an hwloc fsroot tarball (.tar.bz2/.tar.gz/.tar.xz of /sys and /proc)\n"
+      "                 nvidia-smi topo -m, nvidia-smi topo -p2p r, nvidia-smi nvlink --status\n"
+      "                 ibstat, ibstatus, lspci (-nn or -vvv), lstopo text (lstopo -v)\n"
+      "                 a /sys/class/infiniband directory (or a copy of one)\n"
+      "  --fsroot DIR detect from a filesystem root holding a copy of /sys and /proc\n"
+      "               (NVML and libibverbs are not used)\n"
+      "  --json       print JSON (numa_nodes, gpus, nics, paths, rings, trees, graphs)\n"
+      "  --dump OUT   write the model as NCCL topology XML (NCCL_TOPO_FILE format); refused\n"
+      "               for an NCCL graph file, which gives no PCI placement\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The library logs each failure at BRAID_DEBUG=WARN (its default); this tool prints the
+  // failure itself, once, so it keeps the library quiet unless the user asked otherwise.
+  setenv("BRAID_DEBUG", "NONE", 0);
   std::string file, dump, fsroot;
   bool json = false;
   for (int i = 1; i < argc; ++i) {

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "topology/topology.h"
+#include "topology/xml_util.h"
 
 namespace braid::topo {
 namespace {
@@ -28,38 +29,6 @@ using tinyxml2::XMLDocument;
 using tinyxml2::XMLElement;
 
 constexpr uint32_t kClassNvSwitch = 0x068000;
-
-std::string vformat(const char* fmt, va_list ap) {
-  char buf[512];
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  return buf;
-}
-
-bool parseLong(const char* s, int base, long* out) {
-  if (s == nullptr) return false;
-  while (*s == ' ') ++s;
-  if (*s == '\0') return false;
-  if (base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s += 2;
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s, &end, base);
-  if (errno != 0 || end == s) return false;
-  while (*end == ' ') ++end;
-  if (*end != '\0') return false;
-  *out = v;
-  return true;
-}
-
-bool parseDouble(const char* s, double* out) {
-  if (s == nullptr || *s == '\0') return false;
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (end == s) return false;
-  while (*end == ' ') ++end;
-  if (*end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 LinkLayer guessLinkLayer(uint32_t cls, const std::string& name) {
   // NCCL XML has no link-layer attribute: the PCI class says it (0x0207 InfiniBand, 0x0200
@@ -95,20 +64,16 @@ class Loader {
   braidResult_t load(const std::string& text) {
     XMLDocument doc;
     doc.Parse(text.data(), text.size());
-    if (doc.Error()) {
-      // ErrorStr() reads "Error=NAME ErrorID=N (0xN) Line number=L: detail"; keep the detail.
-      std::string detail = doc.ErrorStr();
-      size_t colon = detail.find(": ");
-      detail = colon == std::string::npos ? "" : " (" + detail.substr(colon + 2) + ")";
-      return err(doc.ErrorLineNum(), "malformed XML: %s%s", doc.ErrorName(), detail.c_str());
-    }
+    if (blankText(text)) return fail(braidInvalidArgument, "%s: empty file", name_.c_str());
+    if (doc.Error()) return err(doc.ErrorLineNum(), "malformed XML: %s", xmlErrorText(doc).c_str());
     XMLElement* root = doc.RootElement();
     if (root == nullptr) return err(1, "no root element (empty file?)");
     std::string rootName = root->Name();
     if (rootName == "graphs" || rootName == "graph")
       return err(root->GetLineNum(),
                  "<%s> is an NCCL graph file (NCCL_GRAPH_FILE), not a topology file "
-                 "(NCCL_TOPO_FILE, root <system>)",
+                 "(NCCL_TOPO_FILE, root <system>): load it with loadNcclGraphXml or "
+                 "loadTopologyFile",
                  rootName.c_str());
     if (rootName == "topology")
       return err(root->GetLineNum(),
@@ -345,6 +310,13 @@ class Loader {
         gpu->extra.push_back({n, a->Value()});
     }
     BRAID_TRY(intAttr(e, "dev", 10, &gpu->dev));
+    if (gpu->dev >= 0) {
+      // One host's CUDA device indices are distinct; NCCL would pair ranks with the wrong GPU.
+      auto [it, fresh] = gpuDevs_.emplace(gpu->dev, e->GetLineNum());
+      if (!fresh)
+        return err(e->GetLineNum(), "<gpu dev=\"%d\"> repeats the GPU dev %d of line %d", gpu->dev,
+                   gpu->dev, it->second);
+    }
     BRAID_TRY(intAttr(e, "sm", 10, &gpu->sm));
     BRAID_TRY(intAttr(e, "rank", 10, &gpu->rank));
     BRAID_TRY(intAttr(e, "gdr", 10, &gpu->gdr));
@@ -465,27 +437,13 @@ class Loader {
   std::string name_;
   System* sys_;
   std::map<std::string, int> busids_;
+  std::map<int, int> gpuDevs_;  // <gpu> dev -> line of its element
   std::vector<PendingLink> pending_;
   ExtraAttrs system_extra_;
   std::map<std::string, std::pair<int, int>> noteIndex_;  // text -> (note index, repeats)
 };
 
 bool startsWithBytes(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-
-// Reads a topology file whole; "" on success, else why not. Only regular files, at most
-// 64 MiB (a device such as /dev/zero would never end).
-std::string readFile(const std::string& path, std::string* text) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);
-  if (!S_ISREG(st.st_mode)) return "not a regular file";
-  if (st.st_size > (64 << 20)) return "larger than 64 MiB: not a topology file";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::strerror(errno);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *text = ss.str();
-  return in.bad() ? "read error" : "";
-}
 
 // ---- Dump ----
 
@@ -744,15 +702,12 @@ braidResult_t loadTopologyFile(const std::string& path, System* out) {
   if (std::string why = readFile(path, &text); !why.empty())
     return fail(braidInvalidArgument, "%s: cannot read topology file: %s", path.c_str(),
                 why.c_str());
-  // Archives (hwloc fsroot tarballs) are not read: say how to use them.
+  if (blankText(text)) return fail(braidInvalidArgument, "%s: empty file", path.c_str());
+  // Archives: hwloc fsroot tarballs (a saved /sys and /proc), detected after extraction.
   if (startsWithBytes(text, "BZh") || startsWithBytes(text, "\x1f\x8b") ||
       startsWithBytes(text, "\xfd\x37zXZ") ||
       (text.size() > 262 && text.compare(257, 5, "ustar") == 0))
-    return fail(braidInvalidArgument,
-                "%s: a compressed or tar archive, not a topology file; if it is an hwloc fsroot "
-                "snapshot, extract it (tar xjf) and run lstopo with HWLOC_FSROOT=<dir> "
-                "(lstopo --of xml) to get hwloc XML",
-                path.c_str());
+    return loadFsrootArchive(path, out);
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] != '<' && !sniffTextTopology(text).empty())
     return loadTextTopology(text, path, out);
@@ -760,11 +715,20 @@ braidResult_t loadTopologyFile(const std::string& path, System* out) {
   doc.Parse(text.data(), text.size());
   if (!doc.Error() && doc.RootElement() && std::strcmp(doc.RootElement()->Name(), "topology") == 0)
     return loadHwlocXml(path, out);
+  if (!doc.Error() && doc.RootElement() &&
+      (std::strcmp(doc.RootElement()->Name(), "graphs") == 0 ||
+       std::strcmp(doc.RootElement()->Name(), "graph") == 0))
+    return loadNcclGraphXmlString(text, path, out);
   return loadNcclTopoXmlString(text, path, out);
 }
 
 braidResult_t dumpNcclTopoXml(const System& sys, std::string* xml) {
   if (xml == nullptr) return fail(braidInvalidArgument, "dumpNcclTopoXml: xml is null");
+  if (!sys.graphs.empty())
+    return fail(braidInvalidUsage,
+                "dumpNcclTopoXml: %s is an NCCL graph file, which names GPUs and NICs only by "
+                "device index; NCCL topology XML needs their PCI placement, so none is written",
+                sys.source.c_str());
   for (const Cpu& c : sys.cpus)
     if (c.host != 0)
       return fail(braidInvalidUsage,

@@ -75,6 +75,18 @@ int numaOf(const System& sys, NodeRef r) {
   return c.valid() ? sys.cpus[c.index].numaid : -1;
 }
 
+std::string intArray(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// A graph file's RING channels where it has them (what NCCL was told to use), else the model's.
+std::vector<std::vector<int>> modelRings(const System& sys, const Paths& paths) {
+  auto rings = graphRings(sys);
+  return rings.empty() ? buildRings(sys, paths) : rings;
+}
+
 }  // namespace
 
 std::string toJson(const System& sys) {
@@ -124,13 +136,32 @@ std::string toJson(const System& sys) {
   o << "],\n    \"gpu_nic\": [";
   matrix(paths.gpu_nic);
   o << "]\n  },\n  \"rings\": [";
-  auto rings = buildRings(sys, paths);
-  for (size_t r = 0; r < rings.size(); ++r) {
-    o << (r ? ", " : "") << "[";
-    for (size_t k = 0; k < rings[r].size(); ++k) o << (k ? ", " : "") << rings[r][k];
-    o << "]";
+  auto rings = modelRings(sys, paths);
+  for (size_t r = 0; r < rings.size(); ++r) o << (r ? ", " : "") << intArray(rings[r]);
+  o << "],\n  \"trees\": [";
+  HostTree tree = buildHostTree(sys, paths);
+  for (size_t h = 0; h < tree.parent.size(); ++h)
+    o << (h ? "," : "") << "\n    {\"host\": " << h << ", \"parent\": " << tree.parent[h]
+      << ", \"leader_gpu\": " << (h < tree.leader_gpu.size() ? tree.leader_gpu[h] : -1) << "}";
+  o << (tree.parent.empty() ? "" : "\n  ") << "],\n";
+  if (!sys.graphs.empty()) {
+    o << "  \"graphs\": [";
+    for (size_t i = 0; i < sys.graphs.size(); ++i) {
+      const NcclGraph& g = sys.graphs[i];
+      o << (i ? "," : "") << "\n    {\"id\": " << g.id << ", \"pattern\": " << g.pattern
+        << ", \"pattern_name\": " << jstr(graphPatternName(g.pattern))
+        << ", \"nchannels\": " << g.nchannels << ", \"speedintra\": " << num(g.speedintra)
+        << ", \"speedinter\": " << num(g.speedinter) << ", \"typeintra\": " << jstr(g.typeintra)
+        << ", \"typeinter\": " << jstr(g.typeinter)
+        << ", \"crossnic\": " << (g.crossnic ? "true" : "false") << ", \"channels\": [";
+      for (size_t c = 0; c < g.channels.size(); ++c)
+        o << (c ? ", " : "") << "{\"gpus\": " << intArray(g.channels[c].gpus)
+          << ", \"nets\": " << intArray(g.channels[c].nets) << "}";
+      o << "]}";
+    }
+    o << "\n  ],\n";
   }
-  o << "],\n  \"notes\": [";
+  o << "  \"notes\": [";
   for (size_t i = 0; i < sys.notes.size(); ++i)
     o << (i ? "," : "") << "\n    " << jstr(sys.notes[i]);
   o << (sys.notes.empty() ? "" : "\n  ") << "]\n}\n";
@@ -254,11 +285,42 @@ std::string toText(const System& sys) {
     }
     o << "\nLegend: X self, NV# NVLinks, NVB NVLink via a GPU, PIX one PCIe switch, PXB several "
          "PCIe switches, PHB a CPU host bridge, SYS across NUMA nodes, NET over the network\n";
-    auto rings = buildRings(sys, paths);
-    for (const auto& r : rings) {
+    for (const auto& r : modelRings(sys, paths)) {
       o << "Ring:";
       for (int g : r) o << " " << g;
       o << "\n";
+    }
+    HostTree tree = buildHostTree(sys, paths);
+    o << "Trees (hosts in a binary tree, each entering through its leader GPU):\n";
+    for (size_t h = 0; h < tree.parent.size(); ++h) {
+      o << "  host " << h << ": ";
+      if (tree.parent[h] < 0)
+        o << "root";
+      else
+        o << "parent host " << tree.parent[h];
+      int leader = h < tree.leader_gpu.size() ? tree.leader_gpu[h] : -1;
+      if (leader >= 0)
+        o << ", leader GPU" << leader << "\n";
+      else
+        o << ", no GPU\n";
+    }
+  }
+  if (!sys.graphs.empty()) {
+    o << "\nNCCL graphs (GPUs and nets by device index):\n";
+    for (const NcclGraph& g : sys.graphs) {
+      o << "  graph " << g.id << " " << graphPatternName(g.pattern) << " (pattern " << g.pattern
+        << "): " << g.channels.size() << " channel(s), speed intra " << num(g.speedintra)
+        << " inter " << num(g.speedinter) << " GB/s, type intra " << g.typeintra << " inter "
+        << g.typeinter << (g.crossnic ? ", crossnic" : "") << "\n";
+      for (size_t c = 0; c < g.channels.size(); ++c) {
+        o << "    channel " << c << ": GPU";
+        for (int d : g.channels[c].gpus) o << " " << d;
+        if (!g.channels[c].nets.empty()) {
+          o << "; net";
+          for (int d : g.channels[c].nets) o << " " << d;
+        }
+        o << "\n";
+      }
     }
   }
   for (const std::string& n : sys.notes) o << "note: " << n << "\n";

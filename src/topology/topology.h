@@ -151,6 +151,37 @@ struct Path {
   int hops = 0;
 };
 
+// NCCL's graph search patterns (src/graph/topo.h NCCL_TOPO_PATTERN_*): 1 BALANCED_TREE (tree,
+// split across NICs), 2 SPLIT_TREE, 3 TREE (all on one NIC), 4 RING, 5 NVLS, 6 COLLNET_DIRECT.
+enum GraphPattern : int {
+  kPatternBalancedTree = 1,
+  kPatternSplitTree = 2,
+  kPatternTree = 3,
+  kPatternRing = 4,
+  kPatternNvls = 5,
+  kPatternCollnetDirect = 6,
+};
+// "RING", "TREE", ...; "UNKNOWN" for a number NCCL does not define.
+const char* graphPatternName(int pattern);
+
+// One channel of an NCCL graph (NCCL_GRAPH_FILE <channel>): the GPUs in order (CUDA device
+// indices) and the network devices it enters and leaves by (NCCL net device indices).
+struct GraphChannel {
+  std::vector<int> gpus;
+  std::vector<int> nets;
+};
+
+// One <graph> of an NCCL graph file: what NCCL's search found (or was told) for one pattern.
+struct NcclGraph {
+  int id = -1;        // NCCL's graph index (0 ring, 1 tree, 2 collnet chain, ...)
+  int pattern = 0;    // GraphPattern
+  int nchannels = 0;  // as written; channels.size() may differ (noted)
+  double speedintra = 0, speedinter = 0;  // GB/s per channel
+  std::string typeintra, typeinter;       // path class names ("NVL", "SYS", "PIX")
+  bool crossnic = false;
+  std::vector<GraphChannel> channels;
+};
+
 struct System {
   std::vector<Host> hosts;
   std::vector<Cpu> cpus;
@@ -173,6 +204,9 @@ struct System {
   std::vector<std::string> pci_devices;
   // hwloc's NUMALatency matrix over cpus (relative, 10 = local), [cpus][cpus]; empty if none.
   std::vector<std::vector<uint32_t>> numa_latency;
+  // NCCL graph files only (loadNcclGraphXml): the graphs as written. Its GPUs are dev 0..max and
+  // its NICs one per net dev, none placed on a PCI tree.
+  std::vector<NcclGraph> graphs;
 };
 
 // ---- Bandwidth facts (GB/s), from NCCL src/graph/topo.h and topo.cc ----
@@ -221,6 +255,27 @@ NodeRef findByBusId(const System& sys, const std::string& busid);
 braidResult_t loadNcclTopoXml(const std::string& path, System* out);
 // Same, from memory; name stands for the file in messages.
 braidResult_t loadNcclTopoXmlString(const std::string& text, const std::string& name, System* out);
+// NCCL graph file (NCCL_GRAPH_FILE, NCCL_GRAPH_DUMP_FILE; nccl_graph.cc): <graphs version>
+// holding <graph id pattern nchannels speedintra speedinter typeintra typeinter crossnic ...>
+// elements of <channel>s listing <net dev/> and <gpu dev/>. Fills System::graphs, GPUs dev
+// 0..max and a NIC per net dev, without PCI placement (said in notes). Errors:
+// braidInvalidArgument naming the file, the line and the problem (malformed XML, a <gpu> or
+// <net> dev missing, negative or not a number, a <channel> outside a <graph>, an unknown
+// element, a GPU twice in one channel); an nchannels that differs from the channels given is
+// noted.
+braidResult_t loadNcclGraphXml(const std::string& path, System* out);
+braidResult_t loadNcclGraphXmlString(const std::string& text, const std::string& name, System* out);
+// The channels of the RING-pattern graphs as rings of GPU indices (empty when there are none).
+std::vector<std::vector<int>> graphRings(const System& sys);
+// An hwloc Linux fsroot tarball (a saved /sys and /proc, as in hwloc's tests/hwloc/linux;
+// archive.cc, libarchive): extracted into a fresh directory under $TMPDIR (default /tmp),
+// refusing entries with absolute paths or ".." and stopping at 256 MiB or 200000 entries, then
+// read by detectSystemAt on the archive's root (the single top directory holding sys/, or the
+// top itself). The directory is removed afterwards, on error too. System::source is the
+// archive. Errors: braidInvalidArgument naming the archive and the problem; braidInvalidUsage
+// when Braid was built without libarchive (fsrootArchiveSupported() is then false).
+braidResult_t loadFsrootArchive(const std::string& path, System* out);
+bool fsrootArchiveSupported();
 // hwloc XML (lstopo --of xml). Implemented in hwloc_xml.cc.
 braidResult_t loadHwlocXml(const std::string& path, System* out);
 // Same, from memory; name stands for the file in messages.
@@ -237,8 +292,10 @@ braidResult_t detectSystemAt(const std::string& fsroot, System* out);
 // rate -> speed_gbps, link layer), under the Nic of its PCI bus id (the device link) or a new
 // Nic. Returns the number of devices found in *count.
 braidResult_t detectIbFromSysfs(const std::string& root, System* out, int* count);
-// Loads any format: a <topology> root is hwloc, <system> is NCCL; text is sniffed for the tool
-// outputs below; a directory is read as a /sys/class/infiniband snapshot.
+// Loads any format: a <topology> root is hwloc, <system> is NCCL topology, <graphs> an NCCL
+// graph file; a bzip2/gzip/xz/tar archive an hwloc fsroot tarball (loadFsrootArchive); text is
+// sniffed for the tool outputs below; a directory is read as a /sys/class/infiniband snapshot.
+// An empty file is refused as "<path>: empty file".
 braidResult_t loadTopologyFile(const std::string& path, System* out);
 // Tool output (text_formats.cc); name stands for the file in messages. What a format does not
 // say is left unknown, and guesses are noted in System::notes.
@@ -262,6 +319,7 @@ braidResult_t loadTextTopology(const std::string& text, const std::string& name,
 // A /sys/class/infiniband snapshot directory, through detectIbFromSysfs.
 braidResult_t loadSysfsInfinibandDir(const std::string& dir, System* out);
 // Writes the model as NCCL topology XML that loadNcclTopoXml reads back to the same model.
+// Refuses (braidInvalidUsage) a system from an NCCL graph file: it has no PCI placement.
 braidResult_t dumpNcclTopoXml(const System& sys, std::string* xml);
 
 // A canonical text of the model (nodes, attributes, tree, links), independent of node order
@@ -310,7 +368,10 @@ HostTree buildHostTree(const System& sys, const Paths& paths);
 
 // ---- Printing ----
 // One JSON object: numa_nodes, gpus (pci, numa, nvlinks [{peer, count}]), nics (name, pci,
-// link_layer, speed_gbps, numa), paths {gpu_gpu, gpu_nic} as class names, rings, notes.
+// link_layer, speed_gbps, numa), paths {gpu_gpu, gpu_nic} as class names, rings (a graph
+// file's RING channels where it has them, else buildRings), trees (buildHostTree: per host its
+// parent and leader GPU), graphs (graph files only: pattern name, channels' GPU devs and nets),
+// notes.
 std::string toJson(const System& sys);
 // The layout as an indented tree, then GPU x GPU and GPU x NIC class matrices like
 // `nvidia-smi topo -m`, then notes.
