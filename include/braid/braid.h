@@ -293,6 +293,19 @@ braidResult_t braidListAlgorithms(const char* collective, const char** names, in
 braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
                                     const char* algorithm);
 
+/// Braid extension: what the selector's cost model predicts for a call, without running it.
+/// `collective` as braidListAlgorithms names it; `count` the call's count argument, elements
+/// of `dtype`. With `algorithm` NULL or "", *predictedUs is the time of the algorithm the
+/// cost model picks (the one a call runs unless braidCommSetAlgorithm or BRAID_ALGO forces
+/// another); else that algorithm's. *chosen (if not NULL) gets the cost model's pick, a
+/// static string. Times in microseconds; figures come from the communicator's fabric (ranks
+/// per host, shared-memory and network link costs). braid-tune prints them beside measured
+/// times. braidInvalidArgument for an unknown collective, algorithm or dtype;
+/// braidInvalidUsage if the algorithm cannot run this call (the message says why).
+braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t count,
+                               braidDataType_t dtype, const char* algorithm, double* predictedUs,
+                               const char** chosen);
+
 /// Creates a host stream with its own worker thread.
 braidResult_t braidStreamCreate(braidStream_t* stream);
 /// Waits until all work queued on stream has run; returns the first error of that work.

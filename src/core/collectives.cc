@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/stream.h"
 #include "kernels/reduce.h"
+#include "tuning/cost_model.h"
 
 using braid::Collective;
 using braid::fail;
@@ -524,6 +525,54 @@ braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
   std::lock_guard<std::mutex> lock(comm->mu);
   comm->forcedAlgo[c] = name;
   comm->plans.clear();  // cached plans carry the algorithm chosen before
+  return braidSuccess;
+}
+
+braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t count,
+                               braidDataType_t dtype, const char* algorithm, double* predictedUs,
+                               const char** chosen) {
+  BRAID_TRY(checkComm(comm, "braidCommPredict"));
+  if (!collective)
+    return record(comm, fail(braidInvalidArgument, "braidCommPredict: collective is NULL"));
+  if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= braidNumTypes)
+    return record(comm, fail(braidInvalidArgument,
+                             "braidCommPredict: dtype %d is not a braid "
+                             "data type",
+                             static_cast<int>(dtype)));
+  int c = 0;
+  for (; c < braid::kNumCollectives; ++c)
+    if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
+  if (c == braid::kNumCollectives)
+    return record(comm, fail(braidInvalidArgument, "braidCommPredict: unknown collective \"%s\"",
+                             collective));
+  braid::CollArgs args;
+  args.coll = static_cast<Collective>(c);
+  args.count = count;
+  args.dtype = dtype;
+  args.rank = comm->rank;
+  args.nranks = comm->nranks;
+  const size_t elemSize = braidTypeSize(dtype);
+  int best = -1;
+  const auto cands = braid::tuning::rankCandidates(args, elemSize, comm->fabric, &best);
+  if (chosen) *chosen = best >= 0 ? cands[best].algo->name : nullptr;
+  const braid::tuning::Candidate* pick = best >= 0 ? &cands[best] : nullptr;
+  if (algorithm && *algorithm) {
+    pick = nullptr;
+    for (const auto& cand : cands)
+      if (!strcasecmp(cand.algo->name, algorithm)) pick = &cand;
+    if (!pick)
+      return record(comm, fail(braidInvalidArgument,
+                               "braidCommPredict: no %s algorithm named "
+                               "\"%s\"",
+                               collective, algorithm));
+    if (pick->unsupported)
+      return record(comm, fail(braidInvalidUsage, "braidCommPredict: %s cannot run this %s: %s",
+                               algorithm, collective, pick->unsupported));
+  }
+  if (!pick)
+    return record(comm, fail(braidInvalidUsage, "braidCommPredict: no algorithm can run this %s",
+                             collective));
+  if (predictedUs) *predictedUs = pick->predicted_us;
   return braidSuccess;
 }
 

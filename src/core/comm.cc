@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "core/bootstrap.h"
@@ -17,13 +18,14 @@
 #include "core/stream.h"
 #include "topology/placement.h"
 #include "transport/net.h"
+#include "tuning/cost_model.h"
 
 namespace braid {
 
 std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
-         std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n";
+         std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
@@ -32,7 +34,7 @@ bool PeerCard::decode(const std::string& text, PeerCard* out) {
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
-      !std::getline(in, nsocks) || !std::getline(in, numa))
+      !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune))
     return false;
   out->numa = std::atoi(numa.c_str());
   out->nsocks = std::atoi(nsocks.c_str());
@@ -169,6 +171,36 @@ braidResult_t loadTopology(braidComm* comm) {
   return braidSuccess;
 }
 
+// What the cost model assumes of this communicator's links until braid-tune's calibration
+// is loaded: shared memory moves a few GB/s per rank pair with microseconds of latency (two
+// copies through a FIFO; perf/ shows it), the network about a 10 Gb/s NIC with tens of
+// microseconds of latency through the proxy thread.
+void setDefaultFigures(tuning::Fabric* f) {
+  f->intra = {2.0, 5.0};
+  f->inter = {40.0, 1.25};
+  f->reduce_gbs = 5.0;
+  f->copy_gbs = 8.0;
+  f->step_overhead_us = 1.0;
+}
+
+// The communicator's fabric: its layout and ring, and the default figures, or rank 0's
+// BRAID_TUNE_FILE (braid-tune --calibrate) on every rank alike, so that all ranks choose the
+// same algorithms.
+braidResult_t commFabric(braidComm* comm) {
+  tuning::Fabric& f = comm->fabric;
+  f.hostOf = comm->hostOf;
+  f.ring = comm->ring;
+  setDefaultFigures(&f);
+  f.chunk_bytes = comm->chunkSize;
+  std::string tune = comm->peers[0].tune;
+  if (tune.empty()) return braidSuccess;
+  std::replace(tune.begin(), tune.end(), ';', '\n');
+  BRAID_TRY(tuning::parseCalibration(tune, "rank 0's BRAID_TUNE_FILE", &f));
+  if (comm->rank == 0)
+    BRAID_INFO("TUNING", "calibration from BRAID_TUNE_FILE: %s", f.describe().c_str());
+  return braidSuccess;
+}
+
 // The ring of the ring and tree algorithms: BRAID_RING, else the ranks grouped by host and
 // NUMA node. Every rank computes it from the same cards, so all agree.
 braidResult_t chooseRing(braidComm* comm) {
@@ -217,6 +249,13 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.nsocks = cfg.nsocksPerPeer;
   mine.transport = cfg.transport;
   mine.numa = topo::currentNumaNode();
+  if (!cfg.tuneFile.empty() && rank == 0) {
+    tuning::Fabric calibrated;
+    setDefaultFigures(&calibrated);
+    BRAID_TRY(tuning::loadCalibration(cfg.tuneFile, &calibrated));
+    mine.tune = tuning::formatCalibration(calibrated);
+    std::replace(mine.tune.begin(), mine.tune.end(), '\n', ';');
+  }
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
     mine.shmName = comm->segment->name();
@@ -282,6 +321,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   }
   comm->nhosts = static_cast<int>(hostNames.size());
   BRAID_TRY(chooseRing(comm.get()));
+  BRAID_TRY(commFabric(comm.get()));
   // A rank with network peers has a busy second thread, its proxy.
   comm->oversubscribed = local * (comm->proxy ? 2 : 1) > sysconf(_SC_NPROCESSORS_ONLN);
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
@@ -322,44 +362,19 @@ const char* collectiveLabel(Collective c) {
 
 namespace {
 
-// BRAID_ALGO: either one name for every collective ("ring"), or per collective
-// "allreduce:ring;broadcast:tree" (',' also separates). Returns "" when it says nothing
-// about coll.
-// The algorithm BRAID_ALGO names for coll ("" for none), or an error for a spec that names
-// no known collective or algorithm. A single name applies to the collectives that have an
-// algorithm of that name; "coll:name" items are checked strictly.
-braidResult_t envAlgorithmFor(Collective coll, std::string* out) {
-  out->clear();
-  const std::string& spec = config().algo;
-  if (spec.empty()) return braidSuccess;
-  if (spec.find(':') == std::string::npos) {
-    bool anywhere = false;
-    for (const AlgorithmInfo& a : algorithms()) anywhere |= strcasecmp(a.name, spec.c_str()) == 0;
-    if (!anywhere)
-      return fail(braidInvalidArgument, "BRAID_ALGO=%s: no algorithm of that name", spec.c_str());
-    if (findAlgorithm(coll, spec)) *out = spec;
-    return braidSuccess;
-  }
-  size_t pos = 0;
-  while (pos < spec.size()) {
-    size_t end = spec.find_first_of(";,", pos);
-    std::string item = spec.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    size_t colon = item.find(':');
-    int c = 0;
-    while (c < kNumCollectives &&
-           (colon == std::string::npos ||
-            item.substr(0, colon) != collectiveName(static_cast<Collective>(c))))
-      ++c;
-    if (c == kNumCollectives)
-      return fail(braidInvalidArgument,
-                  "BRAID_ALGO=%s: \"%s\" is not COLLECTIVE:ALGORITHM with a known collective "
-                  "(allreduce, reducescatter, allgather, broadcast, reduce, alltoall, alltoallv, "
-                  "gather, scatter, barrier)",
-                  spec.c_str(), item.c_str());
-    if (c == static_cast<int>(coll)) *out = item.substr(colon + 1);
-    if (end == std::string::npos) break;
-    pos = end + 1;
-  }
+// BRAID_ALGO, parsed once per process (tuning::parseAlgoSpec's syntax); a bad spec fails every
+// call that consults it, naming the problem.
+braidResult_t envAlgoSpec(const tuning::AlgoSpec** out) {
+  static tuning::AlgoSpec spec;
+  static braidResult_t rc = braidSuccess;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    rc = tuning::parseAlgoSpec(config().algo, &spec);
+    if (rc != braidSuccess) error = lastError();
+  });
+  *out = &spec;
+  if (rc != braidSuccess) return failVerbatim(rc, error);
   return braidSuccess;
 }
 
@@ -403,10 +418,14 @@ braidResult_t checkUsable(const braidComm* comm) {
 
 braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
                               const AlgorithmInfo** out) {
+  const size_t elemSize = braidTypeSize(args.dtype);
+  const size_t bytes = tuning::callBytes(args.coll, args.count, elemSize, args.nranks);
   std::string forced = comm->forcedAlgo[static_cast<int>(args.coll)];
   const char* source = "braidCommSetAlgorithm";
   if (forced.empty()) {
-    BRAID_TRY(envAlgorithmFor(args.coll, &forced));
+    const tuning::AlgoSpec* spec = nullptr;
+    BRAID_TRY(envAlgoSpec(&spec));
+    forced = spec->forced(args.coll, bytes);
     source = "BRAID_ALGO";
   }
   if (!forced.empty()) {
@@ -418,12 +437,32 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
       return fail(braidInvalidUsage, "%s=%s cannot run this %s: %s", source, forced.c_str(),
                   collectiveLabel(args.coll), why);
     *out = a;
+    BRAID_INFO("TUNING", "%s %zu B: %s (forced by %s)", collectiveName(args.coll), bytes, a->name,
+               source);
     return braidSuccess;
   }
-  *out = defaultAlgorithm(args, braidTypeSize(args.dtype));
+  // The cost model's least predicted time; the fixed rule only if it knows no candidate.
+  int best = -1;
+  const std::vector<tuning::Candidate> cands =
+      tuning::rankCandidates(args, elemSize, comm->fabric, &best);
+  *out = best >= 0 ? cands[best].algo : defaultAlgorithm(args, elemSize);
   if (!*out)
     return fail(braidInternalError, "no algorithm implements %s for this call",
                 collectiveLabel(args.coll));
+  if (comm->rank == 0 && logEnabled(LogLevel::kInfo) && config().subsysEnabled("TUNING")) {
+    std::string all;
+    for (const tuning::Candidate& c : cands) {
+      char item[160];
+      if (c.unsupported)
+        std::snprintf(item, sizeof(item), "%s n/a", c.algo->name);
+      else
+        std::snprintf(item, sizeof(item), "%s %.1f us", c.algo->name, c.predicted_us);
+      all += (all.empty() ? "" : ", ") + std::string(item);
+    }
+    BRAID_INFO("TUNING", "%s %zu B on %d ranks, %d host(s): %s (predicted: %s)",
+               collectiveName(args.coll), bytes, args.nranks, comm->nhosts, (*out)->name,
+               all.c_str());
+  }
   return braidSuccess;
 }
 

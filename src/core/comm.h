@@ -19,6 +19,7 @@
 #include "transport/net_proxy.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
+#include "tuning/fabric.h"
 
 namespace braid {
 
@@ -33,6 +34,7 @@ struct PeerCard {
   std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)
   int nsocks = 0;             // this rank's BRAID_NSOCKS_PERPEER
   int numa = -1;              // NUMA node this rank runs on (topo::currentNumaNode), -1 unknown
+  std::string tune;  // BRAID_TUNE_FILE's figures (tuning::formatCalibration, ';' for newlines)
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -66,6 +68,8 @@ struct braidComm {
   // The ring the ring and tree algorithms follow (CollArgs::ring): BRAID_RING, else ranks
   // grouped by host and NUMA node (topo::commRing). Empty when it is rank order.
   std::vector<int> ring;
+  // What the selector's cost model knows of this communicator's ranks and links.
+  braid::tuning::Fabric fabric;
   std::vector<uint64_t> sendSeq, recvSeq;
   bool oversubscribed = false;  // more ranks on this host than online cores
   std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness
@@ -109,8 +113,9 @@ struct P2POp {
 // at once, so no order of posting can deadlock; messages to one peer keep posting order.
 braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops);
 
-// The algorithm for args on comm: braidCommSetAlgorithm's, else BRAID_ALGO's, else the
-// default rule. Fails, naming the algorithm and why, if the forced one cannot run args.
+// The algorithm for args on comm: braidCommSetAlgorithm's, else BRAID_ALGO's (per size
+// range), else the cost model's least predicted time (tuning/cost_model.h). Fails, naming the
+// algorithm and why, if the forced one cannot run args.
 braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
                               const AlgorithmInfo** out);
 const char* collectiveLabel(Collective c);

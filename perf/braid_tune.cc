@@ -1,0 +1,531 @@
+// braid-tune: on the live communicator, measures every algorithm of each collective at each
+// size, prints measured and predicted time per algorithm, the selector's choice, the best
+// measured and the regret (the choice's measured time / the best measured time), and writes
+// the table as JSON (--json FILE) and a plot of time against size per algorithm (--png FILE,
+// through gnuplot; without gnuplot the script and data are left beside FILE).
+//
+//   braid-tune [--collective NAME|all] [--json FILE] [--png FILE] [nccl-tests flags]
+//   braid-tune --calibrate FILE [-t N]   link figures for BRAID_TUNE_FILE (see calibrate())
+//
+// Launched like the perf binaries (-t threads, braidrun, mpirun). Sizes are nccl-tests'
+// size column, -b 8 -e 256M -f 2 unless given. --collective all means all-reduce,
+// all-gather, reduce-scatter, broadcast, reduce and all-to-all; the default is the four the
+// selector is judged on (allreduce, allgather, reducescatter, broadcast).
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "common.h"
+#include "launch.h"
+#include "options.h"
+
+namespace braid::perf {
+namespace {
+
+struct Tuned {
+  const char* name;  // braidListAlgorithms' collective name
+  CollCounts (*counts)(size_t count, int nranks);
+  braidResult_t (*run)(const void* send, void* recv, const CollCounts& c, braidDataType_t t,
+                       braidComm_t comm);
+};
+
+const Tuned kTuned[] = {
+    {"allreduce", WholeCounts,
+     [](const void* s, void* r, const CollCounts& c, braidDataType_t t, braidComm_t comm) {
+       return braidAllReduce(s, r, c.param_count, t, braidSum, comm, nullptr);
+     }},
+    {"allgather", GatherCounts,
+     [](const void* s, void* r, const CollCounts& c, braidDataType_t t, braidComm_t comm) {
+       return braidAllGather(s, r, c.param_count, t, comm, nullptr);
+     }},
+    {"reducescatter", ScatterCounts,
+     [](const void* s, void* r, const CollCounts& c, braidDataType_t t, braidComm_t comm) {
+       return braidReduceScatter(s, r, c.param_count, t, braidSum, comm, nullptr);
+     }},
+    {"broadcast", WholeCounts,
+     [](const void* s, void* r, const CollCounts& c, braidDataType_t t, braidComm_t comm) {
+       return braidBroadcast(s, r, c.param_count, t, 0, comm, nullptr);
+     }},
+    {"reduce", WholeCounts,
+     [](const void* s, void* r, const CollCounts& c, braidDataType_t t, braidComm_t comm) {
+       return braidReduce(s, r, c.param_count, t, braidSum, 0, comm, nullptr);
+     }},
+    {"alltoall", AllToAllCounts,
+     [](const void* s, void* r, const CollCounts& c, braidDataType_t t, braidComm_t comm) {
+       return braidAllToAll(s, r, c.param_count, t, comm, nullptr);
+     }},
+};
+
+struct Cell {
+  std::string algo;
+  double measured_us = -1, predicted_us = -1;  // -1: cannot run this call
+};
+struct Row {
+  const char* collective;
+  size_t bytes = 0, count = 0;
+  std::vector<Cell> cells;
+  std::string chosen, best;
+  double regret = 0;
+};
+
+struct Flags {
+  std::vector<const Tuned*> colls;
+  std::string json, png;
+};
+
+size_t typeSize(braidDataType_t t) {
+  switch (t) {
+    case braidInt8:
+    case braidUint8:
+      return 1;
+    case braidFloat16:
+    case braidBfloat16:
+      return 2;
+    case braidInt64:
+    case braidUint64:
+    case braidFloat64:
+      return 8;
+    default:
+      return 4;
+  }
+}
+
+void check(braidResult_t rc, const char* what, braidComm_t comm, const Launch& l) {
+  if (rc == braidSuccess) return;
+  std::fprintf(stderr, "braid-tune: %s: %s\n", what, braidGetLastError(comm));
+  Abort(l);
+}
+
+// One rank's sweep; rank 0 fills *rows.
+void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
+              std::vector<Row>* rows) {
+  const int nranks = l.nprocs * o.nthreads, rank = l.proc * o.nthreads + thread;
+  braidComm_t comm = nullptr;
+  check(braidCommInitRank(&comm, nranks, l.id, rank), "braidCommInitRank", comm, l);
+  const braidDataType_t dtype = o.types.front();
+  const size_t esize = typeSize(dtype);
+  const std::vector<size_t> sizes = Sizes(o);
+  for (const Tuned* t : f.colls) {
+    const char* names[32];
+    int nalgos = 0;
+    check(braidListAlgorithms(t->name, names, 32, &nalgos), "braidListAlgorithms", comm, l);
+    nalgos = std::min(nalgos, 32);
+    for (size_t bytes : sizes) {
+      const size_t count = bytes / esize;
+      const CollCounts c = t->counts(count, nranks);
+      std::vector<char> send(std::max<size_t>(c.send_count * esize, 1), 1),
+          recv(std::max<size_t>(c.recv_count * esize, 1), 0);
+      Row row;
+      row.collective = t->name;
+      row.bytes = std::max(c.send_count, c.recv_count) * esize;
+      row.count = c.param_count;
+      const char* chosen = nullptr;
+      double ignored = 0;
+      check(braidCommPredict(comm, t->name, c.param_count, dtype, nullptr, &ignored, &chosen),
+            "braidCommPredict", comm, l);
+      row.chosen = chosen ? chosen : "";
+      for (int a = 0; a < nalgos; ++a) {
+        Cell cell;
+        cell.algo = names[a];
+        double pred = 0;
+        if (braidCommPredict(comm, t->name, c.param_count, dtype, names[a], &pred, nullptr) !=
+            braidSuccess) {
+          row.cells.push_back(cell);  // cannot run this call: every rank agrees
+          continue;
+        }
+        cell.predicted_us = pred;
+        check(braidCommSetAlgorithm(comm, t->name, names[a]), "braidCommSetAlgorithm", comm, l);
+        // As many calls as fit in about 20 ms by the prediction (every rank computes the
+        // same), at least 3 and at most o.iters * 5.
+        const int iters =
+            static_cast<int>(std::clamp(20000.0 / std::max(pred, 1.0), 3.0, o.iters * 5.0));
+        for (int w = 0; w < std::max(o.warmup_iters, 1); ++w)
+          check(t->run(send.data(), recv.data(), c, dtype, comm), names[a], comm, l);
+        check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < iters; ++i)
+          check(t->run(send.data(), recv.data(), c, dtype, comm), names[a], comm, l);
+        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                        .count() /
+                    iters;
+        check(braidCommSetAlgorithm(comm, t->name, nullptr), "braidCommSetAlgorithm", comm, l);
+        // The slowest rank's time is the call's.
+        check(braidAllReduce(&us, &us, 1, braidFloat64, braidMax, comm, nullptr), "max", comm, l);
+        cell.measured_us = us;
+        row.cells.push_back(cell);
+      }
+      double best = -1, chosenUs = -1;
+      for (const Cell& cell : row.cells) {
+        if (cell.measured_us < 0) continue;
+        if (best < 0 || cell.measured_us < best) {
+          best = cell.measured_us;
+          row.best = cell.algo;
+        }
+        if (cell.algo == row.chosen) chosenUs = cell.measured_us;
+      }
+      row.regret = best > 0 && chosenUs > 0 ? chosenUs / best : 0;
+      if (rank == 0) {
+        std::printf("%-13s %12zu %12zu", t->name, row.bytes, row.count);
+        for (const Cell& cell : row.cells) {
+          char buf[64];
+          if (cell.measured_us < 0)
+            std::snprintf(buf, sizeof(buf), "%s n/a", cell.algo.c_str());
+          else
+            std::snprintf(buf, sizeof(buf), "%s %.1f/%.1f", cell.algo.c_str(), cell.measured_us,
+                          cell.predicted_us);
+          std::printf("  %-28s", buf);
+        }
+        std::printf("  chosen %s best %s regret %.2f\n", row.chosen.c_str(), row.best.c_str(),
+                    row.regret);
+        std::fflush(stdout);
+        rows->push_back(row);
+      }
+    }
+  }
+  check(braidCommDestroy(comm), "braidCommDestroy", nullptr, l);
+}
+
+// This process's host identity, as the communicator forms it (BRAID_HOST_ID, else hostname
+// plus boot id).
+std::string hostIdentity() {
+  if (const char* h = std::getenv("BRAID_HOST_ID")) return h;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char buf[64] = {0};
+    if (std::fgets(buf, sizeof(buf), f)) boot = buf;
+    std::fclose(f);
+  }
+  return std::string(host) + "/" + boot;
+}
+
+// Half the round trip of `bytes` between rank 0 and peer, mean over iters, in us; every
+// rank calls it (the others only wait at the barriers).
+double pingPong(braidComm_t comm, int rank, int peer, size_t bytes, int iters, int burst,
+                const Launch& l) {
+  std::vector<char> buf(std::max<size_t>(bytes, 1) * burst);
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  double us = 0;
+  if (rank == 0 || rank == peer) {
+    const int other = rank == 0 ? peer : 0;
+    auto sendBurst = [&] {
+      braidGroupStart();
+      for (int b = 0; b < burst; ++b)
+        braidSend(buf.data() + b * bytes, bytes, braidUint8, other, comm, nullptr);
+      check(braidGroupEnd(), "braidSend", comm, l);
+    };
+    auto recvOne = [&] {
+      check(braidRecv(buf.data(), bytes, braidUint8, other, comm, nullptr), "braidRecv", comm, l);
+    };
+    for (int i = -2; i < iters; ++i) {  // two warm-up round trips
+      const auto t0 = std::chrono::steady_clock::now();
+      if (rank == 0) {
+        sendBurst();
+        recvOne();
+      } else {
+        for (int b = 0; b < burst; ++b) recvOne();
+        check(braidSend(buf.data(), bytes, braidUint8, 0, comm, nullptr), "braidSend", comm, l);
+      }
+      if (i >= 0)
+        us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                  .count();
+    }
+    us /= iters;
+  }
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  return us / 2;
+}
+
+// braid-tune --calibrate FILE: the figures of the cost model's fabric, measured on this job:
+// latency (half the round trip of 8 bytes) and bandwidth (16 MiB one way) between rank 0 and
+// a rank of its host and one of another host, the step overhead (a burst of 64 small
+// messages), and this core's reduction and copy speeds. Rank 0 writes them; the job that
+// sets BRAID_TUNE_FILE=FILE selects with them.
+int calibrate(const Options& o, const Launch& l, int thread, const std::string& path) {
+  const int nranks = l.nprocs * o.nthreads, rank = l.proc * o.nthreads + thread;
+  braidComm_t comm = nullptr;
+  check(braidCommInitRank(&comm, nranks, l.id, rank), "braidCommInitRank", comm, l);
+  char mine[128] = {0};
+  std::snprintf(mine, sizeof(mine), "%s", hostIdentity().c_str());
+  std::vector<char> all(128 * static_cast<size_t>(nranks));
+  check(braidAllGather(mine, all.data(), 128, braidUint8, comm, nullptr), "host ids", comm, l);
+  int intraPeer = -1, interPeer = -1;
+  for (int r = 1; r < nranks; ++r) {
+    const bool same = std::strncmp(all.data(), all.data() + 128 * r, 128) == 0;
+    if (same && intraPeer < 0) intraPeer = r;
+    if (!same && interPeer < 0) interPeer = r;
+  }
+  const size_t big = 16u << 20;
+  double values[6] = {0, 0, 0, 0, 0, 0};  // intra lat, bw, inter lat, bw, overhead
+  if (intraPeer > 0) {
+    values[0] = pingPong(comm, rank, intraPeer, 8, 200, 1, l);
+    const double t = pingPong(comm, rank, intraPeer, big, 5, 1, l);
+    values[1] = big / std::max(t - values[0], 1e-3) / 1e3;
+    const double burst = pingPong(comm, rank, intraPeer, 8, 50, 64, l);
+    values[4] = std::max(0.0, (2 * burst - 2 * values[0]) / 63);
+  }
+  if (interPeer > 0) {
+    values[2] = pingPong(comm, rank, interPeer, 8, 100, 1, l);
+    const double t = pingPong(comm, rank, interPeer, big, 3, 1, l);
+    values[3] = big / std::max(t - values[2], 1e-3) / 1e3;
+  }
+  if (rank == 0) {
+    // This core's reduction (a += b over floats) and copy speeds, 32 MiB.
+    const size_t n = 8u << 20;
+    std::vector<float> a(n, 1.0f), b(n, 2.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < 4; ++k)
+      for (size_t i = 0; i < n; ++i) a[i] += b[i];
+    const double red =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        4;
+    t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < 4; ++k) std::memcpy(a.data(), b.data(), n * sizeof(float));
+    const double cp =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        4;
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "braid-tune: cannot write --calibrate %s: %s\n", path.c_str(),
+                   strerror(errno));
+      Abort(l);
+    }
+    std::fprintf(f, "# braid-tune --calibrate: %d ranks, %s\n", nranks,
+                 interPeer > 0 ? "several hosts" : "one host");
+    std::string text;
+    char line[160];
+    if (intraPeer > 0) {
+      std::snprintf(line, sizeof(line),
+                    "intra_latency_us = %.3f\nintra_bw_gbs = %.3f\n"
+                    "step_overhead_us = %.3f\n",
+                    values[0], values[1], values[4]);
+      text += line;
+    }
+    if (interPeer > 0) {
+      std::snprintf(line, sizeof(line), "inter_latency_us = %.3f\ninter_bw_gbs = %.4f\n", values[2],
+                    values[3]);
+      text += line;
+    }
+    std::snprintf(line, sizeof(line), "reduce_gbs = %.3f\ncopy_gbs = %.3f\n",
+                  n * sizeof(float) / red / 1e3, n * sizeof(float) / cp / 1e3);
+    text += line;
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    std::printf("# calibration written to %s:\n%s", path.c_str(), text.c_str());
+  }
+  check(braidCommDestroy(comm), "braidCommDestroy", nullptr, l);
+  return 0;
+}
+
+void writeJson(const std::string& path, const std::vector<Row>& rows, int nranks) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "braid-tune: cannot write --json %s: %s\n", path.c_str(), strerror(errno));
+    return;
+  }
+  std::fprintf(f, "[");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::fprintf(f,
+                 "%s\n  {\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, \"ranks\": %d, "
+                 "\"chosen\": \"%s\", \"best\": \"%s\", \"regret\": %.4f, \"algorithms\": {",
+                 i ? "," : "", r.collective, r.bytes, r.count, nranks, r.chosen.c_str(),
+                 r.best.c_str(), r.regret);
+    bool first = true;
+    for (const Cell& c : r.cells) {
+      std::fprintf(f, "%s\"%s\": ", first ? "" : ", ", c.algo.c_str());
+      if (c.measured_us < 0)
+        std::fprintf(f, "{\"unsupported\": true}");
+      else
+        std::fprintf(f, "{\"measured_us\": %.3f, \"predicted_us\": %.3f}", c.measured_us,
+                     c.predicted_us);
+      first = false;
+    }
+    std::fprintf(f, "}}");
+  }
+  std::fprintf(f, "\n]\n");
+  std::fclose(f);
+}
+
+// One panel per collective: measured time (points) and predicted time (lines) per
+// algorithm against size, log-log. gnuplot draws it; the data and script stay beside FILE.
+void writePlot(const std::string& png, const std::vector<Row>& rows) {
+  const std::string base =
+      png.size() > 4 && png.substr(png.size() - 4) == ".png" ? png.substr(0, png.size() - 4) : png;
+  std::vector<std::string> colls;
+  for (const Row& r : rows)
+    if (std::find(colls.begin(), colls.end(), r.collective) == colls.end())
+      colls.push_back(r.collective);
+  const std::string gp = base + ".gp";
+  FILE* s = std::fopen(gp.c_str(), "w");
+  if (!s) {
+    std::fprintf(stderr, "braid-tune: cannot write %s: %s\n", gp.c_str(), strerror(errno));
+    return;
+  }
+  const int cols = colls.size() > 1 ? 2 : 1;
+  const int panelRows = static_cast<int>((colls.size() + cols - 1) / cols);
+  std::fprintf(s,
+               "set terminal pngcairo size %d,%d noenhanced\nset output '%s'\n"
+               "set multiplot layout %d,%d\nset logscale xy\nset key left top font ',8'\n"
+               "set xlabel 'bytes'\nset ylabel 'time (us)'\nset grid\n",
+               700 * cols, 480 * panelRows, png.c_str(), panelRows, cols);
+  for (const std::string& coll : colls) {
+    const std::string dat = base + "-" + coll + ".dat";
+    FILE* d = std::fopen(dat.c_str(), "w");
+    if (!d) continue;
+    std::vector<std::string> algos;
+    for (const Row& r : rows)
+      if (r.collective == coll)
+        for (const Cell& c : r.cells)
+          if (std::find(algos.begin(), algos.end(), c.algo) == algos.end()) algos.push_back(c.algo);
+    // One block per algorithm: bytes measured predicted (NaN where it cannot run).
+    for (const std::string& a : algos) {
+      std::fprintf(d, "# %s\n", a.c_str());
+      for (const Row& r : rows) {
+        if (r.collective != coll) continue;
+        for (const Cell& c : r.cells)
+          if (c.algo == a && c.measured_us >= 0)
+            std::fprintf(d, "%zu %.3f %.3f\n", r.bytes, c.measured_us, c.predicted_us);
+      }
+      std::fprintf(d, "\n\n");
+    }
+    std::fclose(d);
+    std::fprintf(s, "set title '%s: points measured, lines predicted'\nplot ", coll.c_str());
+    for (size_t i = 0; i < algos.size(); ++i)
+      std::fprintf(s,
+                   "%s'%s' index %zu using 1:2 with points pt 7 lc %zu title '%s', "
+                   "'%s' index %zu using 1:3 with lines lc %zu notitle",
+                   i ? ", " : "", dat.c_str(), i, i + 1, algos[i].c_str(), dat.c_str(), i, i + 1);
+    std::fprintf(s, "\n");
+  }
+  std::fprintf(s, "unset multiplot\n");
+  std::fclose(s);
+  const std::string cmd = "gnuplot '" + gp + "' 2>&1";
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    std::fprintf(stderr,
+                 "braid-tune: gnuplot not found (apt-get install gnuplot-nox); the plot's script "
+                 "is %s\n",
+                 gp.c_str());
+    return;
+  }
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0)
+    std::fprintf(stderr, "braid-tune: gnuplot %s failed (status %d)\n", gp.c_str(), rc);
+  else
+    std::printf("# plot: %s\n", png.c_str());
+}
+
+}  // namespace
+}  // namespace braid::perf
+
+int main(int argc, char** argv) {
+  using namespace braid::perf;
+  setlinebuf(stdout);
+  Flags f;
+  std::string collName, calibrateTo;
+  // braid-tune's own flags; the rest are nccl-tests' (ParseOptions).
+  std::vector<char*> rest = {argv[0]};
+  bool sizeGiven = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--collective" || a == "--json" || a == "--png" || a == "--calibrate") &&
+        i + 1 < argc) {
+      (a == "--collective" ? collName
+       : a == "--json"     ? f.json
+       : a == "--png"      ? f.png
+                           : calibrateTo) = argv[++i];
+      continue;
+    }
+    if (a == "-h" || a == "--help") {
+      std::printf(
+          "usage: braid-tune [--collective NAME|all] [--json FILE] [--png FILE] [-t N] [-b MIN] "
+          "[-e MAX] [-f FACTOR] [-d TYPE] [-n ITERS] [-w WARMUP]\n"
+          "       braid-tune --calibrate FILE [-t N]   measure the link figures; then run jobs "
+          "with BRAID_TUNE_FILE=FILE\n"
+          "  NAME: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, all\n"
+          "  (default: allreduce, allgather, reducescatter, broadcast); sizes default 8..256M "
+          "x2\n");
+      return 0;
+    }
+    if (a == "-b" || a == "-e" || a == "--minbytes" || a == "--maxbytes") sizeGiven = true;
+    rest.push_back(argv[i]);
+  }
+  if (collName.empty()) {
+    for (const char* n : {"allreduce", "allgather", "reducescatter", "broadcast"})
+      for (const Tuned& t : kTuned)
+        if (!strcmp(t.name, n)) f.colls.push_back(&t);
+  } else {
+    for (const Tuned& t : kTuned)
+      if (collName == "all" || collName == t.name) f.colls.push_back(&t);
+  }
+  if (f.colls.empty()) {
+    std::fprintf(stderr,
+                 "braid-tune: unknown --collective %s (allreduce, allgather, reducescatter, "
+                 "broadcast, reduce, alltoall, all)\n",
+                 collName.c_str());
+    return 2;
+  }
+  Options o;
+  o.prog = "braid-tune";
+  int rargc = static_cast<int>(rest.size());
+  char** rargv = rest.data();
+  if (const int status = ParseOptions(rargc, rargv, &o); status >= 0) return status;
+  if (!sizeGiven) {
+    o.min_bytes = 8;
+    o.max_bytes = 256u << 20;
+    o.step_factor = 2;
+  }
+  const Launch l = DetectLaunch(o, &rargc, &rargv);
+  const int nranks = l.nprocs * o.nthreads;
+  if (!calibrateTo.empty()) {
+    std::vector<std::thread> threads;
+    for (int t = 1; t < o.nthreads; ++t)
+      threads.emplace_back([&, t] { calibrate(o, l, t, calibrateTo); });
+    calibrate(o, l, 0, calibrateTo);
+    for (std::thread& t : threads) t.join();
+    FinishLaunch(l);
+    return 0;
+  }
+  if (l.proc == 0) {
+    std::printf(
+        "# braid-tune: %d ranks, %s, sizes %zu..%zu; cells: algorithm measured/predicted "
+        "us\n",
+        nranks, TypeName(o.types.front()), o.min_bytes, o.max_bytes);
+    std::printf("# collective         bytes        count\n");
+  }
+  std::vector<Row> rows;
+  std::vector<std::thread> threads;
+  for (int t = 1; t < o.nthreads; ++t)
+    threads.emplace_back([&, t] { tuneRank(o, f, l, t, nullptr); });
+  tuneRank(o, f, l, 0, l.proc == 0 ? &rows : nullptr);
+  for (std::thread& t : threads) t.join();
+  if (l.proc == 0) {
+    for (const Tuned* t : f.colls) {
+      int n = 0, good = 0;
+      for (const Row& r : rows)
+        if (r.collective == t->name && r.regret > 0) {
+          ++n;
+          good += r.regret <= 1.10;
+        }
+      if (n)
+        std::printf("# %s: regret <= 1.10 at %d of %d sizes (%.0f%%)\n", t->name, good, n,
+                    100.0 * good / n);
+    }
+    if (!f.json.empty()) writeJson(f.json, rows, nranks);
+    if (!f.png.empty()) writePlot(f.png, rows);
+  }
+  FinishLaunch(l);
+  return 0;
+}

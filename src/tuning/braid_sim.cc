@@ -1,0 +1,255 @@
+// braid-sim: predicts, without running anything, every algorithm's time and bus bandwidth
+// for each collective and size on a machine built from a topology file replicated over
+// hosts, and prints the selector's choice.
+//   braid-sim --topo FILE --hosts H [--ranks-per-host R] [--nic-gbps G] [--collective NAME|all]
+//             [-b MIN] [-e MAX] [-f FACTOR] [-d DTYPE] [--json] [--simulate]
+// Sizes are nccl-tests' size column (-b 8 -e 256M -f 2 by default). --simulate also plays the
+// schedules (simulate.h) where the job has at most 1024 ranks, next to the closed forms.
+// Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "core/error.h"
+#include "topology/placement.h"
+#include "topology/topology.h"
+#include "tuning/cost_model.h"
+#include "tuning/simulate.h"
+#include "tuning/topo_fabric.h"
+
+namespace {
+
+using braid::AlgorithmInfo;
+using braid::Collective;
+
+void usage(FILE* f) {
+  std::fprintf(
+      f,
+      "usage: braid-sim --topo FILE --hosts H [--ranks-per-host R] [--collective NAME|all]\n"
+      "                 [-b MIN] [-e MAX] [-f FACTOR] [-d DTYPE] [--json] [--simulate]\n"
+      "  --topo FILE          a topology file braid-topo reads (NCCL or hwloc XML, ...)\n"
+      "  --hosts H            copies of that host, joined by its NICs\n"
+      "  --ranks-per-host R   default: one per GPU (per core without GPUs)\n"
+      "  --nic-gbps G         speed of NICs the file lists without one (default 100)\n"
+      "  --collective NAME    allreduce, reducescatter, allgather, broadcast, reduce, alltoall,\n"
+      "                       gather, scatter, or all (default allreduce)\n"
+      "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G suffixes), times FACTOR each step\n"
+      "                       (default 8, 256M, 2), as nccl-tests' size column\n"
+      "  -d DTYPE             float (default), half, bfloat16, double, int32, int8\n"
+      "  --json               one JSON array of {collective, bytes, chosen, algorithms}\n"
+      "  --simulate           also play the schedules (at most 1024 ranks)\n");
+}
+
+struct Dtype {
+  const char* name;
+  braidDataType_t type;
+  size_t size;
+};
+const Dtype kDtypes[] = {{"float", braidFloat32, 4},     {"half", braidFloat16, 2},
+                         {"bfloat16", braidBfloat16, 2}, {"double", braidFloat64, 8},
+                         {"int32", braidInt32, 4},       {"int8", braidInt8, 1}};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string topoFile, collName = "allreduce", dtypeName = "float";
+  int hosts = 0, perHost = 0, nicGbps = 100;
+  size_t minBytes = 8, maxBytes = 256u << 20, factor = 2;
+  bool json = false, simulate = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool hasValue = i + 1 < argc;
+    auto intArg = [&](int* v) {
+      char* end = nullptr;
+      const long x = std::strtol(argv[++i], &end, 10);
+      if (*end || x < 1 || x > (1 << 24)) return false;
+      *v = static_cast<int>(x);
+      return true;
+    };
+    bool ok = true;
+    if (a == "--topo" && hasValue) {
+      topoFile = argv[++i];
+    } else if (a == "--hosts" && hasValue) {
+      ok = intArg(&hosts);
+    } else if (a == "--ranks-per-host" && hasValue) {
+      ok = intArg(&perHost);
+    } else if (a == "--nic-gbps" && hasValue) {
+      ok = intArg(&nicGbps);
+    } else if (a == "--collective" && hasValue) {
+      collName = argv[++i];
+    } else if ((a == "-b" || a == "--minbytes") && hasValue) {
+      ok = braid::tuning::parseByteSize(argv[++i], &minBytes);
+    } else if ((a == "-e" || a == "--maxbytes") && hasValue) {
+      ok = braid::tuning::parseByteSize(argv[++i], &maxBytes);
+    } else if ((a == "-f" || a == "--stepfactor") && hasValue) {
+      ok = braid::tuning::parseByteSize(argv[++i], &factor) && factor >= 2;
+    } else if ((a == "-d" || a == "--datatype") && hasValue) {
+      dtypeName = argv[++i];
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--simulate") {
+      simulate = true;
+    } else if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "braid-sim: unknown or incomplete argument '%s'\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "braid-sim: bad value '%s' for %s\n", argv[i], a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (topoFile.empty() || hosts < 1) {
+    std::fprintf(stderr, "braid-sim: --topo FILE and --hosts H are required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (minBytes > maxBytes) {
+    std::fprintf(stderr, "braid-sim: -b %zu is larger than -e %zu\n", minBytes, maxBytes);
+    return 2;
+  }
+  const Dtype* dtype = nullptr;
+  for (const Dtype& d : kDtypes)
+    if (dtypeName == d.name) dtype = &d;
+  if (!dtype) {
+    std::fprintf(stderr, "braid-sim: unknown -d %s (float, half, bfloat16, double, int32, int8)\n",
+                 dtypeName.c_str());
+    return 2;
+  }
+  std::vector<Collective> colls;
+  for (int c = 0; c < braid::kNumCollectives; ++c) {
+    const auto coll = static_cast<Collective>(c);
+    if (coll == Collective::kAllToAllv || coll == Collective::kBarrier) continue;
+    if (collName == "all" || collName == braid::collectiveName(coll)) colls.push_back(coll);
+  }
+  if (colls.empty()) {
+    std::fprintf(stderr,
+                 "braid-sim: unknown --collective %s (allreduce, reducescatter, allgather, "
+                 "broadcast, reduce, alltoall, gather, scatter, all)\n",
+                 collName.c_str());
+    return 2;
+  }
+  setenv("BRAID_DEBUG", "NONE", 0);  // errors are printed once, below
+  braid::topo::System sys;
+  if (braid::topo::loadTopologyFile(topoFile, &sys) != braidSuccess) {
+    std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
+    return 1;
+  }
+  braid::tuning::Fabric fabric;
+  std::string why;
+  if (braid::tuning::fabricFromTopology(sys, hosts, perHost, nicGbps, &fabric, &why) !=
+      braidSuccess) {
+    std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
+    return 1;
+  }
+  fabric.ring = braid::topo::commRing(fabric.hostOf, {});
+  bool identity = true;
+  for (int i = 0; i < fabric.nranks(); ++i) identity = identity && fabric.ring[i] == i;
+  if (identity) fabric.ring.clear();
+  const int n = fabric.nranks();
+  const auto start = std::chrono::steady_clock::now();
+  if (!json) {
+    std::printf("# braid-sim: %s x %d host(s) = %d ranks\n# %s\n", topoFile.c_str(), hosts, n,
+                fabric.describe().c_str());
+    std::printf("# predictions: %s\n",
+                n <= braid::tuning::kSimulateRanks
+                    ? "the schedules played by the simulator (at most kSimulateRanks ranks)"
+                    : "closed forms of the schedules (cost_model.cc)");
+    for (size_t p = 0, q; p < why.size(); p = q + 1) {
+      q = why.find('\n', p);
+      std::printf("#   %s\n", why.substr(p, q - p).c_str());
+    }
+  } else {
+    std::printf("[");
+  }
+  bool firstJson = true;
+  for (Collective coll : colls) {
+    std::vector<const AlgorithmInfo*> rows;
+    for (const AlgorithmInfo& a : braid::algorithms())
+      if (a.coll == coll) rows.push_back(&a);
+    if (!json) {
+      std::printf("\n# %s, %s: predicted time (us) and busbw (GB/s) per algorithm%s\n",
+                  braid::collectiveName(coll), dtype->name,
+                  simulate ? "; sim: the schedules played" : "");
+      std::printf("#%11s %12s", "size", "count");
+      for (const AlgorithmInfo* a : rows) std::printf(" %*s", simulate ? 30 : 19, a->name);
+      std::printf("  %s\n", "chosen");
+    }
+    const size_t div = braid::tuning::callBytes(coll, 1, dtype->size, n);
+    for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
+      const size_t count = bytes / div;
+      braid::CollArgs args;
+      args.coll = coll;
+      args.count = count;
+      args.dtype = dtype->type;
+      args.nranks = n;
+      int best = -1;
+      const auto cands = braid::tuning::rankCandidates(args, dtype->size, fabric, &best);
+      const size_t realBytes = count * div;
+      const double factorBus = braid::tuning::busBwFactor(coll, n);
+      if (json) {
+        std::printf(
+            "%s\n  {\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, \"ranks\": %d, "
+            "\"hosts\": %d, \"chosen\": \"%s\", \"algorithms\": {",
+            firstJson ? "" : ",", braid::collectiveName(coll), realBytes, count, n, hosts,
+            best >= 0 ? cands[best].algo->name : "");
+        firstJson = false;
+      } else {
+        std::printf("%12zu %12zu", realBytes, count);
+      }
+      bool firstAlgo = true;
+      for (const braid::tuning::Candidate& c : cands) {
+        const double t = c.predicted_us;
+        const double busbw = t > 0 ? realBytes / (t * 1e3) * factorBus : 0;
+        double sim = -1;
+        if (simulate && !c.unsupported && n <= 1024 && count > 0) {
+          braid::CollArgs proto = args;
+          auto r = braid::tuning::simulateSchedules(*c.algo, proto, dtype->size, fabric);
+          if (r.ok) sim = r.time_us;
+        }
+        if (json) {
+          std::printf("%s\"%s\": {", firstAlgo ? "" : ", ", c.algo->name);
+          if (c.unsupported)
+            std::printf("\"unsupported\": true}");
+          else if (sim >= 0)
+            std::printf("\"predicted_us\": %.3f, \"busbw\": %.3f, \"simulated_us\": %.3f}", t,
+                        busbw, sim);
+          else
+            std::printf("\"predicted_us\": %.3f, \"busbw\": %.3f}", t, busbw);
+          firstAlgo = false;
+        } else if (c.unsupported) {
+          std::printf(" %*s", simulate ? 30 : 19, "n/a");
+        } else if (simulate) {
+          char cell[64];
+          std::snprintf(cell, sizeof(cell), "%.1f %.2f sim %.1f", t, busbw, sim);
+          std::printf(" %30s", cell);
+        } else {
+          char cell[48];
+          std::snprintf(cell, sizeof(cell), "%.1f %.2f", t, busbw);
+          std::printf(" %19s", cell);
+        }
+      }
+      if (json)
+        std::printf("}}");
+      else
+        std::printf("  %s\n", best >= 0 ? cands[best].algo->name : "none");
+      if (bytes > SIZE_MAX / factor) break;
+    }
+  }
+  const double sec =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (json)
+    std::printf("\n]\n");
+  else
+    std::printf("# predicted in %.2f s\n", sec);
+  return 0;
+}

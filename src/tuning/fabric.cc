@@ -1,0 +1,135 @@
+#include "tuning/fabric.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace braid::tuning {
+
+int Fabric::nhosts() const {
+  int h = 0;
+  for (int x : hostOf) h = std::max(h, x + 1);
+  return h;
+}
+
+int Fabric::ranksPerHost() const {
+  std::vector<int> per(nhosts(), 0);
+  for (int x : hostOf) ++per[x];
+  return per.empty() ? 0 : *std::max_element(per.begin(), per.end());
+}
+
+std::string Fabric::describe() const {
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "%d ranks on %d host(s); within a host %.2f us, %.1f GB/s; between hosts %.2f us, "
+                "%d NIC(s) of %.2f GB/s per host; reduce %.1f GB/s, step %.2f us, chunk %zu B",
+                nranks(), nhosts(), intra.latency_us, intra.bw_gbs, inter.latency_us, nicsPerHost,
+                inter.bw_gbs, reduce_gbs, step_overhead_us, chunk_bytes);
+  return buf;
+}
+
+Fabric uniformFabric(int hosts, int ranksPerHost, LinkCost intra, LinkCost inter) {
+  Fabric f;
+  for (int h = 0; h < hosts; ++h)
+    for (int l = 0; l < ranksPerHost; ++l) f.hostOf.push_back(h);
+  f.intra = intra;
+  f.inter = inter;
+  return f;
+}
+
+}  // namespace braid::tuning
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace braid::tuning {
+
+namespace {
+// The calibration keys and the figures they set.
+double* fieldOf(Fabric* f, const std::string& key) {
+  if (key == "intra_latency_us") return &f->intra.latency_us;
+  if (key == "intra_bw_gbs") return &f->intra.bw_gbs;
+  if (key == "inter_latency_us") return &f->inter.latency_us;
+  if (key == "inter_bw_gbs") return &f->inter.bw_gbs;
+  if (key == "reduce_gbs") return &f->reduce_gbs;
+  if (key == "copy_gbs") return &f->copy_gbs;
+  if (key == "step_overhead_us") return &f->step_overhead_us;
+  return nullptr;
+}
+}  // namespace
+
+braidResult_t parseCalibration(const std::string& text, const std::string& name, Fabric* f) {
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  Fabric out = *f;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.erase(hash);
+    const size_t eq = line.find('=');
+    auto trim = [](std::string s) {
+      const char* ws = " \t\r";
+      s.erase(0, s.find_first_not_of(ws));
+      s.erase(s.find_last_not_of(ws) + 1);
+      return s;
+    };
+    if (trim(line).empty()) continue;
+    if (eq == std::string::npos)
+      return fail(braidInvalidArgument, "%s:%d: \"%s\" is not KEY = VALUE", name.c_str(), lineNo,
+                  trim(line).c_str());
+    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(value.c_str(), &end);
+    const bool ok = !value.empty() && *end == '\0' && errno == 0 && std::isfinite(v) && v >= 0;
+    if (key == "nics_per_host") {
+      if (!ok || v < 1 || v > 1024 || v != std::floor(v))
+        return fail(braidInvalidArgument, "%s:%d: nics_per_host = %s is not a count 1..1024",
+                    name.c_str(), lineNo, value.c_str());
+      out.nicsPerHost = static_cast<int>(v);
+      continue;
+    }
+    double* field = fieldOf(&out, key);
+    if (!field)
+      return fail(braidInvalidArgument,
+                  "%s:%d: unknown key \"%s\" (intra_latency_us, intra_bw_gbs, inter_latency_us, "
+                  "inter_bw_gbs, nics_per_host, reduce_gbs, copy_gbs, step_overhead_us)",
+                  name.c_str(), lineNo, key.c_str());
+    const bool needsPositive = key.find("_gbs") != std::string::npos;
+    if (!ok || (needsPositive && v <= 0))
+      return fail(braidInvalidArgument, "%s:%d: %s = %s is not a %s number", name.c_str(), lineNo,
+                  key.c_str(), value.c_str(), needsPositive ? "positive" : "non-negative");
+    *field = v;
+  }
+  *f = out;
+  return braidSuccess;
+}
+
+braidResult_t loadCalibration(const std::string& path, Fabric* f) {
+  std::ifstream in(path);
+  if (!in)
+    return fail(braidSystemError, "%s: cannot read the calibration file: %s", path.c_str(),
+                strerror(errno));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parseCalibration(buf.str(), path, f);
+}
+
+std::string formatCalibration(const Fabric& f) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "intra_latency_us = %.3f\nintra_bw_gbs = %.3f\ninter_latency_us = %.3f\n"
+                "inter_bw_gbs = %.4f\nnics_per_host = %d\nreduce_gbs = %.3f\ncopy_gbs = %.3f\n"
+                "step_overhead_us = %.3f\n",
+                f.intra.latency_us, f.intra.bw_gbs, f.inter.latency_us, f.inter.bw_gbs,
+                f.nicsPerHost, f.reduce_gbs, f.copy_gbs, f.step_overhead_us);
+  return buf;
+}
+
+}  // namespace braid::tuning

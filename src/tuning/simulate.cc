@@ -1,0 +1,437 @@
+// The schedule simulator (simulate.h): a discrete-event run of every rank's schedule against
+// a Fabric.
+//
+// The model.
+//   Schedules. Every rank's schedule is built with the algorithm's build function, as the
+//   executor would (CollArgs from the call with rank, nranks, the fabric's hostOf when it
+//   has more than one host, its ring, and pieceElems = chunk_bytes / elemSize, at least 1).
+//   The steps fall into the executor's queues: one per peer and direction, one for local
+//   steps. The k-th receive by rank p from rank r matches the k-th send by r to p, as the
+//   transports deliver messages in posting order.
+//   Readiness. A step is ready when its dependencies have finished and so has the step
+//   before it in its queue; its ready time is the latest of those finish times.
+//   Resources. Each rank has one intra-host send port and one receive port (bandwidth
+//   fabric.intra.bw_gbs each); each host has nicsPerHost NICs, each with a transmit and a
+//   receive side of fabric.inter.bw_gbs. A rank uses NIC (local index % nicsPerHost), its
+//   local index being its place among its host's ranks in rank order.
+//   Send of b bytes from r to p. Within a host it holds r's send port and p's receive
+//   port; between hosts the transmit side of r's NIC and the receive side of p's NIC. The
+//   resources are reserved first come, first served in the order sends become ready (event
+//   time, ties by step id): start = max(ready, each resource's free time); each resource
+//   stays busy until start + b / bw; the data arrives at start + latency + b / bw (the
+//   hop's latency). The send finishes at start + b / bw + step_overhead_us.
+//   Receive (and recv-reduce) finishes at max(ready, arrival) + step_overhead_us, plus
+//   b / reduce_gbs for recv-reduce. A copy takes b / copy_gbs + step_overhead_us.
+//   Step bytes are count * elemSize; GB/s are 1e9 bytes/s, times are microseconds.
+//   Buffers are unbounded: sends are eager and never wait for the receiver to post (the
+//   real transports hold BRAID_BUFFSIZE per connection; the verifier proves the schedules
+//   cannot deadlock on that, but a full connection could delay a send here unmodelled).
+//   Not modelled either: the copy and reduction competing with transfers for memory
+//   bandwidth, and a port or NIC shared by flows in a fairer way than one after another.
+// The run takes O(S log S) time for S steps in all: each step is readied, started and
+// finished once, through one priority queue of finish events.
+//
+// Outcomes. A step naming a peer outside the communicator, a dependency outside its
+// schedule, a receive whose size differs from its matching send or a send nobody receives
+// is an error; steps left when no event remains are a deadlock, reported at a rank, its
+// step and what it waits for.
+#include "tuning/simulate.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "algorithms/verifier_program.h"
+
+namespace braid::tuning {
+namespace {
+
+// printf into a std::string (the verifier's helper).
+using verify::format;
+
+SimResult failure(std::string why) {
+  SimResult r;
+  r.error = std::move(why);
+  return r;
+}
+
+// Microseconds to move `bytes` at `gbs` GB/s.
+double transferUs(double bytes, double gbs) { return bytes / (gbs * 1e3); }
+
+enum State : uint8_t { kWaiting, kReady, kStarted, kDone };
+
+// One step as the simulation holds it; indices are global step ids.
+struct SimStep {
+  double bytes;
+  int32_t rank;
+  int32_t peer;   // -1 for a copy
+  int32_t next;   // the next step of its queue, -1 none
+  int32_t match;  // send: its receive; receive: its send; -1 none
+  int32_t waits;  // unfinished dependencies and queue predecessor
+  StepKind kind;
+  State state;
+};
+
+class Simulation {
+ public:
+  Simulation(const Fabric& f, size_t elemSize) : f_(f), elemSize_(elemSize) {}
+
+  // Builds and links every rank's schedule; "" or the error.
+  std::string build(const AlgorithmInfo& algo, const std::vector<CollArgs>& args);
+  // Plays the schedules; "" or the error.
+  std::string run();
+
+  const SimResult& result() const { return res_; }
+
+ private:
+  bool isSend(int32_t g) const { return steps_[g].kind == StepKind::kSend; }
+  bool isRecv(int32_t g) const {
+    return steps_[g].kind == StepKind::kRecv || steps_[g].kind == StepKind::kRecvReduce;
+  }
+  int local(int32_t g) const { return static_cast<int>(g - stepBase_[steps_[g].rank]); }
+  std::string describe(int32_t g) const;
+  // The 1-based number of receive g among its rank's receives from the same peer.
+  int messageIndex(int32_t g) const;
+
+  void ready(int32_t g, double t);
+  void startSend(int32_t g, double t);
+  void tryFinishRecv(int32_t g);
+  void finish(int32_t g, double t) { events_.push({t, g}); }
+  std::string deadlock() const;
+
+  const Fabric& f_;
+  const size_t elemSize_;
+  SimResult res_;
+  std::vector<SimStep> steps_;
+  std::vector<int64_t> stepBase_;
+  std::vector<int64_t> revBegin_;
+  std::vector<int32_t> rev_;     // who depends on each step: rev_[revBegin_[g] ..]
+  std::vector<double> readyAt_;  // receive: when it became ready
+  std::vector<double> arrival_;  // receive: when its message arrives; < 0 unknown
+  std::vector<int> localIndex_;
+  // Resource free times: intra send / receive port per rank, NIC TX / RX per host and NIC.
+  std::vector<double> portTx_, portRx_, nicTx_, nicRx_;
+  using Event = std::pair<double, int32_t>;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+};
+
+std::string Simulation::describe(int32_t g) const {
+  const SimStep& s = steps_[g];
+  const std::string head = format("rank %d step %d", s.rank, local(g));
+  const size_t count = static_cast<size_t>(s.bytes / static_cast<double>(elemSize_));
+  switch (s.kind) {
+    case StepKind::kSend:
+      return head + format(" (send %zu elements to rank %d)", count, s.peer);
+    case StepKind::kRecv:
+    case StepKind::kRecvReduce:
+      return head + format(" (%s %zu elements from rank %d)", stepKindName(s.kind), count, s.peer);
+    case StepKind::kCopy:
+      return head + format(" (copy %zu elements)", count);
+  }
+  return head;
+}
+
+int Simulation::messageIndex(int32_t g) const {
+  int k = 0;
+  for (int64_t x = stepBase_[steps_[g].rank]; x <= g; ++x)
+    if (isRecv(static_cast<int32_t>(x)) && steps_[x].peer == steps_[g].peer) ++k;
+  return k;
+}
+
+std::string Simulation::build(const AlgorithmInfo& algo, const std::vector<CollArgs>& args) {
+  const int n = static_cast<int>(args.size());
+  stepBase_.assign(n + 1, 0);
+  std::vector<int32_t> lastSend(n, -1), lastRecv(n, -1);
+  std::vector<int32_t> depOf;  // (dependency, dependent) pairs, flattened
+  // Sends and receives by connection, key sender * n + receiver, in posting order.
+  std::vector<std::pair<int64_t, int32_t>> sends, recvs;
+  Schedule sched;
+  for (int r = 0; r < n; ++r) {
+    algo.build(args[r], &sched);
+    const int64_t base = static_cast<int64_t>(steps_.size());
+    stepBase_[r] = base;
+    const int nsteps = static_cast<int>(sched.steps.size());
+    if (base + nsteps >= std::numeric_limits<int32_t>::max())
+      return "too many steps in all to simulate";
+    int32_t lastLocal = -1;
+    std::vector<int> touched;
+    for (int i = 0; i < nsteps; ++i) {
+      const Step& s = sched.steps[i];
+      const int32_t g = static_cast<int32_t>(base + i);
+      const bool comm = s.kind != StepKind::kCopy;
+      if (comm && s.kind != StepKind::kSend && s.kind != StepKind::kRecv &&
+          s.kind != StepKind::kRecvReduce)
+        return format("rank %d step %d has an unknown kind %d", r, i, static_cast<int>(s.kind));
+      if (comm && (s.peer < 0 || s.peer >= n || s.peer == r))
+        return format("rank %d step %d (%s) names peer %d: not another rank of %d", r, i,
+                      stepKindName(s.kind), s.peer, n);
+      SimStep st;
+      st.bytes = static_cast<double>(s.count) * static_cast<double>(elemSize_);
+      st.rank = r;
+      st.peer = comm ? s.peer : -1;
+      st.next = st.match = -1;
+      st.waits = 0;
+      st.kind = s.kind;
+      st.state = kWaiting;
+      for (int32_t d : s.deps) {
+        if (d == -1) continue;
+        if (d < 0 || d >= nsteps || d == i)
+          return format(
+              "rank %d step %d depends on step %d: not another step of its schedule "
+              "(%d steps)",
+              r, i, d, nsteps);
+        depOf.push_back(static_cast<int32_t>(base + d));
+        depOf.push_back(g);
+        ++st.waits;
+      }
+      int32_t* last = !comm                       ? &lastLocal
+                      : s.kind == StepKind::kSend ? &lastSend[s.peer]
+                                                  : &lastRecv[s.peer];
+      if (*last >= 0) {
+        steps_[*last].next = g;
+        ++st.waits;
+      } else if (comm) {
+        touched.push_back(s.peer);
+      }
+      *last = g;
+      steps_.push_back(st);
+      if (s.kind == StepKind::kSend)
+        sends.push_back({static_cast<int64_t>(r) * n + s.peer, g});
+      else if (comm)
+        recvs.push_back({static_cast<int64_t>(s.peer) * n + r, g});
+    }
+    for (int p : touched) lastSend[p] = lastRecv[p] = -1;
+  }
+  stepBase_[n] = static_cast<int64_t>(steps_.size());
+
+  // The k-th send on a connection meets its k-th receive: sorted by connection, then step
+  // id, which is posting order within a rank.
+  std::sort(sends.begin(), sends.end());
+  std::sort(recvs.begin(), recvs.end());
+  for (size_t i = 0, j = 0; i < sends.size() && j < recvs.size();) {
+    if (sends[i].first < recvs[j].first) {
+      ++i;
+    } else if (sends[i].first > recvs[j].first) {
+      ++j;
+    } else {
+      const int32_t s = sends[i++].second, v = recvs[j++].second;
+      if (steps_[s].bytes != steps_[v].bytes)
+        return describe(v) + " matches " + describe(s) + ", but their sizes differ";
+      steps_[s].match = v;
+      steps_[v].match = s;
+    }
+  }
+
+  const size_t total = steps_.size();
+  revBegin_.assign(total + 1, 0);
+  for (size_t k = 0; k < depOf.size(); k += 2) ++revBegin_[depOf[k] + 1];
+  for (size_t g = 0; g < total; ++g) revBegin_[g + 1] += revBegin_[g];
+  rev_.resize(depOf.size() / 2);
+  std::vector<int64_t> fill(revBegin_.begin(), revBegin_.end() - 1);
+  for (size_t k = 0; k < depOf.size(); k += 2) rev_[fill[depOf[k]]++] = depOf[k + 1];
+  return "";
+}
+
+void Simulation::startSend(int32_t g, double t) {
+  SimStep& s = steps_[g];
+  const int r = s.rank, p = s.peer;
+  const bool intra = f_.hostOf[r] == f_.hostOf[p];
+  double* a;
+  double* b;
+  const LinkCost* link;
+  if (intra) {
+    a = &portTx_[r];
+    b = &portRx_[p];
+    link = &f_.intra;
+    res_.intra_bytes += s.bytes;
+  } else {
+    const int nics = std::max(1, f_.nicsPerHost);
+    a = &nicTx_[static_cast<size_t>(f_.hostOf[r]) * nics + localIndex_[r] % nics];
+    b = &nicRx_[static_cast<size_t>(f_.hostOf[p]) * nics + localIndex_[p] % nics];
+    link = &f_.inter;
+    res_.net_bytes += s.bytes;
+  }
+  const double x = transferUs(s.bytes, link->bw_gbs);
+  const double start = std::max({t, *a, *b});
+  *a = *b = start + x;
+  s.state = kStarted;
+  finish(g, start + x + f_.step_overhead_us);
+  if (s.match >= 0) {
+    ++res_.messages;
+    arrival_[s.match] = start + link->latency_us + x;
+    tryFinishRecv(s.match);
+  }
+}
+
+void Simulation::tryFinishRecv(int32_t g) {
+  SimStep& s = steps_[g];
+  if (s.state != kReady || arrival_[g] < 0) return;
+  s.state = kStarted;
+  double t = std::max(readyAt_[g], arrival_[g]) + f_.step_overhead_us;
+  if (s.kind == StepKind::kRecvReduce) t += transferUs(s.bytes, f_.reduce_gbs);
+  finish(g, t);
+}
+
+void Simulation::ready(int32_t g, double t) {
+  SimStep& s = steps_[g];
+  switch (s.kind) {
+    case StepKind::kSend:
+      startSend(g, t);
+      break;
+    case StepKind::kRecv:
+    case StepKind::kRecvReduce:
+      s.state = kReady;
+      readyAt_[g] = t;
+      tryFinishRecv(g);
+      break;
+    case StepKind::kCopy:
+      s.state = kStarted;
+      finish(g, t + transferUs(s.bytes, f_.copy_gbs) + f_.step_overhead_us);
+      break;
+  }
+}
+
+std::string Simulation::run() {
+  const int n = f_.nranks();
+  const int nics = std::max(1, f_.nicsPerHost);
+  const size_t nh = static_cast<size_t>(f_.nhosts());
+  localIndex_.assign(n, 0);
+  std::vector<int> seen(nh, 0);
+  for (int r = 0; r < n; ++r) localIndex_[r] = seen[f_.hostOf[r]]++;
+  portTx_.assign(n, 0);
+  portRx_.assign(n, 0);
+  nicTx_.assign(nh * nics, 0);
+  nicRx_.assign(nh * nics, 0);
+  const size_t total = steps_.size();
+  readyAt_.assign(total, 0);
+  arrival_.assign(total, -1);
+
+  for (size_t g = 0; g < total; ++g)
+    if (steps_[g].waits == 0) ready(static_cast<int32_t>(g), 0);
+  size_t done = 0;
+  while (!events_.empty()) {
+    const double t = events_.top().first;
+    const int32_t g = events_.top().second;
+    events_.pop();
+    steps_[g].state = kDone;
+    ++done;
+    res_.time_us = std::max(res_.time_us, t);
+    auto release = [&](int32_t d) {
+      if (--steps_[d].waits == 0) ready(d, t);
+    };
+    for (int64_t k = revBegin_[g]; k < revBegin_[g + 1]; ++k) release(rev_[k]);
+    if (steps_[g].next >= 0) release(steps_[g].next);
+  }
+  res_.steps = done;
+  if (done < total) return deadlock();
+  for (size_t g = 0; g < total; ++g)
+    if (isSend(static_cast<int32_t>(g)) && steps_[g].match < 0)
+      return describe(static_cast<int32_t>(g)) + " is never received: rank " +
+             std::to_string(steps_[g].peer) + " posts fewer receives from rank " +
+             std::to_string(steps_[g].rank);
+  return "";
+}
+
+// Names the first stuck receive (a step ready but without its message) in rank order, or,
+// where none is, the first unfinished step (its dependencies form a cycle).
+std::string Simulation::deadlock() const {
+  int32_t pick = -1;
+  size_t left = 0;
+  for (size_t g = 0; g < steps_.size(); ++g) {
+    if (steps_[g].state == kDone) continue;
+    ++left;
+    if (pick < 0 || (steps_[pick].state != kReady && steps_[g].state == kReady))
+      pick = static_cast<int32_t>(g);
+  }
+  const SimStep& s = steps_[pick];
+  std::string why;
+  if (s.state == kReady) {
+    const int k = messageIndex(pick);
+    if (s.match < 0)
+      why = format("message %d from rank %d never comes: that rank posts fewer sends to rank %d", k,
+                   s.peer, s.rank);
+    else
+      why = format("message %d from rank %d waits on %s, which never starts", k, s.peer,
+                   describe(s.match).c_str());
+  } else {
+    why = "its dependencies or queue predecessor never finish";
+  }
+  const std::string what = s.kind == StepKind::kCopy
+                               ? std::string("copy")
+                               : format("%s from rank %d", stepKindName(s.kind), s.peer);
+  return format("deadlock: rank %d waits at step %d (%s); %s; %zu steps never run", s.rank,
+                local(pick), what.c_str(), why.c_str(), left);
+}
+
+// Whether v lists each of 0..n-1 once.
+bool isPermutation(const std::vector<int>& v, int n) {
+  if (static_cast<int>(v.size()) != n) return false;
+  std::vector<char> seen(n, 0);
+  for (int x : v) {
+    if (x < 0 || x >= n || seen[x]) return false;
+    seen[x] = 1;
+  }
+  return true;
+}
+
+// "" when the fabric can carry a simulation, else why not.
+std::string checkFabric(const Fabric& f, int maxRanks) {
+  const int n = f.nranks();
+  if (n < 1) return "the fabric has no ranks";
+  if (n > maxRanks)
+    return format("%d ranks: the simulator plays at most %d (maxRanks); use the cost model", n,
+                  maxRanks);
+  int next = 0;
+  for (int r = 0; r < n; ++r) {
+    if (f.hostOf[r] < 0 || f.hostOf[r] > next)
+      return format("rank %d's host %d: hosts must be numbered 0, 1, ... by first appearance", r,
+                    f.hostOf[r]);
+    next = std::max(next, f.hostOf[r] + 1);
+  }
+  if (!f.ring.empty() && !isPermutation(f.ring, n))
+    return format("the ring (%zu entries) is not a permutation of the %d ranks", f.ring.size(), n);
+  if (f.ranksPerHost() > 1 && !(f.intra.bw_gbs > 0)) return "intra-host bandwidth must be positive";
+  if (f.nhosts() > 1 && !(f.inter.bw_gbs > 0)) return "inter-host bandwidth must be positive";
+  if (!(f.reduce_gbs > 0) || !(f.copy_gbs > 0))
+    return "reduction and copy throughput must be positive";
+  return "";
+}
+
+}  // namespace
+
+SimResult simulateSchedules(const AlgorithmInfo& algo, const CollArgs& proto, size_t elemSize,
+                            const Fabric& fabric, int maxRanks) {
+  if (elemSize == 0) return failure("element size 0");
+  if (std::string why = checkFabric(fabric, maxRanks); !why.empty()) return failure(why);
+  const int n = fabric.nranks();
+  if (isRooted(algo.coll) && (proto.root < 0 || proto.root >= n))
+    return failure(format("root %d is not a rank of %d", proto.root, n));
+  const int* hostOf = fabric.nhosts() > 1 ? fabric.hostOf.data() : nullptr;
+  std::vector<CollArgs> args(n, proto);
+  for (int r = 0; r < n; ++r) {
+    CollArgs& a = args[r];
+    a.coll = algo.coll;
+    a.rank = r;
+    a.nranks = n;
+    a.hostOf = hostOf;
+    a.ring = fabric.ring.empty() ? nullptr : fabric.ring.data();
+    a.pieceElems = std::max<size_t>(1, fabric.chunk_bytes / elemSize);
+    if (const char* why = unsupportedReason(algo, a))
+      return failure(format("%s %s on %d ranks: not supported on rank %d: %s", algo.name,
+                            collectiveName(algo.coll), n, r, why));
+  }
+  Simulation sim(fabric, elemSize);
+  std::string error = sim.build(algo, args);
+  if (error.empty()) error = sim.run();
+  SimResult res = sim.result();
+  res.ok = error.empty();
+  if (!res.ok)
+    res.error = format("%s %s on %d ranks: ", algo.name, collectiveName(algo.coll), n) + error;
+  return res;
+}
+
+}  // namespace braid::tuning

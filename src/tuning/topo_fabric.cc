@@ -1,0 +1,102 @@
+#include "tuning/topo_fabric.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace braid::tuning {
+
+namespace {
+std::string fmt(const char* f, double a, double b = 0) {
+  char buf[200];
+  std::snprintf(buf, sizeof(buf), f, a, b);
+  return buf;
+}
+}  // namespace
+
+braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPerHost,
+                                 double unknownNicGbps, Fabric* out, std::string* why) {
+  if (hosts < 1) return fail(braidInvalidArgument, "hosts must be at least 1 (got %d)", hosts);
+  const int gpus = static_cast<int>(sys.gpus.size());
+  int perHost = ranksPerHost;
+  if (perHost <= 0) perHost = gpus > 0 ? gpus : std::max(1, sys.cores);
+  Fabric f;
+  why->clear();
+  for (int h = 0; h < hosts; ++h)
+    for (int l = 0; l < perHost; ++l) f.hostOf.push_back(h);
+  // Within a host.
+  if (gpus > 1) {
+    const topo::Paths paths = topo::computePaths(sys);
+    const auto rings = topo::buildRings(sys, paths);
+    double bw = 0;
+    bool nvlink = false;
+    if (!rings.empty() && rings[0].size() > 1) {
+      const std::vector<int>& r = rings[0];
+      bw = 1e30;
+      for (size_t i = 0; i < r.size(); ++i) {
+        const topo::Path& p = paths.gpu_gpu[r[i]][r[(i + 1) % r.size()]];
+        bw = std::min(bw, p.bw_gbs);
+        nvlink = nvlink || p.cls == topo::PathClass::kNvl || p.cls == topo::PathClass::kNvb;
+      }
+    }
+    if (bw <= 0 || bw > 1e29) bw = 12;  // PCIe gen3 x16, NCCL's default
+    f.intra = {nvlink ? 1.0 : 2.0, bw};
+    f.reduce_gbs = 1000;
+    f.copy_gbs = 1000;
+    f.step_overhead_us = 0.5;
+    f.chunk_bytes = 512 * 1024;
+    *why += fmt("within a host: %.1f GB/s (the model ring's narrowest hop), %.1f us\n", bw,
+                f.intra.latency_us);
+  } else {
+    f.intra = {2.0, 5.0};
+    f.reduce_gbs = 5;
+    f.copy_gbs = 8;
+    f.step_overhead_us = 1.0;
+    *why += "within a host: shared memory, 5 GB/s, 2 us (no GPUs in the model)\n";
+  }
+  // Between hosts.
+  int ports = 0;
+  double total = 0;
+  bool ib = false;
+  for (const topo::Net& n : sys.nets) {
+    if (n.speed_gbps <= 0) continue;
+    ++ports;
+    total += topo::netBw(n.speed_gbps);
+    ib = ib || n.link_layer == topo::LinkLayer::kInfiniBand;
+  }
+  // NICs listed without a port (cloud files that give only PCI classes): one port each, of
+  // unknownNicGbps, said in *why.
+  int bare = 0;
+  for (const topo::Nic& nic : sys.nics) {
+    if (!nic.nets.empty()) continue;
+    ++bare;
+    ib = ib || (nic.pci.class_code >> 8) == 0x0207;
+  }
+  if (bare > 0 && unknownNicGbps > 0) {
+    ports += bare;
+    total += bare * topo::netBw(unknownNicGbps);
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "%d NIC(s) without a port speed in the file: assumed %.0f Gb/s each\n", bare,
+                  unknownNicGbps);
+    *why += line;
+  }
+  if (hosts > 1 && ports == 0)
+    return fail(braidInvalidArgument,
+                "%s: no network port with a speed, so hosts cannot be joined (give a topology "
+                "with <net speed=...> or NICs)",
+                sys.source.c_str());
+  if (ports > 0) {
+    f.nicsPerHost = ports;
+    f.inter = {ib ? 5.0 : 20.0, total / ports};
+    char line[200];
+    std::snprintf(line, sizeof(line), "between hosts: %d port(s) of %.2f GB/s, %.0f us (%s)\n",
+                  ports, total / ports, f.inter.latency_us, ib ? "InfiniBand" : "Ethernet");
+    *why += line;
+  }
+  *out = f;
+  return braidSuccess;
+}
+
+}  // namespace braid::tuning

@@ -1,0 +1,259 @@
+// The cost model and the selector: BRAID_ALGO's syntax and errors, byte sizes, a closed form
+// for every row of the algorithm table, the closed forms against the schedule simulator, the
+// selector's picks on layouts where the answer is known, and braidCommPredict.
+#include "tuning/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "braid/braid.h"
+#include "core/error.h"
+#include "test_util.h"
+#include "tuning/simulate.h"
+
+namespace braid::tuning {
+namespace {
+
+TEST(ByteSize, Suffixes) {
+  size_t v = 0;
+  ASSERT_TRUE(parseByteSize("64K", &v));
+  EXPECT_EQ(v, 65536u);
+  ASSERT_TRUE(parseByteSize("1M", &v));
+  EXPECT_EQ(v, 1u << 20);
+  ASSERT_TRUE(parseByteSize("2G", &v));
+  EXPECT_EQ(v, size_t{2} << 30);
+  ASSERT_TRUE(parseByteSize("1536", &v));
+  EXPECT_EQ(v, 1536u);
+  for (const char* bad : {"", "K", "-1", "1X", "1.5M", "99999999999999999999G"})
+    EXPECT_FALSE(parseByteSize(bad, &v)) << bad;
+}
+
+TEST(AlgoSpec, IssueExample) {
+  AlgoSpec spec;
+  ASSERT_EQ(parseAlgoSpec("allreduce:ring@0-64K,rhd@64K-;broadcast:tree", &spec), braidSuccess);
+  EXPECT_EQ(spec.forced(Collective::kAllReduce, 0), "ring");
+  EXPECT_EQ(spec.forced(Collective::kAllReduce, 65535), "ring");
+  EXPECT_EQ(spec.forced(Collective::kAllReduce, 65536), "rhd");
+  EXPECT_EQ(spec.forced(Collective::kAllReduce, size_t{1} << 40), "rhd");
+  EXPECT_EQ(spec.forced(Collective::kBroadcast, 8), "tree");
+  EXPECT_EQ(spec.forced(Collective::kAllGather, 8), "");
+}
+
+TEST(AlgoSpec, EarlierFormsStillWork) {
+  AlgoSpec spec;
+  ASSERT_EQ(parseAlgoSpec("ring", &spec), braidSuccess);
+  EXPECT_EQ(spec.forced(Collective::kAllGather, 1), "ring");
+  EXPECT_EQ(spec.forced(Collective::kReduce, 1), "");  // no ring reduce: the selector decides
+  ASSERT_EQ(parseAlgoSpec("allreduce:rhd,broadcast:tree", &spec), braidSuccess);
+  EXPECT_EQ(spec.forced(Collective::kAllReduce, 1), "rhd");
+  EXPECT_EQ(spec.forced(Collective::kBroadcast, 1), "tree");
+  ASSERT_EQ(parseAlgoSpec("AllReduce:RING; reduce:binomial@1M-", &spec), braidSuccess);
+  EXPECT_EQ(spec.forced(Collective::kAllReduce, 1), "ring");
+  EXPECT_EQ(spec.forced(Collective::kReduce, 1), "");
+  EXPECT_EQ(spec.forced(Collective::kReduce, 1u << 20), "binomial");
+  ASSERT_EQ(parseAlgoSpec("", &spec), braidSuccess);
+  EXPECT_TRUE(spec.rules.empty());
+}
+
+TEST(AlgoSpec, ErrorsNameTheItem) {
+  struct Bad {
+    const char* spec;
+    const char* says;
+  } bad[] = {
+      {"allreduc:ring", "\"allreduc\" names no collective"},
+      {"allreduce:bruck", "allreduce has no algorithm \"bruck\""},
+      {"nosuch", "no collective has no algorithm \"nosuch\""},
+      {"allreduce:ring@64K", "\"@64K\" is not a byte range"},
+      {"allreduce:ring@x-1M", "\"@x-1M\" is not a byte range"},
+      {"allreduce:ring@1M-64K", "the range \"@1M-64K\" is empty"},
+  };
+  for (const Bad& b : bad) {
+    AlgoSpec spec;
+    EXPECT_EQ(parseAlgoSpec(b.spec, &spec), braidInvalidArgument) << b.spec;
+    const std::string msg = lastError();
+    EXPECT_NE(msg.find("BRAID_ALGO="), std::string::npos) << msg;
+    EXPECT_NE(msg.find(b.says), std::string::npos) << msg;
+  }
+}
+
+Fabric testFabric(int hosts, int perHost) {
+  Fabric f = uniformFabric(hosts, perHost, {2.0, 5.0}, {20.0, 1.25});
+  f.chunk_bytes = 128 * 1024;
+  return f;
+}
+
+// Every row of the table has a closed form, finite and positive, on every layout.
+TEST(CostModel, EveryRowHasAClosedForm) {
+  for (auto [h, l] : std::vector<std::pair<int, int>>{{1, 2}, {1, 5}, {2, 2}, {4, 2}, {3, 4}})
+    for (const AlgorithmInfo& a : algorithms())
+      for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 24}) {
+        const double t = predictUs(a, a.coll, count, 4, testFabric(h, l));
+        EXPECT_TRUE(std::isfinite(t) && t > 0)
+            << a.name << " " << collectiveName(a.coll) << " " << h << "x" << l << ": " << t;
+      }
+}
+
+// With one piece per round on one host, the ring's closed forms are the simulator's sum of
+// rounds exactly; across hosts (a piece crossing on some hops only) and for recursive
+// doubling (whose first copy may overlap) within 10%.
+TEST(CostModel, ClosedFormsMatchTheSimulatorWithoutPipelining) {
+  for (auto [h, l] : std::vector<std::pair<int, int>>{{1, 4}, {1, 8}, {2, 4}, {4, 2}}) {
+    Fabric f = testFabric(h, l);
+    f.chunk_bytes = size_t{1} << 30;  // one piece per round
+    for (const char* name : {"ring", "recursive_doubling"}) {
+      for (Collective c : {Collective::kAllReduce, Collective::kAllGather}) {
+        const AlgorithmInfo* a = findAlgorithm(c, name);
+        ASSERT_NE(a, nullptr);
+        CollArgs args;
+        args.coll = c;
+        args.count = 1 << 16;
+        const SimResult sim = simulateSchedules(*a, args, 4, f);
+        ASSERT_TRUE(sim.ok) << sim.error;
+        const double model = predictUs(*a, c, args.count, 4, f);
+        const bool exact = h == 1 && std::string(name) == "ring";
+        EXPECT_NEAR(model / sim.time_us, 1.0, exact ? 1e-9 : 0.10)
+            << name << " " << collectiveName(c) << " " << h << "x" << l << ": model " << model
+            << " us, simulated " << sim.time_us << " us";
+      }
+    }
+  }
+}
+
+// With pipelining, the closed forms stay within a factor of the simulator for the
+// bandwidth-bound sizes of the main collectives (the selector uses the simulator itself up
+// to kSimulateRanks ranks; braid-sim uses the closed forms beyond). The worst ratio is printed.
+TEST(CostModel, ClosedFormsTrackTheSimulatorWithPipelining) {
+  double worst = 1;
+  std::string worstCase;
+  for (auto [h, l] : std::vector<std::pair<int, int>>{{1, 8}, {2, 4}, {4, 4}})
+    for (const AlgorithmInfo& a : algorithms()) {
+      if (a.coll == Collective::kAllToAllv || a.coll == Collective::kBarrier) continue;
+      for (size_t count : {size_t{1} << 18, size_t{1} << 22}) {
+        Fabric f = testFabric(h, l);
+        CollArgs args;
+        args.coll = a.coll;
+        args.count = count;
+        const SimResult sim = simulateSchedules(a, args, 4, f);
+        if (!sim.ok) continue;
+        const double ratio = predictUs(a, a.coll, count, 4, f) / sim.time_us;
+        const double off = std::max(ratio, 1 / ratio);
+        if (off > worst) {
+          worst = off;
+          worstCase = std::string(a.name) + " " + collectiveName(a.coll) + " " + std::to_string(h) +
+                      "x" + std::to_string(l) + " count " + std::to_string(count);
+        }
+        EXPECT_LT(off, 3.0) << a.name << " " << collectiveName(a.coll) << " " << h << "x" << l
+                            << " count " << count << ": closed form / simulated = " << ratio;
+      }
+    }
+  std::printf("worst closed form / simulator ratio: %.2f (%s)\n", worst, worstCase.c_str());
+}
+
+// The selector on layouts whose answer is known: tiny all-reduce goes to a logarithmic
+// algorithm, a large one across hosts to a bandwidth-optimal one, and across hosts with
+// several ranks each to hierarchical.
+TEST(Selector, KnownAnswers) {
+  auto pick = [](const Fabric& f, Collective c, size_t count) {
+    CollArgs args;
+    args.coll = c;
+    args.count = count;
+    int best = -1;
+    auto cands = rankCandidates(args, 4, f, &best);
+    return best >= 0 ? std::string(cands[best].algo->name) : std::string();
+  };
+  const Fabric one = testFabric(1, 8), two = testFabric(4, 4);
+  const std::string tiny = pick(one, Collective::kAllReduce, 2);
+  EXPECT_TRUE(tiny == "recursive_doubling" || tiny == "rhd") << tiny;
+  const std::string big = pick(one, Collective::kAllReduce, size_t{1} << 24);
+  EXPECT_TRUE(big == "ring" || big == "rhd" || big == "hierarchical") << big;
+  EXPECT_EQ(pick(two, Collective::kAllReduce, size_t{1} << 22), "hierarchical");
+  EXPECT_EQ(pick(two, Collective::kAllGather, size_t{1} << 20), "hierarchical");
+}
+
+// braidCommPredict on a live communicator: a time for every algorithm that can run the
+// call, the selector's pick among them, clear errors otherwise.
+TEST(Selector, CommPredict) {
+  auto errors = test::runThreads(4, [](braidComm_t comm, int) -> std::string {
+    double us = 0;
+    const char* chosen = nullptr;
+    if (braidCommPredict(comm, "allreduce", 1 << 20, braidFloat32, nullptr, &us, &chosen) !=
+            braidSuccess ||
+        !chosen || !(us > 0))
+      return std::string("predict: ") + braidGetLastError(comm);
+    double best = us;
+    for (const char* a : {"ring", "tree", "rhd", "recursive_doubling"}) {
+      double t = 0;
+      if (braidCommPredict(comm, "allreduce", 1 << 20, braidFloat32, a, &t, nullptr) !=
+          braidSuccess)
+        return std::string(a) + ": " + braidGetLastError(comm);
+      if (t < best - 1e-9) return std::string(a) + " predicted faster than the pick";
+    }
+    if (braidCommPredict(comm, "allreduce", 8, braidFloat32, "bruck", &us, nullptr) !=
+        braidInvalidArgument)
+      return "an allreduce named bruck is accepted";
+    if (braidCommPredict(comm, "allreduc", 8, braidFloat32, nullptr, &us, nullptr) !=
+        braidInvalidArgument)
+      return "an unknown collective is accepted";
+    return "";
+  });
+  for (const std::string& e : errors) EXPECT_TRUE(e.empty()) << e;
+}
+
+// braid-tune --calibrate's file: every key read, unknown keys and bad values refused naming
+// the line; what the file does not give keeps its value; the text round-trips.
+TEST(Calibration, ParsesAndRoundTrips) {
+  Fabric f = testFabric(1, 2);
+  ASSERT_EQ(parseCalibration("# measured\nintra_latency_us = 3.5\nintra_bw_gbs=4.25\n"
+                             "inter_latency_us = 30 # tcp\ninter_bw_gbs = 0.118\n"
+                             "nics_per_host = 2\nreduce_gbs = 6\ncopy_gbs = 9\n"
+                             "step_overhead_us = 0.75\n",
+                             "cal", &f),
+            braidSuccess);
+  EXPECT_EQ(f.intra.latency_us, 3.5);
+  EXPECT_EQ(f.intra.bw_gbs, 4.25);
+  EXPECT_EQ(f.inter.latency_us, 30);
+  EXPECT_EQ(f.inter.bw_gbs, 0.118);
+  EXPECT_EQ(f.nicsPerHost, 2);
+  EXPECT_EQ(f.reduce_gbs, 6);
+  EXPECT_EQ(f.copy_gbs, 9);
+  EXPECT_EQ(f.step_overhead_us, 0.75);
+  Fabric g = testFabric(1, 2);
+  ASSERT_EQ(parseCalibration(formatCalibration(f), "again", &g), braidSuccess);
+  EXPECT_EQ(formatCalibration(g), formatCalibration(f));
+  Fabric h = testFabric(1, 2);
+  ASSERT_EQ(parseCalibration("reduce_gbs = 2\n", "partial", &h), braidSuccess);
+  EXPECT_EQ(h.reduce_gbs, 2);
+  EXPECT_EQ(h.intra.bw_gbs, testFabric(1, 2).intra.bw_gbs);
+}
+
+TEST(Calibration, ErrorsNameTheLine) {
+  struct Bad {
+    const char* text;
+    const char* says;
+  } bad[] = {
+      {"intra_bw_gbs = 0\n", "cal:1: intra_bw_gbs = 0 is not a positive number"},
+      {"\nlatency = 3\n", "cal:2: unknown key \"latency\""},
+      {"intra_latency_us = -1\n", "cal:1: intra_latency_us = -1 is not a non-negative number"},
+      {"intra_latency_us = 1x\n", "is not a non-negative number"},
+      {"nics_per_host = 1.5\n", "cal:1: nics_per_host = 1.5 is not a count"},
+      {"intra_bw_gbs\n", "cal:1: \"intra_bw_gbs\" is not KEY = VALUE"},
+      {"copy_gbs = nan\n", "is not a positive number"},
+  };
+  for (const Bad& b : bad) {
+    Fabric f = testFabric(1, 2);
+    const Fabric before = f;
+    EXPECT_EQ(parseCalibration(b.text, "cal", &f), braidInvalidArgument) << b.text;
+    EXPECT_NE(std::string(lastError()).find(b.says), std::string::npos) << lastError();
+    EXPECT_EQ(formatCalibration(f), formatCalibration(before)) << "a refused file changes nothing";
+  }
+  Fabric f;
+  EXPECT_EQ(loadCalibration("/nonexistent/cal.txt", &f), braidSystemError);
+  EXPECT_NE(std::string(lastError()).find("/nonexistent/cal.txt"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace braid::tuning
