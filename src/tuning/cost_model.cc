@@ -117,13 +117,27 @@ struct Model {
   }
   // A pipelined chain of `hops` hops carrying `bytes` in pieces, `fanout` sends per piece at
   // each inner node (2 for a binary tree).
-  double chain(double bytes, int hops, const Crossing& c, int fanout, bool reduce) const {
+  // A pipelined chain (or tree) `hops` deep carrying `bytes` in pieces: the first piece
+  // goes down the whole depth (crossing hosts on c.fraction of the hops), then one piece per
+  // `perPiece` (the busiest rank's service time for one piece index).
+  double chain(double bytes, int hops, const Crossing& c, double perPiece, bool reduce) const {
     if (hops <= 0) return 0;
     const double pieces = std::max(1.0, std::ceil(bytes / chunk));
-    const double piece = bytes / pieces;
-    double per = fanout * (f.step_overhead_us + piece / bytesPerUs(c));
-    if (reduce) per += fanout * piece / (f.reduce_gbs * 1e3);
-    return hops * link(c).latency_us + (hops - 1 + pieces) * per;
+    const double q = bytes / pieces, o = f.step_overhead_us;
+    const double red = reduce ? q / (f.reduce_gbs * 1e3) : 0;
+    const double fr = c.cross ? c.fraction : 0;
+    const double hop = (1 - fr) * (f.intra.latency_us + q / bytesPerUs(Crossing{})) +
+                       fr * (f.inter.latency_us + q / bytesPerUs(c)) + o + red;
+    return hops * hop + (pieces - 1) * perPiece;
+  }
+  // One piece's transfer on the slower of a rank's port and (across hosts) its host's NICs
+  // shared by `flows`, plus the step overhead.
+  double pieceService(double bytes, int flows, bool reduce) const {
+    const double pieces = std::max(1.0, std::ceil(bytes / chunk));
+    const double q = bytes / pieces;
+    double x = q / bytesPerUs(Crossing{});
+    if (H > 1) x = std::max(x, q / bytesPerUs(anyCross(flows)));
+    return x + f.step_overhead_us + (reduce ? q / (f.reduce_gbs * 1e3) : 0);
   }
   double copy(double bytes) const { return bytes / (f.copy_gbs * 1e3) + f.step_overhead_us; }
   Crossing anyCross(int flows) const {
@@ -178,24 +192,35 @@ double ringReduceScatter(const Model& m, double b) {
 double ringAllGather(const Model& m, double b) {
   return Pipe(m).round(b, m.ringCrossing(), false, m.n - 1).total();  // the copy overlaps
 }
-double ringBroadcast(const Model& m, double S) {
-  return m.chain(S, m.n - 1, m.ringCrossing(), 1, false) + m.copy(S);
+double ringBroadcast(const Model& m, double S) {  // the root's copy overlaps the sends
+  const Crossing c = m.ringCrossing();
+  return m.chain(S, m.n - 1, c, m.pieceService(S, c.flows, false), false);
 }
 
-// Double binary tree over ring positions (Sanders, Speck & Träff 2009): each tree carries
-// half the vector; an inner node of one tree sends or receives two halves per piece.
+// Double binary tree over ring positions (Sanders, Speck & Träff 2009; tree.cc): each tree
+// carries half the vector; a rank is inner in one tree (two children) and a leaf in the
+// other. Per piece index a rank sends 4 pieces in all-reduce (up once in each tree, down to
+// two children in one), 2 in broadcast and reduce. A piece's path from a leaf to the root
+// crosses about log2(hosts) host boundaries of the tree's depth.
 int treeDepth(const Model& m) { return std::max(1, ceilLog(m.n + 1, 2) - 1); }
+Crossing treeCrossing(const Model& m) {
+  Crossing c = m.anyCross(1);
+  if (c.cross) c.fraction = std::min(1.0, ceilLog(m.H, 2) / static_cast<double>(treeDepth(m)));
+  return c;
+}
 double treeAllReduce(const Model& m, double S) {
-  const Crossing c = m.anyCross(2);
+  const Crossing c = treeCrossing(m);
   const int d = treeDepth(m);
-  return m.chain(S / 2, d, c, 2, true) + m.chain(S / 2, d, c, 2, false) -
-         (std::ceil(S / 2 / m.chunk) - 1) * m.f.step_overhead_us;
+  // Per piece index: four transfers on a rank's port, or on its host's NICs across hosts
+  // (the reductions of an inner node's two children run on their own queues).
+  const double per = 4 * m.pieceService(S / 2, 1, false);
+  return m.chain(S / 2, d, c, per, true) + m.chain(S / 2, d, c, 0, false);
 }
 double treeBroadcast(const Model& m, double S) {
-  return m.chain(S / 2, treeDepth(m), m.anyCross(2), 2, false);
+  return m.chain(S / 2, treeDepth(m), treeCrossing(m), 2 * m.pieceService(S / 2, 2, false), false);
 }
 double treeReduce(const Model& m, double S) {
-  return m.chain(S / 2, treeDepth(m), m.anyCross(2), 2, true);
+  return m.chain(S / 2, treeDepth(m), treeCrossing(m), 2 * m.pieceService(S / 2, 1, true), true);
 }
 
 // Recursive doubling and halving over rank numbers (XOR partners); ranks beyond the largest
@@ -281,12 +306,13 @@ double knomialReduce(const Model& m, double S) { return knomial(m, S, 4, true); 
 double scatterAllGather(const Model& m, double S) {
   Pipe p(m);
   double bytes = S;
-  for (int span = pow2Below(m.n); span >= 1; span /= 2) {
+  for (int span = pow2Below(m.n) / 2; span >= 1; span /= 2) {
     bytes /= 2;
-    p.round(bytes, m.addCrossing(span), false);
+    const Crossing c = m.crossing([&](int r) { return r % (2 * span) == 0 ? r + span : -1; });
+    p.round(bytes, c, false);
   }
   p.round(S / m.n, m.ringCrossing(), false, m.n - 1);
-  return p.total() + m.copy(S / m.n);
+  return p.total();
 }
 
 // Bruck: ceil(log2 n) rounds to r - 2^k, doubling the blocks carried, then a local rotation.
@@ -351,13 +377,15 @@ double hierAllGather(const Model& m, double b) {
                          .round(b * m.H, Crossing{}, false, m.L - 1)
                          .total();
 }
-// Rooted: a chain across hosts from the root's host, then a chain within each host.
+// Rooted: a chain across hosts from the root's host, then a chain within each host, pipelined
+// together; a host's leader forwards each piece twice (the next host, its own chain).
 double hierRooted(const Model& m, double S, bool reduce) {
-  if (m.H <= 1 || m.L <= 1) return m.chain(S, m.n - 1, m.anyCross(1), 1, reduce);
-  return m.chain(S, m.H - 1, m.anyCross(1), 1, reduce) +
-         m.chain(S, m.L - 1, Crossing{}, 1, reduce) -
-         (std::ceil(S / m.chunk) - 1) *
-             (m.f.step_overhead_us + S / std::ceil(S / m.chunk) / m.bytesPerUs(Crossing{}));
+  if (m.H <= 1 || m.L <= 1)
+    return m.chain(S, m.n - 1, m.anyCross(1), m.pieceService(S, 1, reduce), reduce);
+  // The leader's two sends go out on different resources (NIC, port): the slower one paces.
+  const double per = m.pieceService(S, 1, reduce);
+  return m.chain(S, m.H - 1, m.anyCross(1), per, reduce) +
+         m.chain(S, m.L - 1, Crossing{}, 0, reduce);
 }
 double hierBroadcast(const Model& m, double S) { return hierRooted(m, S, false); }
 double hierReduce(const Model& m, double S) { return hierRooted(m, S, true); }
