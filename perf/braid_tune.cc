@@ -523,6 +523,35 @@ int main(int argc, char** argv) {
         std::printf("# %s: regret <= 1.10 at %d of %d sizes (%.0f%%)\n", t->name, good, n,
                     100.0 * good / n);
     }
+    // How far the predictions are from the measurements, per algorithm: the median of
+    // |predicted / measured - 1| over the sizes of at least 64 KiB.
+    for (const Tuned* t : f.colls) {
+      std::vector<std::string> algos;
+      for (const Row& r : rows)
+        if (r.collective == t->name)
+          for (const Cell& c : r.cells)
+            if (std::find(algos.begin(), algos.end(), c.algo) == algos.end())
+              algos.push_back(c.algo);
+      std::string line;
+      for (const std::string& a : algos) {
+        std::vector<double> err;
+        for (const Row& r : rows)
+          if (r.collective == t->name && r.bytes >= (64u << 10))
+            for (const Cell& c : r.cells)
+              if (c.algo == a && c.measured_us > 0)
+                err.push_back(std::fabs(c.predicted_us / c.measured_us - 1));
+        if (err.empty()) continue;
+        std::sort(err.begin(), err.end());
+        const double med = err.size() % 2 ? err[err.size() / 2]
+                                          : (err[err.size() / 2 - 1] + err[err.size() / 2]) / 2;
+        char buf[96];
+        std::snprintf(buf, sizeof(buf), " %s %.0f%%", a.c_str(), 100 * med);
+        line += buf;
+      }
+      if (!line.empty())
+        std::printf("# %s: median |predicted/measured - 1| at >= 64 KiB:%s\n", t->name,
+                    line.c_str());
+    }
     if (!f.json.empty()) writeJson(f.json, rows, nranks);
     if (!f.png.empty()) writePlot(f.png, rows);
   }

@@ -1,7 +1,8 @@
 // braid-sim: predicts, without running anything, every algorithm's time and bus bandwidth
 // for each collective and size on a machine built from a topology file replicated over
 // hosts, and prints the selector's choice.
-//   braid-sim --topo FILE --hosts H [--ranks-per-host R] [--nic-gbps G] [--collective NAME|all]
+//   braid-sim --topo FILE --hosts H [--ranks-per-host R] [--nic-gbps G] [--calibration FILE]
+//             [--collective NAME|all]
 //             [-b MIN] [-e MAX] [-f FACTOR] [-d DTYPE] [--json] [--simulate]
 // Sizes are nccl-tests' size column (-b 8 -e 256M -f 2 by default). --simulate also plays the
 // schedules (simulate.h) where the job has at most 1024 ranks, next to the closed forms.
@@ -36,6 +37,8 @@ void usage(FILE* f) {
       "  --hosts H            copies of that host, joined by its NICs\n"
       "  --ranks-per-host R   default: one per GPU (per core without GPUs)\n"
       "  --nic-gbps G         speed of NICs the file lists without one (default 100)\n"
+      "  --calibration FILE   link figures measured by braid-tune --calibrate (override the\n"
+      "                       topology's)\n"
       "  --collective NAME    allreduce, reducescatter, allgather, broadcast, reduce, alltoall,\n"
       "                       gather, scatter, or all (default allreduce)\n"
       "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G suffixes), times FACTOR each step\n"
@@ -57,7 +60,7 @@ const Dtype kDtypes[] = {{"float", braidFloat32, 4},     {"half", braidFloat16, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string topoFile, collName = "allreduce", dtypeName = "float";
+  std::string topoFile, collName = "allreduce", dtypeName = "float", calibration;
   int hosts = 0, perHost = 0, nicGbps = 100;
   size_t minBytes = 8, maxBytes = 256u << 20, factor = 2;
   bool json = false, simulate = false;
@@ -80,6 +83,8 @@ int main(int argc, char** argv) {
       ok = intArg(&perHost);
     } else if (a == "--nic-gbps" && hasValue) {
       ok = intArg(&nicGbps);
+    } else if (a == "--calibration" && hasValue) {
+      calibration = argv[++i];
     } else if (a == "--collective" && hasValue) {
       collName = argv[++i];
     } else if ((a == "-b" || a == "--minbytes") && hasValue) {
@@ -150,6 +155,13 @@ int main(int argc, char** argv) {
       braidSuccess) {
     std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
     return 1;
+  }
+  if (!calibration.empty()) {
+    if (braid::tuning::loadCalibration(calibration, &fabric) != braidSuccess) {
+      std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
+      return 1;
+    }
+    why += "link figures from --calibration " + calibration + " (braid-tune --calibrate)\n";
   }
   fabric.ring = braid::topo::commRing(fabric.hostOf, {});
   bool identity = true;

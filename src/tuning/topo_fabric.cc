@@ -53,14 +53,20 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPe
     f.reduce_gbs = 5;
     f.copy_gbs = 8;
     f.step_overhead_us = 1.0;
+    // A communicator with network peers pipelines 512 KiB pieces, one host 128 KiB.
+    f.chunk_bytes = hosts > 1 ? 512 * 1024 : 128 * 1024;
     *why += "within a host: shared memory, 5 GB/s, 2 us (no GPUs in the model)\n";
   }
   // Between hosts.
   int ports = 0;
   double total = 0;
   bool ib = false;
+  int unknownSpeed = 0;
   for (const topo::Net& n : sys.nets) {
-    if (n.speed_gbps <= 0) continue;
+    if (n.speed_gbps <= 0) {
+      ++unknownSpeed;
+      continue;
+    }
     ++ports;
     total += topo::netBw(n.speed_gbps);
     ib = ib || n.link_layer == topo::LinkLayer::kInfiniBand;
@@ -73,12 +79,13 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPe
     ++bare;
     ib = ib || (nic.pci.class_code >> 8) == 0x0207;
   }
+  bare += unknownSpeed;
   if (bare > 0 && unknownNicGbps > 0) {
     ports += bare;
     total += bare * topo::netBw(unknownNicGbps);
     char line[160];
     std::snprintf(line, sizeof(line),
-                  "%d NIC(s) without a port speed in the file: assumed %.0f Gb/s each\n", bare,
+                  "%d NIC port(s) without a speed in the file: assumed %.0f Gb/s each\n", bare,
                   unknownNicGbps);
     *why += line;
   }
