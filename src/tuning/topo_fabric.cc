@@ -13,6 +13,25 @@ std::string fmt(const char* f, double a, double b = 0) {
   std::snprintf(buf, sizeof(buf), f, a, b);
   return buf;
 }
+// PCI device ids of SXM GPUs that always sit on NVSwitches, with their NVLink count and SM
+// (A100 SXM4 12 links, H100/H200 SXM5 18, B200 18): 0 when sys's first GPU is none of them.
+struct SxmBoard {
+  int device, links, sm;
+};
+constexpr SxmBoard kSxmBoards[] = {{0x20b0, 12, 80}, {0x20b2, 12, 80}, {0x20b3, 12, 80},
+                                   {0x20bd, 12, 80}, {0x2330, 18, 90}, {0x2335, 18, 90},
+                                   {0x2901, 18, 100}};
+int sxmNvSwitchLinks(const topo::System& sys) {
+  for (const SxmBoard& b : kSxmBoards)
+    if (!sys.gpus.empty() && sys.gpus[0].pci.device == b.device) return b.links;
+  return 0;
+}
+int sxmSm(const topo::System& sys) {
+  for (const SxmBoard& b : kSxmBoards)
+    if (!sys.gpus.empty() && sys.gpus[0].pci.device == b.device) return b.sm;
+  return 80;
+}
+
 }  // namespace
 
 braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPerHost,
@@ -41,6 +60,21 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPe
       }
     }
     if (bw <= 0 || bw > 1e29) bw = 12;  // PCIe gen3 x16, NCCL's default
+    // Cloud files often leave NVLink out ("NCCL detects it"): SXM boards of these models sit
+    // on NVSwitches with all their links, which NCCL finds at run time. Said in *why.
+    if (!nvlink) {
+      const int sxm = sxmNvSwitchLinks(sys);
+      if (sxm > 0) {
+        const double nv =
+            sxm * topo::nvlinkBwPerLink(sys.gpus[0].sm > 0 ? sys.gpus[0].sm : sxmSm(sys));
+        *why +=
+            fmt("the file lists no NVLink, but its GPUs are SXM boards on NVSwitches: "
+                "assumed %.0f links per GPU, %.1f GB/s\n",
+                sxm, nv);
+        bw = nv;
+        nvlink = true;
+      }
+    }
     f.intra = {nvlink ? 1.0 : 2.0, bw};
     f.reduce_gbs = 1000;
     f.copy_gbs = 1000;
