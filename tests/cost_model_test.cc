@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "core/error.h"
 #include "test_util.h"
 #include "tuning/simulate.h"
+#include "tuning/table.h"
 
 namespace braid::tuning {
 namespace {
@@ -253,6 +256,55 @@ TEST(Calibration, ErrorsNameTheLine) {
   Fabric f;
   EXPECT_EQ(loadCalibration("/nonexistent/cal.txt", &f), braidSystemError);
   EXPECT_NE(std::string(lastError()).find("/nonexistent/cal.txt"), std::string::npos);
+}
+
+// braid-tune's JSON as BRAID_TUNE_TABLE: rows of this rank count kept, the nearest measured
+// size within a factor of 2 answers, the compact form round-trips, bad files are refused.
+TEST(MeasuredTable, LoadsLooksUpAndRefuses) {
+  const std::string path = testing::TempDir() + "braid_tune_table.json";
+  auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+  write(R"([
+  {"collective": "allreduce", "bytes": 1024, "count": 256, "ranks": 4, "chosen": "rhd",
+   "best": "recursive_doubling", "regret": 1.2, "algorithms": {}},
+  {"collective": "allreduce", "bytes": 1048576, "ranks": 4, "best": "ring"},
+  {"collective": "allreduce", "bytes": 1048576, "ranks": 8, "best": "rhd"},
+  {"collective": "broadcast", "bytes": 4096, "ranks": 4, "best": ""}
+])");
+  MeasuredTable t;
+  ASSERT_EQ(loadMeasuredTable(path, 4, &t), braidSuccess) << lastError();
+  ASSERT_EQ(t.entries.size(), 2u);
+  EXPECT_EQ(t.lookup(Collective::kAllReduce, 1024)->best, "recursive_doubling");
+  EXPECT_EQ(t.lookup(Collective::kAllReduce, 2000)->best, "recursive_doubling");
+  EXPECT_EQ(t.lookup(Collective::kAllReduce, 900000)->best, "ring");
+  EXPECT_EQ(t.lookup(Collective::kAllReduce, 100), nullptr);        // 10x below any row
+  EXPECT_EQ(t.lookup(Collective::kAllReduce, 64u << 20), nullptr);  // far above
+  EXPECT_EQ(t.lookup(Collective::kBroadcast, 4096), nullptr);       // nothing ran there
+  MeasuredTable back;
+  ASSERT_TRUE(MeasuredTable::decode(t.encode(), &back));
+  EXPECT_EQ(back.encode(), t.encode());
+  EXPECT_FALSE(MeasuredTable::decode("allreduce x ring;", &back));
+  EXPECT_EQ(loadMeasuredTable(path, 16, &t), braidInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("no row was measured on 16 ranks"), std::string::npos);
+  struct Bad {
+    const char* text;
+    const char* says;
+  } bad[] = {
+      {"{", "not JSON"},
+      {"{}", "expected braid-tune --json's array"},
+      {R"([{"collective": "allreduce", "bytes": 8}])", "row 1 lacks"},
+      {R"([{"collective": "allreduc", "bytes": 8, "ranks": 4, "best": "ring"}])",
+       "unknown collective \"allreduc\""},
+      {R"([{"collective": "allreduce", "bytes": 8, "ranks": 4, "best": "bruck"}])",
+       "allreduce has no algorithm \"bruck\""},
+  };
+  for (const Bad& b : bad) {
+    write(b.text);
+    EXPECT_EQ(loadMeasuredTable(path, 4, &t), braidInvalidArgument) << b.text;
+    EXPECT_NE(std::string(lastError()).find(b.says), std::string::npos) << lastError();
+    EXPECT_NE(std::string(lastError()).find("BRAID_TUNE_TABLE="), std::string::npos);
+  }
+  std::remove(path.c_str());
+  EXPECT_EQ(loadMeasuredTable(path, 4, &t), braidSystemError);
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ namespace braid {
 std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
-         std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n";
+         std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
@@ -34,7 +34,8 @@ bool PeerCard::decode(const std::string& text, PeerCard* out) {
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
-      !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune))
+      !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
+      !std::getline(in, out->table))
     return false;
   out->numa = std::atoi(numa.c_str());
   out->nsocks = std::atoi(nsocks.c_str());
@@ -192,6 +193,11 @@ braidResult_t commFabric(braidComm* comm) {
   f.ring = comm->ring;
   setDefaultFigures(&f);
   f.chunk_bytes = comm->chunkSize;
+  if (!tuning::MeasuredTable::decode(comm->peers[0].table, &comm->measured))
+    return fail(braidInternalError, "rank 0's BRAID_TUNE_TABLE rows do not decode");
+  if (comm->rank == 0 && !comm->measured.entries.empty())
+    BRAID_INFO("TUNING", "%zu measured rows from BRAID_TUNE_TABLE take precedence over the model",
+               comm->measured.entries.size());
   std::string tune = comm->peers[0].tune;
   if (tune.empty()) return braidSuccess;
   std::replace(tune.begin(), tune.end(), ';', '\n');
@@ -255,6 +261,11 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     BRAID_TRY(tuning::loadCalibration(cfg.tuneFile, &calibrated));
     mine.tune = tuning::formatCalibration(calibrated);
     std::replace(mine.tune.begin(), mine.tune.end(), '\n', ';');
+  }
+  if (!cfg.tuneTable.empty() && rank == 0) {
+    tuning::MeasuredTable table;
+    BRAID_TRY(tuning::loadMeasuredTable(cfg.tuneTable, nranks, &table));
+    mine.table = table.encode();
   }
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
@@ -440,6 +451,16 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
     BRAID_INFO("TUNING", "%s %zu B: %s (forced by %s)", collectiveName(args.coll), bytes, a->name,
                source);
     return braidSuccess;
+  }
+  // braid-tune's measurement for the nearest size, where it has one the call can run.
+  if (const tuning::MeasuredEntry* e = comm->measured.lookup(args.coll, bytes)) {
+    const AlgorithmInfo* a = findAlgorithm(args.coll, e->best);
+    if (a && !unsupportedReason(*a, args)) {
+      *out = a;
+      BRAID_INFO("TUNING", "%s %zu B: %s (measured fastest at %zu B, BRAID_TUNE_TABLE)",
+                 collectiveName(args.coll), bytes, a->name, e->bytes);
+      return braidSuccess;
+    }
   }
   // The cost model's least predicted time; the fixed rule only if it knows no candidate.
   int best = -1;

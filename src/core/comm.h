@@ -20,6 +20,7 @@
 #include "transport/shm.h"
 #include "transport/transport.h"
 #include "tuning/fabric.h"
+#include "tuning/table.h"
 
 namespace braid {
 
@@ -34,7 +35,8 @@ struct PeerCard {
   std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)
   int nsocks = 0;             // this rank's BRAID_NSOCKS_PERPEER
   int numa = -1;              // NUMA node this rank runs on (topo::currentNumaNode), -1 unknown
-  std::string tune;  // BRAID_TUNE_FILE's figures (tuning::formatCalibration, ';' for newlines)
+  std::string tune;   // BRAID_TUNE_FILE's figures (tuning::formatCalibration, ';' for newlines)
+  std::string table;  // BRAID_TUNE_TABLE's rows for this rank count (MeasuredTable::encode)
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -70,6 +72,8 @@ struct braidComm {
   std::vector<int> ring;
   // What the selector's cost model knows of this communicator's ranks and links.
   braid::tuning::Fabric fabric;
+  // braid-tune's measured best algorithms (rank 0's BRAID_TUNE_TABLE); empty without one.
+  braid::tuning::MeasuredTable measured;
   std::vector<uint64_t> sendSeq, recvSeq;
   bool oversubscribed = false;  // more ranks on this host than online cores
   std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness

@@ -83,6 +83,7 @@ Config load() {
   if (const char* v = getEnv("ALGO")) c.algo = v;
   if (const char* v = std::getenv("BRAID_RING")) c.ring = v;
   if (const char* v = std::getenv("BRAID_TUNE_FILE")) c.tuneFile = v;
+  if (const char* v = std::getenv("BRAID_TUNE_TABLE")) c.tuneTable = v;
   if (const char* v = getEnv("TOPO_FILE")) c.topoFile = v;
   if (const char* v = getEnv("TOPO_DUMP_FILE")) c.topoDumpFile = v;
   if (const char* v = std::getenv("BRAID_TRANSPORT")) {

@@ -21,6 +21,7 @@ struct Config {
   bool chunkSizeSet = false;              // BRAID_CHUNKSIZE was given (else the comm picks)
   std::string transport;     // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
   int nsocksPerPeer = 2;     // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
+  std::string tuneTable;     // BRAID_TUNE_TABLE: braid-tune --json's table (rank 0's)
   std::string tuneFile;      // BRAID_TUNE_FILE: braid-tune --calibrate's link figures (rank 0's)
   std::string ring;          // BRAID_RING: the ranks' ring order ("0 2 1 3"); empty: from layout
   std::string topoFile;      // BRAID_TOPO_FILE: NCCL or hwloc XML used instead of detection
