@@ -352,20 +352,11 @@ void Program::link() {
     if (Q.kind == kSendQ) sends.push_back({Q.rank * nn + Q.peer, static_cast<int32_t>(q)});
     if (Q.kind == kRecvQ) recvs.push_back({Q.peer * nn + Q.rank, static_cast<int32_t>(q)});
   }
-  std::sort(sends.begin(), sends.end());
-  std::sort(recvs.begin(), recvs.end());
-  for (size_t i = 0, j = 0; i < sends.size() && j < recvs.size();) {
-    if (sends[i].first < recvs[j].first) {
-      ++i;
-    } else if (sends[i].first > recvs[j].first) {
-      ++j;
-    } else {
-      queues[sends[i].second].partner = recvs[j].second;
-      queues[recvs[j].second].partner = sends[i].second;
-      ++i;
-      ++j;
-    }
-  }
+  matchInOrder(&sends, &recvs, [&](int32_t s, int32_t r) {
+    queues[s].partner = r;
+    queues[r].partner = s;
+    return true;
+  });
 
   revBegin.assign(static_cast<size_t>(total) + 1, 0);
   for (int32_t d : deps) ++revBegin[d + 1];

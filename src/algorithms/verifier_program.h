@@ -15,6 +15,7 @@
 // and index.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -40,6 +41,27 @@ inline bool same(const Sym& a, const Sym& b) {
 
 // printf into a std::string.
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Pairs the k-th send of each connection with its k-th receive. sends and recvs hold
+// (connection key, id) with ids in posting order within a connection; both are sorted here.
+// match(sendId, recvId) is called for each pair and returns false to stop the walk; the
+// result is false if it did. Unpaired entries are left alone (the caller finds them).
+template <typename Key, typename Id, typename Match>
+bool matchInOrder(std::vector<std::pair<Key, Id>>* sends, std::vector<std::pair<Key, Id>>* recvs,
+                  Match match) {
+  std::sort(sends->begin(), sends->end());
+  std::sort(recvs->begin(), recvs->end());
+  for (size_t i = 0, j = 0; i < sends->size() && j < recvs->size();) {
+    if ((*sends)[i].first < (*recvs)[j].first) {
+      ++i;
+    } else if ((*sends)[i].first > (*recvs)[j].first) {
+      ++j;
+    } else if (!match((*sends)[i++].second, (*recvs)[j++].second)) {
+      return false;
+    }
+  }
+  return true;
+}
 // "sum", "prod", "max", "min", "avg" or "premulsum".
 const char* opName(braidRedOp_t op);
 // "send", "recv", "scratch" or "user", by BufferId value.

@@ -28,9 +28,9 @@ using tinyxml2::XMLElement;
 // bounds the GPUs the model creates.
 constexpr long kMaxDev = 4095;
 
-class GraphLoader {
+class GraphLoader : XmlFileErrors {
  public:
-  GraphLoader(const std::string& name, System* sys) : name_(name), sys_(sys) {}
+  GraphLoader(const std::string& name, System* sys) : XmlFileErrors(name), sys_(sys) {}
 
   braidResult_t load(const std::string& text) {
     if (blankText(text)) return fail(braidInvalidArgument, "%s: empty file", name_.c_str());
@@ -57,16 +57,6 @@ class GraphLoader {
   }
 
  private:
-  braidResult_t err(int line, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
-    va_list ap;
-    va_start(ap, fmt);
-    std::string msg = vformat(fmt, ap);
-    va_end(ap);
-    return fail(braidInvalidArgument, "%s:%d: %s", name_.c_str(), line, msg.c_str());
-  }
-  braidResult_t unknown(XMLElement* e, const char* where) {
-    return err(e->GetLineNum(), "unknown element <%s> in %s", e->Name(), where);
-  }
   void note(int line, const std::string& what) {
     sys_->notes.push_back(name_ + ":" + std::to_string(line) + ": " + what);
   }
@@ -182,7 +172,6 @@ class GraphLoader {
     connectSystem(sys_);
   }
 
-  std::string name_;
   System* sys_;
   int maxGpu_ = -1;
   std::set<int> nets_;

@@ -57,9 +57,9 @@ struct PendingLink {
   LinkType type;
 };
 
-class Loader {
+class Loader : XmlFileErrors {
  public:
-  Loader(const std::string& name, System* sys) : name_(name), sys_(sys) {}
+  Loader(const std::string& name, System* sys) : XmlFileErrors(name), sys_(sys) {}
 
   braidResult_t load(const std::string& text) {
     XMLDocument doc;
@@ -103,16 +103,6 @@ class Loader {
   }
 
  private:
-  braidResult_t err(int line, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
-    va_list ap;
-    va_start(ap, fmt);
-    std::string msg = vformat(fmt, ap);
-    va_end(ap);
-    return fail(braidInvalidArgument, "%s:%d: %s", name_.c_str(), line, msg.c_str());
-  }
-  braidResult_t unknown(XMLElement* e, const char* where) {
-    return err(e->GetLineNum(), "unknown element <%s> in %s", e->Name(), where);
-  }
   // The same quirk on many elements makes one note with a count.
   void note(int line, const std::string& what) {
     auto it = noteIndex_.find(what);
@@ -434,7 +424,6 @@ class Loader {
     return braidSuccess;
   }
 
-  std::string name_;
   System* sys_;
   std::map<std::string, int> busids_;
   std::map<int, int> gpuDevs_;  // <gpu> dev -> line of its element

@@ -14,6 +14,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+
+#include "core/error.h"
 
 namespace braid::topo {
 
@@ -78,5 +81,23 @@ inline std::string readFile(const std::string& path, std::string* text) {
 inline bool blankText(const std::string& text) {
   return text.find_first_not_of(" \t\r\n") == std::string::npos;
 }
+
+// The errors of a file reader: "NAME:LINE: problem", braidInvalidArgument. The NCCL topology
+// and graph loaders derive from it.
+class XmlFileErrors {
+ protected:
+  explicit XmlFileErrors(std::string name) : name_(std::move(name)) {}
+  braidResult_t err(int line, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::string msg = vformat(fmt, ap);
+    va_end(ap);
+    return fail(braidInvalidArgument, "%s:%d: %s", name_.c_str(), line, msg.c_str());
+  }
+  braidResult_t unknown(tinyxml2::XMLElement* e, const char* where) {
+    return err(e->GetLineNum(), "unknown element <%s> in %s", e->Name(), where);
+  }
+  std::string name_;
+};
 
 }  // namespace braid::topo

@@ -210,21 +210,17 @@ std::string Simulation::build(const AlgorithmInfo& algo, const std::vector<CollA
 
   // The k-th send on a connection meets its k-th receive: sorted by connection, then step
   // id, which is posting order within a rank.
-  std::sort(sends.begin(), sends.end());
-  std::sort(recvs.begin(), recvs.end());
-  for (size_t i = 0, j = 0; i < sends.size() && j < recvs.size();) {
-    if (sends[i].first < recvs[j].first) {
-      ++i;
-    } else if (sends[i].first > recvs[j].first) {
-      ++j;
-    } else {
-      const int32_t s = sends[i++].second, v = recvs[j++].second;
-      if (steps_[s].bytes != steps_[v].bytes)
-        return describe(v) + " matches " + describe(s) + ", but their sizes differ";
-      steps_[s].match = v;
-      steps_[v].match = s;
+  std::string mismatch;
+  verify::matchInOrder(&sends, &recvs, [&](int32_t s, int32_t v) {
+    if (steps_[s].bytes != steps_[v].bytes) {
+      mismatch = describe(v) + " matches " + describe(s) + ", but their sizes differ";
+      return false;
     }
-  }
+    steps_[s].match = v;
+    steps_[v].match = s;
+    return true;
+  });
+  if (!mismatch.empty()) return mismatch;
 
   const size_t total = steps_.size();
   revBegin_.assign(total + 1, 0);
