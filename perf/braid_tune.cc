@@ -107,6 +107,24 @@ void check(braidResult_t rc, const char* what, braidComm_t comm, const Launch& l
   Abort(l);
 }
 
+// The time of one call of t forced to `algo`, the slowest rank's mean over iters calls after
+// `warmup` more, in us (every rank calls it).
+double timeCall(braidComm_t comm, const Tuned& t, const char* algo, const void* send, void* recv,
+                const CollCounts& c, braidDataType_t dtype, int iters, int warmup,
+                const Launch& l) {
+  check(braidCommSetAlgorithm(comm, t.name, algo), "braidCommSetAlgorithm", comm, l);
+  for (int w = 0; w < warmup; ++w) check(t.run(send, recv, c, dtype, comm), algo, comm, l);
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) check(t.run(send, recv, c, dtype, comm), algo, comm, l);
+  double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+      iters;
+  check(braidCommSetAlgorithm(comm, t.name, nullptr), "braidCommSetAlgorithm", comm, l);
+  check(braidAllReduce(&us, &us, 1, braidFloat64, braidMax, comm, nullptr), "max", comm, l);
+  return us;
+}
+
 // One rank's sweep; rank 0 fills *rows.
 void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
               std::vector<Row>* rows) {
@@ -145,23 +163,12 @@ void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
           continue;
         }
         cell.predicted_us = pred;
-        check(braidCommSetAlgorithm(comm, t->name, names[a]), "braidCommSetAlgorithm", comm, l);
         // As many calls as fit in about 20 ms by the prediction (every rank computes the
         // same), at least 3 and at most o.iters * 5.
         const int iters =
             static_cast<int>(std::clamp(20000.0 / std::max(pred, 1.0), 3.0, o.iters * 5.0));
-        for (int w = 0; w < std::max(o.warmup_iters, 1); ++w)
-          check(t->run(send.data(), recv.data(), c, dtype, comm), names[a], comm, l);
-        check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < iters; ++i)
-          check(t->run(send.data(), recv.data(), c, dtype, comm), names[a], comm, l);
-        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                        .count() /
-                    iters;
-        check(braidCommSetAlgorithm(comm, t->name, nullptr), "braidCommSetAlgorithm", comm, l);
-        // The slowest rank's time is the call's.
-        check(braidAllReduce(&us, &us, 1, braidFloat64, braidMax, comm, nullptr), "max", comm, l);
+        const double us = timeCall(comm, *t, names[a], send.data(), recv.data(), c, dtype, iters,
+                                   std::max(o.warmup_iters, 1), l);
         cell.measured_us = us;
         row.cells.push_back(cell);
       }
@@ -248,10 +255,37 @@ double pingPong(braidComm_t comm, int rank, int peer, size_t bytes, int iters, i
   return us / 2;
 }
 
+// Every rank at once sends `bytes` to the next rank of its host and receives from the
+// previous one (a shift around each host), iters times: the time of one shift, the slowest
+// rank's, in us. Collectives keep every rank busy, so on a host with fewer cores than ranks
+// or a shared memory bus this is what a step costs, not an idle ping-pong. Ranks alone on
+// their host take part in the max only.
+double hostShift(braidComm_t comm, int next, int prev, size_t bytes, int iters, const Launch& l) {
+  std::vector<char> out(std::max<size_t>(bytes, 1), 1), in(std::max<size_t>(bytes, 1));
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  double us = 0;
+  if (next >= 0) {
+    for (int i = -2; i < iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      braidGroupStart();
+      braidSend(out.data(), bytes, braidUint8, next, comm, nullptr);
+      braidRecv(in.data(), bytes, braidUint8, prev, comm, nullptr);
+      check(braidGroupEnd(), "host shift", comm, l);
+      if (i >= 0)
+        us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                  .count();
+    }
+    us /= iters;
+  }
+  check(braidAllReduce(&us, &us, 1, braidFloat64, braidMax, comm, nullptr), "max", comm, l);
+  return us;
+}
+
 // braid-tune --calibrate FILE: the figures of the cost model's fabric, measured on this job:
-// latency (half the round trip of 8 bytes) and bandwidth (16 MiB one way) between rank 0 and
-// a rank of its host and one of another host, the step overhead (a burst of 64 small
-// messages), and this core's reduction and copy speeds. Rank 0 writes them; the job that
+// within a host, latency (8 bytes) and bandwidth (16 MiB) of a shift in which every rank sends
+// to the next rank of its host at once (hostShift); between hosts, half the round trip of 8
+// bytes and 16 MiB between rank 0 and a rank of another host; the step overhead (a burst of
+// 64 small messages); this core's reduction and copy speeds. Rank 0 writes them; the job that
 // sets BRAID_TUNE_FILE=FILE selects with them.
 int calibrate(const Options& o, const Launch& l, int thread, const std::string& path) {
   const int nranks = l.nprocs * o.nthreads, rank = l.proc * o.nthreads + thread;
@@ -268,13 +302,48 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     if (!same && interPeer < 0) interPeer = r;
   }
   const size_t big = 16u << 20;
-  double values[6] = {0, 0, 0, 0, 0, 0};  // intra lat, bw, inter lat, bw, overhead
-  if (intraPeer > 0) {
-    values[0] = pingPong(comm, rank, intraPeer, 8, 200, 1, l);
-    const double t = pingPong(comm, rank, intraPeer, big, 5, 1, l);
+  // intra latency, bandwidth; inter latency, bandwidth; step overhead; fitted reduction speed
+  double values[6] = {0, 0, 0, 0, 0, 0};
+  // This rank's neighbours around its host (-1 when it is alone there).
+  std::vector<int> mates;
+  for (int r = 0; r < nranks; ++r)
+    if (std::strncmp(all.data() + 128 * rank, all.data() + 128 * r, 128) == 0) mates.push_back(r);
+  const size_t me = std::find(mates.begin(), mates.end(), rank) - mates.begin();
+  const int next = mates.size() > 1 ? mates[(me + 1) % mates.size()] : -1;
+  const int prev = mates.size() > 1 ? mates[(me + mates.size() - 1) % mates.size()] : -1;
+  if (intraPeer > 0 && interPeer < 0) {
+    // One host: fitted to the executor's own collectives, every rank busy as in real calls.
+    // Recursive doubling all-reduce of 8 bytes: log2(n) rounds (plus two to fold a
+    // remainder) of latency and overhead. Ring all-gather of 16 MiB blocks: n-1 rounds of a
+    // block at the link's bandwidth. Ring reduce-scatter of the same: the difference is the
+    // reductions.
+    const Tuned* ar = &kTuned[0];
+    const Tuned* ag = &kTuned[1];
+    const Tuned* rs = &kTuned[2];
+    int p2 = 1, rounds = 0;
+    while (p2 * 2 <= nranks) p2 *= 2, ++rounds;
+    rounds += p2 == nranks ? 0 : 2;
+    const size_t block = big / 4;  // floats per rank
+    std::vector<char> sendb(big * nranks), recvb(big * nranks);
+    const double small = timeCall(comm, *ar, "recursive_doubling", sendb.data(), recvb.data(),
+                                  WholeCounts(2, nranks), braidFloat32, 200, 5, l);
+    values[0] = small / std::max(rounds, 1);
+    const double agUs = timeCall(comm, *ag, "ring", sendb.data(), recvb.data(),
+                                 GatherCounts(block * nranks, nranks), braidFloat32, 3, 1, l);
+    const double moved = static_cast<double>(big) * (nranks - 1);
+    values[1] = moved / std::max(agUs - (nranks - 1) * values[0], 1.0) / 1e3;
+    const double rsUs = timeCall(comm, *rs, "ring", sendb.data(), recvb.data(),
+                                 ScatterCounts(block * nranks, nranks), braidFloat32, 3, 1, l);
+    values[5] = rsUs > agUs ? moved / (rsUs - agUs) / 1e3 : 0;  // 0: keep the local figure
+  } else if (intraPeer > 0) {
+    values[0] = hostShift(comm, next, prev, 8, 200, l);
+    const double t = hostShift(comm, next, prev, big, 5, l);
     values[1] = big / std::max(t - values[0], 1e-3) / 1e3;
+  }
+  if (intraPeer > 0) {
+    const double single = pingPong(comm, rank, intraPeer, 8, 100, 1, l);
     const double burst = pingPong(comm, rank, intraPeer, 8, 50, 64, l);
-    values[4] = std::max(0.0, (2 * burst - 2 * values[0]) / 63);
+    values[4] = std::max(0.0, (2 * burst - 2 * single) / 63);
   }
   if (interPeer > 0) {
     values[2] = pingPong(comm, rank, interPeer, 8, 100, 1, l);
@@ -319,7 +388,8 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
       text += line;
     }
     std::snprintf(line, sizeof(line), "reduce_gbs = %.3f\ncopy_gbs = %.3f\n",
-                  n * sizeof(float) / red / 1e3, n * sizeof(float) / cp / 1e3);
+                  values[5] > 0 ? values[5] : n * sizeof(float) / red / 1e3,
+                  n * sizeof(float) / cp / 1e3);
     text += line;
     std::fputs(text.c_str(), f);
     std::fclose(f);
