@@ -255,6 +255,26 @@ double pingPong(braidComm_t comm, int rank, int peer, size_t bytes, int iters, i
   return us / 2;
 }
 
+// A core's L2 cache in bytes (sysfs), 0 if unknown.
+size_t l2Bytes() {
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
+    FILE* lv = std::fopen((dir + "/level").c_str(), "r");
+    if (!lv) break;
+    int level = 0;
+    const bool ok = std::fscanf(lv, "%d", &level) == 1;
+    std::fclose(lv);
+    if (!ok || level != 2) continue;
+    FILE* sz = std::fopen((dir + "/size").c_str(), "r");
+    if (!sz) return 0;
+    size_t kib = 0;
+    const bool got = std::fscanf(sz, "%zuK", &kib) == 1;
+    std::fclose(sz);
+    return got ? kib << 10 : 0;
+  }
+  return 0;
+}
+
 // Every rank at once sends `bytes` to the next rank of its host and receives from the
 // previous one (a shift around each host), iters times: the time of one shift, the slowest
 // rank's, in us. Collectives keep every rank busy, so on a host with fewer cores than ranks
@@ -301,9 +321,15 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     if (same && intraPeer < 0) intraPeer = r;
     if (!same && interPeer < 0) interPeer = r;
   }
+  if (rank == 0 && intraPeer < 0 && interPeer < 0)
+    std::fprintf(stderr,
+                 "braid-tune: one rank measures no link; only this core's reduction and copy "
+                 "speeds are written\n");
   const size_t big = 16u << 20;
-  // intra latency, bandwidth; inter latency, bandwidth; step overhead; fitted reduction speed
+  // [0] intra latency, [1] intra bandwidth, [2] inter latency, [3] inter bandwidth, [4] step
+  // overhead, [5] reduction speed fitted from collectives (0: use the local loop's)
   double values[6] = {0, 0, 0, 0, 0, 0};
+  double cacheBw = 0;
   // This rank's neighbours around its host (-1 when it is alone there).
   std::vector<int> mates;
   for (int r = 0; r < nranks; ++r)
@@ -325,9 +351,9 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     rounds += p2 == nranks ? 0 : 2;
     const size_t block = big / 4;  // floats per rank
     std::vector<char> sendb(big * nranks), recvb(big * nranks);
-    const double small = timeCall(comm, *ar, "recursive_doubling", sendb.data(), recvb.data(),
-                                  WholeCounts(2, nranks), braidFloat32, 200, 5, l);
-    values[0] = small / std::max(rounds, 1);
+    const double tiny = timeCall(comm, *ar, "recursive_doubling", sendb.data(), recvb.data(),
+                                 WholeCounts(2, nranks), braidFloat32, 200, 5, l);
+    values[0] = tiny / std::max(rounds, 1);
     const double agUs = timeCall(comm, *ag, "ring", sendb.data(), recvb.data(),
                                  GatherCounts(block * nranks, nranks), braidFloat32, 3, 1, l);
     const double moved = static_cast<double>(big) * (nranks - 1);
@@ -335,6 +361,13 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     const double rsUs = timeCall(comm, *rs, "ring", sendb.data(), recvb.data(),
                                  ScatterCounts(block * nranks, nranks), braidFloat32, 3, 1, l);
     values[5] = rsUs > agUs ? moved / (rsUs - agUs) / 1e3 : 0;  // 0: keep the local figure
+    // The same all-gather with 16 KiB blocks, whose data stays in a core's L2: cache speed.
+    const size_t small = 16u << 10;
+    const double agSmall =
+        timeCall(comm, *ag, "ring", sendb.data(), recvb.data(),
+                 GatherCounts(small / 4 * nranks, nranks), braidFloat32, 50, 5, l);
+    cacheBw = static_cast<double>(small) * (nranks - 1) /
+              std::max(agSmall - (nranks - 1) * values[0], 1.0) / 1e3;
   } else if (intraPeer > 0) {
     values[0] = hostShift(comm, next, prev, 8, 200, l);
     const double t = hostShift(comm, next, prev, big, 5, l);
@@ -387,6 +420,12 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
                     values[3]);
       text += line;
     }
+    const size_t l2 = l2Bytes();
+    if (cacheBw > values[1] && l2 > 0) {
+      std::snprintf(line, sizeof(line), "intra_cache_bw_gbs = %.3f\ncache_bytes = %zu\n", cacheBw,
+                    l2);
+      text += line;
+    }
     std::snprintf(line, sizeof(line), "reduce_gbs = %.3f\ncopy_gbs = %.3f\n",
                   values[5] > 0 ? values[5] : n * sizeof(float) / red / 1e3,
                   n * sizeof(float) / cp / 1e3);
@@ -399,11 +438,11 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
   return 0;
 }
 
-void writeJson(const std::string& path, const std::vector<Row>& rows, int nranks) {
+bool writeJson(const std::string& path, const std::vector<Row>& rows, int nranks) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "braid-tune: cannot write --json %s: %s\n", path.c_str(), strerror(errno));
-    return;
+    return false;
   }
   std::fprintf(f, "[");
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -426,12 +465,12 @@ void writeJson(const std::string& path, const std::vector<Row>& rows, int nranks
     std::fprintf(f, "}}");
   }
   std::fprintf(f, "\n]\n");
-  std::fclose(f);
+  return std::fclose(f) == 0;
 }
 
 // One panel per collective: measured time (points) and predicted time (lines) per
 // algorithm against size, log-log. gnuplot draws it; the data and script stay beside FILE.
-void writePlot(const std::string& png, const std::vector<Row>& rows) {
+bool writePlot(const std::string& png, const std::vector<Row>& rows) {
   const std::string base =
       png.size() > 4 && png.substr(png.size() - 4) == ".png" ? png.substr(0, png.size() - 4) : png;
   std::vector<std::string> colls;
@@ -442,7 +481,7 @@ void writePlot(const std::string& png, const std::vector<Row>& rows) {
   FILE* s = std::fopen(gp.c_str(), "w");
   if (!s) {
     std::fprintf(stderr, "braid-tune: cannot write %s: %s\n", gp.c_str(), strerror(errno));
-    return;
+    return false;
   }
   const int cols = colls.size() > 1 ? 2 : 1;
   const int panelRows = static_cast<int>((colls.size() + cols - 1) / cols);
@@ -482,19 +521,26 @@ void writePlot(const std::string& png, const std::vector<Row>& rows) {
   }
   std::fprintf(s, "unset multiplot\n");
   std::fclose(s);
-  const std::string cmd = "gnuplot '" + gp + "' 2>&1";
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     std::fprintf(stderr,
                  "braid-tune: gnuplot not found (apt-get install gnuplot-nox); the plot's script "
                  "is %s\n",
                  gp.c_str());
-    return;
+    return true;  // the data and script are written; drawing is up to the user
   }
-  const int rc = std::system(cmd.c_str());
-  if (rc != 0)
-    std::fprintf(stderr, "braid-tune: gnuplot %s failed (status %d)\n", gp.c_str(), rc);
-  else
-    std::printf("# plot: %s\n", png.c_str());
+  // gnuplot run directly (no shell), so no path can inject a command.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execlp("gnuplot", "gnuplot", gp.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = -1;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
+    std::fprintf(stderr, "braid-tune: gnuplot %s failed (status %d)\n", gp.c_str(), status);
+    return false;
+  }
+  std::printf("# plot: %s\n", png.c_str());
+  return true;
 }
 
 }  // namespace
@@ -510,8 +556,12 @@ int main(int argc, char** argv) {
   bool sizeGiven = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--collective" || a == "--json" || a == "--png" || a == "--calibrate") &&
-        i + 1 < argc) {
+    const bool ours = a == "--collective" || a == "--json" || a == "--png" || a == "--calibrate";
+    if (ours && i + 1 >= argc) {
+      std::fprintf(stderr, "braid-tune: %s needs a value\n", a.c_str());
+      return 2;
+    }
+    if (ours) {
       (a == "--collective" ? collName
        : a == "--json"     ? f.json
        : a == "--png"      ? f.png
@@ -552,6 +602,20 @@ int main(int argc, char** argv) {
   int rargc = static_cast<int>(rest.size());
   char** rargv = rest.data();
   if (const int status = ParseOptions(rargc, rargv, &o); status >= 0) return status;
+  if (o.types.size() != 1) {
+    std::fprintf(stderr, "braid-tune: give one -d type (it tunes one data type at a time)\n");
+    return 2;
+  }
+  // The outputs are checked before minutes of measuring, not after.
+  for (const std::string* path : {&f.json, &f.png, &calibrateTo}) {
+    if (path->empty()) continue;
+    FILE* probe = std::fopen(path->c_str(), "a");
+    if (!probe) {
+      std::fprintf(stderr, "braid-tune: cannot write %s: %s\n", path->c_str(), strerror(errno));
+      return 2;
+    }
+    std::fclose(probe);
+  }
   if (!sizeGiven) {
     o.min_bytes = 8;
     o.max_bytes = 256u << 20;
@@ -575,6 +639,7 @@ int main(int argc, char** argv) {
         nranks, TypeName(o.types.front()), o.min_bytes, o.max_bytes);
     std::printf("# collective         bytes        count\n");
   }
+  int status = 0;
   std::vector<Row> rows;
   std::vector<std::thread> threads;
   for (int t = 1; t < o.nthreads; ++t)
@@ -622,9 +687,9 @@ int main(int argc, char** argv) {
         std::printf("# %s: median |predicted/measured - 1| at >= 64 KiB:%s\n", t->name,
                     line.c_str());
     }
-    if (!f.json.empty()) writeJson(f.json, rows, nranks);
-    if (!f.png.empty()) writePlot(f.png, rows);
+    if (!f.json.empty() && !writeJson(f.json, rows, nranks)) status = 1;
+    if (!f.png.empty() && !writePlot(f.png, rows)) status = 1;
   }
   FinishLaunch(l);
-  return 0;
+  return status;
 }

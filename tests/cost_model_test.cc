@@ -58,6 +58,9 @@ TEST(AlgoSpec, EarlierFormsStillWork) {
   EXPECT_EQ(spec.forced(Collective::kAllReduce, 1), "ring");
   EXPECT_EQ(spec.forced(Collective::kReduce, 1), "");
   EXPECT_EQ(spec.forced(Collective::kReduce, 1u << 20), "binomial");
+  ASSERT_EQ(parseAlgoSpec(" allreduce : ring @ 0 - 64K ; broadcast:tree ", &spec), braidSuccess);
+  EXPECT_EQ(spec.forced(Collective::kAllReduce, 100), "ring");
+  EXPECT_EQ(spec.forced(Collective::kAllReduce, 65536), "");
   ASSERT_EQ(parseAlgoSpec("", &spec), braidSuccess);
   EXPECT_TRUE(spec.rules.empty());
 }
@@ -69,7 +72,7 @@ TEST(AlgoSpec, ErrorsNameTheItem) {
   } bad[] = {
       {"allreduc:ring", "\"allreduc\" names no collective"},
       {"allreduce:bruck", "allreduce has no algorithm \"bruck\""},
-      {"nosuch", "no collective has no algorithm \"nosuch\""},
+      {"nosuch", "no collective has an algorithm \"nosuch\""},
       {"allreduce:ring@64K", "\"@64K\" is not a byte range"},
       {"allreduce:ring@x-1M", "\"@x-1M\" is not a byte range"},
       {"allreduce:ring@1M-64K", "the range \"@1M-64K\" is empty"},
@@ -227,6 +230,18 @@ TEST(Calibration, ParsesAndRoundTrips) {
   Fabric g = testFabric(1, 2);
   ASSERT_EQ(parseCalibration(formatCalibration(f), "again", &g), braidSuccess);
   EXPECT_EQ(formatCalibration(g), formatCalibration(f));
+  // Rank 0 sends the figures as text: tiny and odd values survive exactly.
+  Fabric tiny = testFabric(1, 2), tinyBack = testFabric(1, 2);
+  ASSERT_EQ(parseCalibration("intra_bw_gbs = 0.0001\nintra_latency_us = 0.123456789012\n"
+                             "intra_cache_bw_gbs = 12.5\ncache_bytes = 1048576\n",
+                             "tiny", &tiny),
+            braidSuccess);
+  ASSERT_EQ(parseCalibration(formatCalibration(tiny), "sent", &tinyBack), braidSuccess);
+  EXPECT_EQ(tinyBack.intra.bw_gbs, 0.0001);
+  EXPECT_EQ(tinyBack.intra.latency_us, 0.123456789012);
+  EXPECT_EQ(tinyBack.cache_bytes, 1048576u);
+  EXPECT_EQ(tinyBack.forCall(1 << 20).intra.bw_gbs, 12.5);  // fits in cache
+  EXPECT_EQ(tinyBack.forCall(2 << 20).intra.bw_gbs, 0.0001);
   Fabric h = testFabric(1, 2);
   ASSERT_EQ(parseCalibration("reduce_gbs = 2\n", "partial", &h), braidSuccess);
   EXPECT_EQ(h.reduce_gbs, 2);
@@ -254,6 +269,9 @@ TEST(Calibration, ErrorsNameTheLine) {
     EXPECT_EQ(formatCalibration(f), formatCalibration(before)) << "a refused file changes nothing";
   }
   Fabric f;
+  EXPECT_EQ(loadCalibration("/dev/zero", &f), braidInvalidArgument);  // would never end
+  EXPECT_NE(std::string(lastError()).find("not a calibration file"), std::string::npos);
+  EXPECT_EQ(loadCalibration("/", &f), braidInvalidArgument);  // a directory
   EXPECT_EQ(loadCalibration("/nonexistent/cal.txt", &f), braidSystemError);
   EXPECT_NE(std::string(lastError()).find("/nonexistent/cal.txt"), std::string::npos);
 }

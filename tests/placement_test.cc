@@ -109,6 +109,7 @@ TEST(RingSpec, ErrorsNameTheVariableAndTheProblem) {
     const char* says;
   } bad[] = {
       {"0 1 1", 2, "rank 1 appears twice"},
+      {"0 1 5 5", 2, "rank 5 appears twice"},
       {"0 2", 3, "rank 1 of this 3-rank communicator is missing"},
       {"0 x 1", 2, "'x' at offset 2 is not a rank"},
       {"0 -1", 2, "'-' at offset 2"},
@@ -188,11 +189,38 @@ TEST(CommRing, InterleavedHostsGetTheGroupedRing) {
   EXPECT_TRUE(test::shmLeftovers(results).empty());
 }
 
+// Only rank 0 sets BRAID_RING: every rank follows it (rank 0's applies, as with the other
+// job-wide settings), instead of rings that differ and wait on each other forever.
+int ringFromRankZero(int rank, int) {
+  if (rank == 0) setenv("BRAID_RING", "0 2 1 3", 1);
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm) != braidSuccess) {
+    std::fprintf(stderr, "init: %s\n", braidGetLastError(nullptr));
+    return 1;
+  }
+  const bool ok = comm->ring == std::vector<int>{0, 2, 1, 3};
+  std::vector<float> v(1000, 1.0f);
+  braidCommSetAlgorithm(comm, "allreduce", "ring");
+  const bool ran = braidAllReduce(v.data(), v.data(), v.size(), braidFloat32, braidSum, comm,
+                                  nullptr) == braidSuccess &&
+                   v[999] == 4.0f;
+  braidCommDestroy(comm);
+  if (!ok) std::fprintf(stderr, "rank %d: ring is not rank 0's\n", rank);
+  return ok && ran ? 0 : 1;
+}
+
+TEST(CommRing, RankZerosRingApplies) {
+  auto results = test::runProcesses(4, "ring-from-rank-0");
+  for (size_t r = 0; r < results.size(); ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+}
+
 }  // namespace
 }  // namespace braid
 
 int main(int argc, char** argv) {
   braid::test::registerRawChildRole("interleaved", braid::interleavedChild);
+  braid::test::registerRawChildRole("ring-from-rank-0", braid::ringFromRankZero);
   int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   ::testing::InitGoogleTest(&argc, argv);

@@ -25,7 +25,8 @@ namespace braid {
 std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
-         std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n";
+         std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
+         ring + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
@@ -35,7 +36,7 @@ bool PeerCard::decode(const std::string& text, PeerCard* out) {
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
       !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
-      !std::getline(in, out->table))
+      !std::getline(in, out->table) || !std::getline(in, out->ring))
     return false;
   out->numa = std::atoi(numa.c_str());
   out->nsocks = std::atoi(nsocks.c_str());
@@ -201,19 +202,23 @@ braidResult_t commFabric(braidComm* comm) {
   std::string tune = comm->peers[0].tune;
   if (tune.empty()) return braidSuccess;
   std::replace(tune.begin(), tune.end(), ';', '\n');
-  BRAID_TRY(tuning::parseCalibration(tune, "rank 0's BRAID_TUNE_FILE", &f));
+  BRAID_TRY(tuning::parseCalibration(tune, "rank 0's BRAID_TUNE_FILE (as sent)", &f));
   if (comm->rank == 0)
     BRAID_INFO("TUNING", "calibration from BRAID_TUNE_FILE: %s", f.describe().c_str());
   return braidSuccess;
 }
 
-// The ring of the ring and tree algorithms: BRAID_RING, else the ranks grouped by host and
-// NUMA node. Every rank computes it from the same cards, so all agree.
+// The ring of the ring and tree algorithms: rank 0's BRAID_RING, else the ranks grouped by
+// host and NUMA node. Every rank computes it from the same cards (rank 0's spec, everyone's
+// host and NUMA node), so all agree.
 braidResult_t chooseRing(braidComm* comm) {
   std::vector<int> ring;
   const char* why = "BRAID_RING";
-  if (!config().ring.empty()) {
-    BRAID_TRY(topo::parseRingSpec(config().ring, comm->nranks, &ring));
+  // Rank 0's BRAID_RING applies: ranks that read different ones would build different rings
+  // and wait on each other forever.
+  const std::string& spec = comm->peers[0].ring;
+  if (!spec.empty()) {
+    BRAID_TRY(topo::parseRingSpec(spec, comm->nranks, &ring));
   } else {
     std::vector<int> numaOf;
     for (const PeerCard& p : comm->peers) numaOf.push_back(p.numa);
@@ -255,6 +260,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.nsocks = cfg.nsocksPerPeer;
   mine.transport = cfg.transport;
   mine.numa = topo::currentNumaNode();
+  mine.ring = cfg.ring;  // newlines would split the card; they separate like spaces
+  std::replace(mine.ring.begin(), mine.ring.end(), '\n', ' ');
   if (!cfg.tuneFile.empty() && rank == 0) {
     tuning::Fabric calibrated;
     setDefaultFigures(&calibrated);
@@ -448,8 +455,9 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
       return fail(braidInvalidUsage, "%s=%s cannot run this %s: %s", source, forced.c_str(),
                   collectiveLabel(args.coll), why);
     *out = a;
-    BRAID_INFO("TUNING", "%s %zu B: %s (forced by %s)", collectiveName(args.coll), bytes, a->name,
-               source);
+    if (comm->rank == 0)
+      BRAID_INFO("TUNING", "%s %zu B: %s (forced by %s)", collectiveName(args.coll), bytes, a->name,
+                 source);
     return braidSuccess;
   }
   // braid-tune's measurement for the nearest size, where it has one the call can run.
@@ -457,8 +465,9 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
     const AlgorithmInfo* a = findAlgorithm(args.coll, e->best);
     if (a && !unsupportedReason(*a, args)) {
       *out = a;
-      BRAID_INFO("TUNING", "%s %zu B: %s (measured fastest at %zu B, BRAID_TUNE_TABLE)",
-                 collectiveName(args.coll), bytes, a->name, e->bytes);
+      if (comm->rank == 0)
+        BRAID_INFO("TUNING", "%s %zu B: %s (measured fastest at %zu B, BRAID_TUNE_TABLE)",
+                   collectiveName(args.coll), bytes, a->name, e->bytes);
       return braidSuccess;
     }
   }

@@ -36,6 +36,7 @@ struct PeerCard {
   int nsocks = 0;             // this rank's BRAID_NSOCKS_PERPEER
   int numa = -1;              // NUMA node this rank runs on (topo::currentNumaNode), -1 unknown
   std::string tune;   // BRAID_TUNE_FILE's figures (tuning::formatCalibration, ';' for newlines)
+  std::string ring;   // this rank's BRAID_RING (rank 0's applies)
   std::string table;  // BRAID_TUNE_TABLE's rows for this rank count (MeasuredTable::encode)
 
   std::string encode() const;

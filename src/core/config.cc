@@ -81,6 +81,7 @@ Config load() {
   if (const char* v = getEnv("SOCKET_IFNAME")) c.socketIfname = v;
   if (const char* v = std::getenv("BRAID_HOST_ID")) c.hostId = v;
   if (const char* v = getEnv("ALGO")) c.algo = v;
+  if (const char* v = getEnv("RINGS")) c.ring = v;  // NCCL_RINGS' name; BRAID_RING below
   if (const char* v = std::getenv("BRAID_RING")) c.ring = v;
   if (const char* v = std::getenv("BRAID_TUNE_FILE")) c.tuneFile = v;
   if (const char* v = std::getenv("BRAID_TUNE_TABLE")) c.tuneTable = v;

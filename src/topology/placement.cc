@@ -7,7 +7,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -82,18 +85,16 @@ int currentNumaNode(const std::string& fsroot) {
 
 std::vector<int> commRing(const std::vector<int>& hostOf, const std::vector<int>& numaOf) {
   const int n = static_cast<int>(hostOf.size());
-  // Group keys by first appearance: (host, NUMA node) pairs numbered as ranks meet them.
+  // Groups numbered by first appearance: hosts, and (host, NUMA node) pairs. Hash maps, so
+  // that braid-sim's millions of ranks stay linear.
   std::vector<int> hostRank(n), groupRank(n);
-  std::vector<int> hosts;
-  std::vector<std::pair<int, int>> groups;
+  std::unordered_map<int, int> hosts;
+  std::map<std::pair<int, int>, int> groups;
   for (int r = 0; r < n; ++r) {
     const int numa = r < static_cast<int>(numaOf.size()) ? numaOf[r] : -1;
-    auto h = std::find(hosts.begin(), hosts.end(), hostOf[r]);
-    hostRank[r] = static_cast<int>(h - hosts.begin());
-    if (h == hosts.end()) hosts.push_back(hostOf[r]);
-    auto g = std::find(groups.begin(), groups.end(), std::make_pair(hostOf[r], numa));
-    groupRank[r] = static_cast<int>(g - groups.begin());
-    if (g == groups.end()) groups.emplace_back(hostOf[r], numa);
+    hostRank[r] = hosts.emplace(hostOf[r], static_cast<int>(hosts.size())).first->second;
+    groupRank[r] = groups.emplace(std::make_pair(hostOf[r], numa), static_cast<int>(groups.size()))
+                       .first->second;
   }
   std::vector<int> ring(n);
   for (int r = 0; r < n; ++r) ring[r] = r;
@@ -107,10 +108,11 @@ std::vector<int> commRing(const std::vector<int>& hostOf, const std::vector<int>
 braidResult_t parseRingSpec(const std::string& spec, int nranks, std::vector<int>* ring) {
   ring->clear();
   std::vector<bool> seen(static_cast<size_t>(std::max(nranks, 0)), false);
+  std::set<long> listed;  // every rank named, beyond the communicator too
   size_t i = 0;
   while (i < spec.size()) {
     const char c = spec[i];
-    if (c == ' ' || c == ',' || c == '\t') {
+    if (c == ' ' || c == ',' || c == '\t' || c == '\n' || c == '\r') {
       ++i;
       continue;
     }
@@ -127,10 +129,10 @@ braidResult_t parseRingSpec(const std::string& spec, int nranks, std::vector<int
       return fail(braidInvalidArgument, "BRAID_RING=\"%s\": rank at offset %zu is too large",
                   spec.c_str(), i);
     i = j;
-    if (v >= nranks) continue;
-    if (seen[v])
+    if (!listed.insert(v).second || (v < nranks && seen[v]))
       return fail(braidInvalidArgument, "BRAID_RING=\"%s\": rank %ld appears twice", spec.c_str(),
                   v);
+    if (v >= nranks) continue;
     seen[v] = true;
     ring->push_back(static_cast<int>(v));
   }

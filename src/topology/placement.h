@@ -30,8 +30,9 @@ bool parseCpuList(const std::string& text, std::vector<int>* cpus);
 std::vector<int> commRing(const std::vector<int>& hostOf, const std::vector<int>& numaOf);
 
 // BRAID_RING: a user's ring, ranks separated by spaces or commas (as NCCL_RINGS was), for
-// example "0 2 4 6 1 3 5 7". Ranks >= nranks are dropped, so one list serves smaller
-// communicators; what is left must hold each rank 0..nranks-1 exactly once. Errors:
+// example "0 2 4 6 1 3 5 7" (NCCL_RINGS is read when BRAID_RING is unset; rank 0's applies).
+// Ranks >= nranks are dropped, so one list serves smaller communicators; no rank may appear
+// twice, and what is left must hold each rank 0..nranks-1. Errors:
 // braidInvalidArgument naming BRAID_RING and the problem.
 braidResult_t parseRingSpec(const std::string& spec, int nranks, std::vector<int>* ring);
 

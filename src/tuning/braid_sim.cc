@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,8 @@ const Dtype kDtypes[] = {{"float", braidFloat32, 4},     {"half", braidFloat16, 
 
 int main(int argc, char** argv) {
   std::string topoFile, collName = "allreduce", dtypeName = "float", calibration;
-  int hosts = 0, perHost = 0, nicGbps = 100;
+  int hosts = 0, perHost = 0;
+  double nicGbps = 100;
   size_t minBytes = 8, maxBytes = 256u << 20, factor = 2;
   bool json = false, simulate = false;
   for (int i = 1; i < argc; ++i) {
@@ -82,7 +84,9 @@ int main(int argc, char** argv) {
     } else if (a == "--ranks-per-host" && hasValue) {
       ok = intArg(&perHost);
     } else if (a == "--nic-gbps" && hasValue) {
-      ok = intArg(&nicGbps);
+      char* end = nullptr;
+      nicGbps = std::strtod(argv[++i], &end);
+      ok = *end == '\0' && std::isfinite(nicGbps) && nicGbps > 0 && nicGbps < 1e6;
     } else if (a == "--calibration" && hasValue) {
       calibration = argv[++i];
     } else if (a == "--collective" && hasValue) {
@@ -116,6 +120,15 @@ int main(int argc, char** argv) {
   if (topoFile.empty() || hosts < 1) {
     std::fprintf(stderr, "braid-sim: --topo FILE and --hosts H are required\n");
     usage(stderr);
+    return 2;
+  }
+  if (static_cast<long long>(hosts) * std::max(perHost, 1) > (1 << 24)) {
+    std::fprintf(stderr, "braid-sim: %d hosts x %d ranks is more than 16,777,216 ranks\n", hosts,
+                 perHost);
+    return 2;
+  }
+  if (minBytes == 0) {
+    std::fprintf(stderr, "braid-sim: -b must be at least 1 byte\n");
     return 2;
   }
   if (minBytes > maxBytes) {
@@ -174,7 +187,8 @@ int main(int argc, char** argv) {
                 fabric.describe().c_str());
     std::printf("# predictions: %s\n",
                 n <= braid::tuning::kSimulateRanks
-                    ? "the schedules played by the simulator (at most kSimulateRanks ranks)"
+                    ? "the schedules played by the simulator (32 ranks or fewer; the closed "
+                      "forms for calls too large to play)"
                     : "closed forms of the schedules (cost_model.cc)");
     for (size_t p = 0, q; p < why.size(); p = q + 1) {
       q = why.find('\n', p);
@@ -199,6 +213,7 @@ int main(int argc, char** argv) {
     const size_t div = braid::tuning::callBytes(coll, 1, dtype->size, n);
     for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
       const size_t count = bytes / div;
+      if (count == 0) continue;  // less than one element per rank: nothing to predict
       braid::CollArgs args;
       args.coll = coll;
       args.count = count;
@@ -223,15 +238,20 @@ int main(int argc, char** argv) {
         const double t = c.predicted_us;
         const double busbw = t > 0 ? realBytes / (t * 1e3) * factorBus : 0;
         double sim = -1;
-        if (simulate && !c.unsupported && n <= 1024 && count > 0) {
-          braid::CollArgs proto = args;
-          auto r = braid::tuning::simulateSchedules(*c.algo, proto, dtype->size, fabric);
-          if (r.ok) sim = r.time_us;
+        if (simulate && !c.unsupported && count > 0) {
+          try {
+            auto r = braid::tuning::simulateSchedules(*c.algo, args, dtype->size, fabric);
+            if (r.ok) sim = r.time_us;
+          } catch (const std::bad_alloc&) {
+            // too many steps to hold: left out
+          }
         }
         if (json) {
           std::printf("%s\"%s\": {", firstAlgo ? "" : ", ", c.algo->name);
           if (c.unsupported)
             std::printf("\"unsupported\": true}");
+          else if (!std::isfinite(t) || !std::isfinite(busbw))
+            std::printf("\"predicted_us\": null, \"busbw\": null}");
           else if (sim >= 0)
             std::printf("\"predicted_us\": %.3f, \"busbw\": %.3f, \"simulated_us\": %.3f}", t,
                         busbw, sim);
@@ -242,7 +262,10 @@ int main(int argc, char** argv) {
           std::printf(" %*s", simulate ? 30 : 19, "n/a");
         } else if (simulate) {
           char cell[64];
-          std::snprintf(cell, sizeof(cell), "%.1f %.2f sim %.1f", t, busbw, sim);
+          if (sim >= 0)
+            std::snprintf(cell, sizeof(cell), "%.1f %.2f sim %.1f", t, busbw, sim);
+          else  // over 1024 ranks, or too large to play
+            std::snprintf(cell, sizeof(cell), "%.1f %.2f sim n/a", t, busbw);
           std::printf(" %30s", cell);
         } else {
           char cell[48];

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <new>
 
 #include "core/error.h"
 #include "tuning/simulate.h"
@@ -449,10 +450,24 @@ double predictUs(const AlgorithmInfo& algo, Collective coll, size_t count, size_
 }
 
 double predictCallUs(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
-                     const Fabric& fabric) {
-  if (fabric.nranks() <= kSimulateRanks && args.coll != Collective::kAllToAllv && args.count > 0) {
-    const SimResult r = simulateSchedules(algo, args, elemSize, fabric, kSimulateRanks);
-    if (r.ok) return r.time_us;
+                     const Fabric& whole) {
+  // What each rank sends and receives: the call's size plus its own vector or block.
+  const Fabric fabric = whole.forCall(callBytes(args.coll, args.count, elemSize, whole.nranks()) +
+                                      args.count * elemSize);
+  // The simulator plays every step: only where the steps are few enough to be cheap (a
+  // bound on the pieces every rank moves, n ranks x pieces of the whole call x log n).
+  const double pieces =
+      static_cast<double>(callBytes(args.coll, args.count, elemSize, fabric.nranks())) /
+          std::max<size_t>(fabric.chunk_bytes, 1) +
+      fabric.nranks();
+  if (fabric.nranks() <= kSimulateRanks && args.coll != Collective::kAllToAllv && args.count > 0 &&
+      pieces * fabric.nranks() * 8 <= kSimulateSteps) {
+    try {
+      const SimResult r = simulateSchedules(algo, args, elemSize, fabric, kSimulateRanks);
+      if (r.ok) return r.time_us;
+    } catch (const std::bad_alloc&) {
+      // Too large to play after all: the closed form answers.
+    }
   }
   return predictUs(algo, args.coll, args.count, elemSize, fabric);
 }
@@ -510,24 +525,42 @@ std::string AlgoSpec::forced(Collective coll, size_t bytes) const {
   return "";
 }
 
+namespace {
+std::string trimmed(std::string s) {
+  const char* ws = " \t\r\n";
+  s.erase(0, std::min(s.size(), s.find_first_not_of(ws)));
+  const size_t last = s.find_last_not_of(ws);
+  s.erase(last == std::string::npos ? 0 : last + 1);
+  return s;
+}
+// The distinct algorithm names of coll (-1: of every collective), for messages.
+std::string algorithmNames(int coll) {
+  std::vector<std::string> names;
+  for (const AlgorithmInfo& a : algorithms())
+    if ((coll < 0 || static_cast<int>(a.coll) == coll) &&
+        std::find(names.begin(), names.end(), a.name) == names.end())
+      names.push_back(a.name);
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+}  // namespace
+
 braidResult_t parseAlgoSpec(const std::string& text, AlgoSpec* out) {
   out->text = text;
   out->rules.clear();
-  int coll = -1;
-  bool sawCollective = false;
+  int coll = -1;  // the collective of the last "coll:" item; -1 before any
   size_t at = 0;
   while (at <= text.size()) {
     size_t end = text.find_first_of(";,", at);
     if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(at, end - at);
+    std::string item = trimmed(text.substr(at, end - at));
     at = end + 1;
-    while (!item.empty() && isspace(static_cast<unsigned char>(item.front()))) item.erase(0, 1);
-    while (!item.empty() && isspace(static_cast<unsigned char>(item.back()))) item.pop_back();
     if (item.empty()) continue;
     AlgoRule rule;
     const size_t colon = item.find(':');
     if (colon != std::string::npos) {
-      const std::string name = item.substr(0, colon);
+      const std::string name = trimmed(item.substr(0, colon));
       coll = -1;
       for (int c = 0; c < kNumCollectives; ++c)
         if (!strcasecmp(name.c_str(), collectiveName(static_cast<Collective>(c)))) coll = c;
@@ -536,20 +569,16 @@ braidResult_t parseAlgoSpec(const std::string& text, AlgoSpec* out) {
                     "BRAID_ALGO=%s: \"%s\" names no collective (allreduce, reducescatter, "
                     "allgather, broadcast, reduce, alltoall, alltoallv, gather, scatter, barrier)",
                     text.c_str(), name.c_str());
-      sawCollective = true;
-      item = item.substr(colon + 1);
-    } else if (sawCollective && coll < 0) {
-      return fail(braidInvalidArgument, "BRAID_ALGO=%s: \"%s\" follows no collective", text.c_str(),
-                  item.c_str());
+      item = trimmed(item.substr(colon + 1));
     }
     const size_t atSign = item.find('@');
     rule.coll = coll;
-    rule.algo = item.substr(0, atSign);
+    rule.algo = trimmed(item.substr(0, atSign));
     if (atSign != std::string::npos) {
-      const std::string range = item.substr(atSign + 1);
+      const std::string range = trimmed(item.substr(atSign + 1));
       const size_t dash = range.find('-');
-      const std::string lo = range.substr(0, dash);
-      const std::string hi = dash == std::string::npos ? "" : range.substr(dash + 1);
+      const std::string lo = trimmed(range.substr(0, dash));
+      const std::string hi = dash == std::string::npos ? "" : trimmed(range.substr(dash + 1));
       if (dash == std::string::npos || (!lo.empty() && !parseByteSize(lo, &rule.lo)) ||
           (!hi.empty() && !parseByteSize(hi, &rule.hi)))
         return fail(braidInvalidArgument,
@@ -568,17 +597,13 @@ braidResult_t parseAlgoSpec(const std::string& text, AlgoSpec* out) {
         rule.algo = a.name;
       }
     if (!known) {
-      std::string names;
-      for (const AlgorithmInfo& a : algorithms())
-        if ((coll < 0 || static_cast<int>(a.coll) == coll) &&
-            names.find(std::string(a.name) + ",") == std::string::npos &&
-            (names.size() < strlen(a.name) ||
-             names.compare(names.size() - strlen(a.name), std::string::npos, a.name) != 0))
-          names += std::string(names.empty() ? "" : ", ") + a.name;
+      if (coll < 0)
+        return fail(braidInvalidArgument,
+                    "BRAID_ALGO=%s: no collective has an algorithm \"%s\" (known: %s)",
+                    text.c_str(), rule.algo.c_str(), algorithmNames(-1).c_str());
       return fail(braidInvalidArgument, "BRAID_ALGO=%s: %s has no algorithm \"%s\" (known: %s)",
-                  text.c_str(),
-                  coll < 0 ? "no collective" : collectiveName(static_cast<Collective>(coll)),
-                  rule.algo.c_str(), names.c_str());
+                  text.c_str(), collectiveName(static_cast<Collective>(coll)), rule.algo.c_str(),
+                  algorithmNames(coll).c_str());
     }
     out->rules.push_back(rule);
   }

@@ -35,9 +35,12 @@ double predictUs(const AlgorithmInfo& algo, Collective coll, size_t count, size_
                  const Fabric& fabric);
 
 // The time the selector uses for a call: the schedule simulator's (simulate.h; exact to the
-// schedules' pipelining and contention) when the fabric has at most kSimulateRanks ranks,
-// the closed form above beyond that (and for all-to-all-v, whose counts differ per rank).
+// schedules' pipelining and contention) when the fabric has at most kSimulateRanks ranks and
+// the call at most about kSimulateSteps steps, the closed form above beyond that (and for
+// all-to-all-v, whose counts differ per rank).
 constexpr int kSimulateRanks = 32;
+// ... and at most about this many steps (a few milliseconds of simulation).
+constexpr double kSimulateSteps = 200000;
 double predictCallUs(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
                      const Fabric& fabric);
 

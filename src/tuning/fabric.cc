@@ -1,7 +1,17 @@
 #include "tuning/fabric.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
 
 namespace braid::tuning {
 
@@ -27,6 +37,13 @@ std::string Fabric::describe() const {
   return buf;
 }
 
+Fabric Fabric::forCall(size_t bytesPerRank) const {
+  Fabric f = *this;
+  if (intra_cache_bw_gbs > 0 && cache_bytes > 0 && bytesPerRank <= cache_bytes)
+    f.intra.bw_gbs = intra_cache_bw_gbs;
+  return f;
+}
+
 Fabric uniformFabric(int hosts, int ranksPerHost, LinkCost intra, LinkCost inter) {
   Fabric f;
   for (int h = 0; h < hosts; ++h)
@@ -35,19 +52,6 @@ Fabric uniformFabric(int hosts, int ranksPerHost, LinkCost intra, LinkCost inter
   f.inter = inter;
   return f;
 }
-
-}  // namespace braid::tuning
-
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
-#include "core/error.h"
-
-namespace braid::tuning {
 
 namespace {
 // The calibration keys and the figures they set.
@@ -59,6 +63,7 @@ double* fieldOf(Fabric* f, const std::string& key) {
   if (key == "reduce_gbs") return &f->reduce_gbs;
   if (key == "copy_gbs") return &f->copy_gbs;
   if (key == "step_overhead_us") return &f->step_overhead_us;
+  if (key == "intra_cache_bw_gbs") return &f->intra_cache_bw_gbs;
   return nullptr;
 }
 }  // namespace
@@ -88,6 +93,13 @@ braidResult_t parseCalibration(const std::string& text, const std::string& name,
     errno = 0;
     const double v = std::strtod(value.c_str(), &end);
     const bool ok = !value.empty() && *end == '\0' && errno == 0 && std::isfinite(v) && v >= 0;
+    if (key == "cache_bytes") {
+      if (!ok || v != std::floor(v) || v > 1e12)
+        return fail(braidInvalidArgument, "%s:%d: cache_bytes = %s is not a byte count",
+                    name.c_str(), lineNo, value.c_str());
+      out.cache_bytes = static_cast<size_t>(v);
+      continue;
+    }
     if (key == "nics_per_host") {
       if (!ok || v < 1 || v > 1024 || v != std::floor(v))
         return fail(braidInvalidArgument, "%s:%d: nics_per_host = %s is not a count 1..1024",
@@ -98,10 +110,11 @@ braidResult_t parseCalibration(const std::string& text, const std::string& name,
     double* field = fieldOf(&out, key);
     if (!field)
       return fail(braidInvalidArgument,
-                  "%s:%d: unknown key \"%s\" (intra_latency_us, intra_bw_gbs, inter_latency_us, "
-                  "inter_bw_gbs, nics_per_host, reduce_gbs, copy_gbs, step_overhead_us)",
+                  "%s:%d: unknown key \"%s\" (intra_latency_us, intra_bw_gbs, "
+                  "intra_cache_bw_gbs, cache_bytes, inter_latency_us, inter_bw_gbs, "
+                  "nics_per_host, reduce_gbs, copy_gbs, step_overhead_us)",
                   name.c_str(), lineNo, key.c_str());
-    const bool needsPositive = key.find("_gbs") != std::string::npos;
+    const bool needsPositive = key.find("_gbs") != std::string::npos && key != "intra_cache_bw_gbs";
     if (!ok || (needsPositive && v <= 0))
       return fail(braidInvalidArgument, "%s:%d: %s = %s is not a %s number", name.c_str(), lineNo,
                   key.c_str(), value.c_str(), needsPositive ? "positive" : "non-negative");
@@ -112,6 +125,16 @@ braidResult_t parseCalibration(const std::string& text, const std::string& name,
 }
 
 braidResult_t loadCalibration(const std::string& path, Fabric* f) {
+  // A regular file of at most 1 MiB: a device or a fifo would never end.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return fail(braidSystemError, "%s: cannot read the calibration file: %s", path.c_str(),
+                strerror(errno));
+  if (!S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+    return fail(braidInvalidArgument,
+                "%s: not a calibration file (braid-tune --calibrate writes a regular file of a "
+                "few lines)",
+                path.c_str());
   std::ifstream in(path);
   if (!in)
     return fail(braidSystemError, "%s: cannot read the calibration file: %s", path.c_str(),
@@ -122,13 +145,17 @@ braidResult_t loadCalibration(const std::string& path, Fabric* f) {
 }
 
 std::string formatCalibration(const Fabric& f) {
-  char buf[512];
+  // Every digit: rank 0 sends this text to the other ranks, which must read back exactly
+  // what the file said.
+  char buf[1024];
   std::snprintf(buf, sizeof(buf),
-                "intra_latency_us = %.3f\nintra_bw_gbs = %.3f\ninter_latency_us = %.3f\n"
-                "inter_bw_gbs = %.4f\nnics_per_host = %d\nreduce_gbs = %.3f\ncopy_gbs = %.3f\n"
-                "step_overhead_us = %.3f\n",
+                "intra_latency_us = %.17g\nintra_bw_gbs = %.17g\ninter_latency_us = %.17g\n"
+                "inter_bw_gbs = %.17g\nnics_per_host = %d\nreduce_gbs = %.17g\n"
+                "copy_gbs = %.17g\nstep_overhead_us = %.17g\nintra_cache_bw_gbs = %.17g\n"
+                "cache_bytes = %zu\n",
                 f.intra.latency_us, f.intra.bw_gbs, f.inter.latency_us, f.inter.bw_gbs,
-                f.nicsPerHost, f.reduce_gbs, f.copy_gbs, f.step_overhead_us);
+                f.nicsPerHost, f.reduce_gbs, f.copy_gbs, f.step_overhead_us, f.intra_cache_bw_gbs,
+                f.cache_bytes);
   return buf;
 }
 

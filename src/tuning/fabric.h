@@ -36,6 +36,13 @@ struct Fabric {
   double copy_gbs = 8;
   // Fixed cost of one step (posting it, its flag, waking the peer), microseconds.
   double step_overhead_us = 0.5;
+  // Within a host, calls whose data per rank (what it sends plus what it receives) fits in
+  // cache_bytes (a core's L2) move at intra_cache_bw_gbs instead of intra.bw_gbs: shared
+  // memory copies run at cache speed until the data spills. 0: no such distinction.
+  double intra_cache_bw_gbs = 0;
+  size_t cache_bytes = 0;
+  // This fabric for a call that touches `bytesPerRank` bytes on each rank.
+  Fabric forCall(size_t bytesPerRank) const;
   // Pipelining grain in bytes (the communicator's chunk size): messages are cut into pieces
   // of this size, as CollArgs::pieceElems does.
   size_t chunk_bytes = 128 * 1024;
