@@ -142,6 +142,7 @@ void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
     for (size_t bytes : sizes) {
       const size_t count = bytes / esize;
       const CollCounts c = t->counts(count, nranks);
+      if (c.param_count == 0) continue;  // under one element per rank: no call to time
       std::vector<char> send(std::max<size_t>(c.send_count * esize, 1), 1),
           recv(std::max<size_t>(c.recv_count * esize, 1), 0);
       Row row;

@@ -116,8 +116,6 @@ struct Model {
     if (reduce) t += bytes / (f.reduce_gbs * 1e3);
     return t;
   }
-  // A pipelined chain of `hops` hops carrying `bytes` in pieces, `fanout` sends per piece at
-  // each inner node (2 for a binary tree).
   // A pipelined chain (or tree) `hops` deep carrying `bytes` in pieces: the first piece
   // goes down the whole depth (crossing hosts on c.fraction of the hops), then one piece per
   // `perPiece` (the busiest rank's service time for one piece index).

@@ -28,12 +28,13 @@ int Fabric::ranksPerHost() const {
 }
 
 std::string Fabric::describe() const {
-  char buf[320];
+  char buf[400];
   std::snprintf(buf, sizeof(buf),
                 "%d ranks on %d host(s); within a host %.2f us, %.1f GB/s; between hosts %.2f us, "
-                "%d NIC(s) of %.2f GB/s per host; reduce %.1f GB/s, step %.2f us, chunk %zu B",
+                "%d NIC(s) of %.2f GB/s per host; reduce %.1f GB/s, copy %.1f GB/s, step %.2f us, "
+                "chunk %zu B",
                 nranks(), nhosts(), intra.latency_us, intra.bw_gbs, inter.latency_us, nicsPerHost,
-                inter.bw_gbs, reduce_gbs, step_overhead_us, chunk_bytes);
+                inter.bw_gbs, reduce_gbs, copy_gbs, step_overhead_us, chunk_bytes);
   return buf;
 }
 
