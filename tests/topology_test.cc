@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -556,6 +557,39 @@ TEST(NcclGraph, Malformed) {
   msg = graphError(head + "<gpu dev=\"0\">\n");
   EXPECT_NE(msg.find("malformed XML"), std::string::npos) << msg;
   EXPECT_EQ(graphError(""), "g.xml: empty file");
+}
+
+// Speeds that are not finite non-negative numbers are refused with file:line (they would
+// otherwise reach the JSON output as inf/nan), and toJson writes null for any that get into a
+// System another way.
+TEST(NcclGraph, NonFiniteSpeeds) {
+  auto graph = [](const std::string& attrs) {
+    return "<graphs version=\"1\">\n<graph id=\"0\" pattern=\"4\" nchannels=\"1\" " + attrs +
+           ">\n<channel><gpu dev=\"0\"/><gpu dev=\"1\"/></channel>\n</graph>\n</graphs>\n";
+  };
+  for (const char* bad : {"inf", "nan", "1e999", "-inf", "-1", "-0.5", "NaN", "infinity"}) {
+    for (const char* attr : {"speedintra", "speedinter"}) {
+      std::string msg = graphError(graph(std::string(attr) + "=\"" + bad + "\""));
+      EXPECT_NE(msg.find("g.xml:2:"), std::string::npos) << attr << "=" << bad << ": " << msg;
+      EXPECT_NE(msg.find(attr), std::string::npos) << msg;
+      EXPECT_NE(msg.find(bad), std::string::npos) << msg;
+    }
+  }
+  System sys;
+  ASSERT_EQ(loadNcclGraphXmlString(graph("speedintra=\"0\" speedinter=\"12.5\""), "g.xml", &sys),
+            braidSuccess)
+      << lastError();
+  ASSERT_EQ(sys.graphs.size(), 1u);
+  EXPECT_EQ(sys.graphs[0].speedintra, 0);
+  EXPECT_EQ(sys.graphs[0].speedinter, 12.5);
+  std::string json = toJson(sys);
+  EXPECT_NE(json.find("\"speedintra\": 0, \"speedinter\": 12.5,"), std::string::npos) << json;
+  sys.graphs[0].speedintra = std::numeric_limits<double>::infinity();
+  sys.graphs[0].speedinter = std::numeric_limits<double>::quiet_NaN();
+  json = toJson(sys);
+  EXPECT_NE(json.find("\"speedintra\": null, \"speedinter\": null,"), std::string::npos) << json;
+  for (const char* word : {": inf", ": -inf", ": nan", ": -nan"})
+    EXPECT_EQ(json.find(word), std::string::npos) << word << " in " << json;
 }
 
 // ---- Pieces ----

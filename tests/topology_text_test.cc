@@ -550,7 +550,9 @@ TEST(FsrootArchive, HwlocTarballs) {
 }
 
 #if __has_include(<archive.h>)
-// Writes a tar of (name, type, content-or-link-target) entries.
+// Writes a tar of (name, type, content-or-link-target) entries. Types: 'f' regular file, 'd'
+// directory, 'l' symlink to body, 'h' hard link to the entry named body, 'p' FIFO, 'c'
+// character device 1,5 (/dev/zero), 'b' block device 7,0. (tar cannot hold a socket.)
 void writeTar(const std::string& path,
               const std::vector<std::tuple<std::string, char, std::string>>& entries) {
   archive* a = archive_write_new();
@@ -561,8 +563,29 @@ void writeTar(const std::string& path,
     archive_entry* e = archive_entry_new();
     archive_entry_set_pathname(e, name.c_str());
     archive_entry_set_perm(e, type == 'd' ? 0755 : 0644);
-    archive_entry_set_filetype(e, type == 'd' ? AE_IFDIR : type == 'l' ? AE_IFLNK : AE_IFREG);
+    mode_t ft = AE_IFREG;
+    switch (type) {
+      case 'd':
+        ft = AE_IFDIR;
+        break;
+      case 'l':
+        ft = AE_IFLNK;
+        break;
+      case 'p':
+        ft = AE_IFIFO;
+        break;
+      case 'c':
+        ft = AE_IFCHR;
+        break;
+      case 'b':
+        ft = AE_IFBLK;
+        break;
+    }
+    archive_entry_set_filetype(e, ft);
+    if (type == 'c') archive_entry_set_rdevmajor(e, 1), archive_entry_set_rdevminor(e, 5);
+    if (type == 'b') archive_entry_set_rdevmajor(e, 7), archive_entry_set_rdevminor(e, 0);
     if (type == 'l') archive_entry_set_symlink(e, body.c_str());
+    if (type == 'h') archive_entry_set_hardlink(e, body.c_str());
     if (type == 'f') archive_entry_set_size(e, static_cast<la_int64_t>(body.size()));
     archive_write_header(a, e);
     if (type == 'f') archive_write_data(a, body.data(), body.size());
@@ -593,8 +616,12 @@ TEST(FsrootArchive, EscapingEntriesRefused) {
       {"dotdot", {{"r/sys/x", 'f', "1"}, {"../evil", 'f', "boom"}}, src + "/../evil"},
       {"dotdot-inner", {{"r/sys/../../../evil2", 'f', "boom"}}, "/tmp/evil2"},
       {"absolute", {{"r/sys/x", 'f', "1"}, {src + "/abs-evil", 'f', "boom"}}, src + "/abs-evil"},
-      {"symlink",
+      {"absolute-symlink",
        {{"r/sys", 'd', ""}, {"r/sys/out", 'l', src}, {"r/sys/out/planted", 'f', "x"}},
+       src + "/planted"},
+      // A symlink that stays inside is kept, but nothing is written through it.
+      {"symlink",
+       {{"r/sys", 'd', ""}, {"r/sys/out", 'l', ".."}, {"r/sys/out/planted", 'f', "x"}},
        src + "/planted"},
   };
   for (const Case& c : cases) {
@@ -613,6 +640,75 @@ TEST(FsrootArchive, EscapingEntriesRefused) {
   System sys;
   EXPECT_EQ(loadTopologyFile(src + "/nosys.tar", &sys), braidInvalidArgument);
   EXPECT_NE(std::string(lastError()).find("sys/"), std::string::npos) << lastError();
+  EXPECT_TRUE(tmp.empty());
+  fs::remove_all(src);
+#endif
+}
+
+// Entries hwloc must never read through: a symlink to an absolute path (proc/cpuinfo ->
+// /dev/zero would be read forever), a relative one leading out of the extraction directory
+// (directly or through a chain of links), FIFOs, devices and hard links to nothing
+// extracted before. Each refuses the archive with the entry named, and nothing is left behind.
+TEST(FsrootArchive, UnsafeLinksAndSpecialFilesRefused) {
+  REQUIRE_ARCHIVES();
+#if !__has_include(<archive.h>)
+  GTEST_SKIP() << "libarchive headers absent: cannot build the test archives";
+#else
+  ScopedTmpdir tmp;
+  char tmpl[] = "/tmp/braid-archive-src-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string src = tmpl;
+  struct Case {
+    const char* what;
+    std::vector<std::tuple<std::string, char, std::string>> entries;
+    std::vector<std::string> said;  // what the error message must contain
+  };
+  const std::tuple<std::string, char, std::string> sys = {"r/sys/devices/x", 'f', "1"};
+  std::vector<Case> cases = {
+      {"abs-devzero",
+       {sys, {"r/proc", 'd', ""}, {"r/proc/cpuinfo", 'l', "/dev/zero"}},
+       {"'r/proc/cpuinfo'", "/dev/zero", "absolute"}},
+      {"escaping-relative",
+       {sys, {"r/sys/class/net/eth0", 'l', "../../../../../etc/passwd"}},
+       {"'r/sys/class/net/eth0'", "outside"}},
+      {"escaping-after-descent",
+       {sys, {"r/sys/l", 'l', "a/../../../../x"}},
+       {"'r/sys/l'", "outside"}},
+      {"escaping-chain",
+       {sys, {"r/up", 'l', ".."}, {"r/z", 'l', "up/.."}},
+       {"'r/z'", "resolves outside"}},
+      {"fifo", {sys, {"r/proc/fifo", 'p', ""}}, {"'r/proc/fifo'", "FIFO"}},
+      {"chardev", {sys, {"r/proc/cpuinfo", 'c', ""}}, {"'r/proc/cpuinfo'", "character device"}},
+      {"blockdev", {sys, {"r/sys/blk", 'b', ""}}, {"'r/sys/blk'", "block device"}},
+      {"hardlink-nothing",
+       {sys, {"r/sys/h", 'h', "r/sys/missing"}},
+       {"'r/sys/h'", "hard link", "r/sys/missing"}},
+      {"hardlink-to-symlink",
+       {sys, {"r/sys/l", 'l', "devices/x"}, {"r/sys/h", 'h', "r/sys/l"}},
+       {"'r/sys/h'", "hard link"}},
+  };
+  for (const Case& c : cases) {
+    std::string tar = src + "/" + c.what + ".tar";
+    writeTar(tar, c.entries);
+    System out;
+    EXPECT_EQ(loadFsrootArchive(tar, &out), braidInvalidArgument) << c.what;
+    std::string msg = lastError();
+    EXPECT_NE(msg.find(tar), std::string::npos) << msg;
+    for (const std::string& s : c.said)
+      EXPECT_NE(msg.find(s), std::string::npos) << c.what << ": no " << s << " in " << msg;
+    EXPECT_TRUE(tmp.empty()) << c.what << " left files in " << tmp.dir();
+  }
+  // Relative links inside the directory (sysfs's ../../devices/...) and hard links to files
+  // extracted before are kept: whatever detection then says, extraction does not refuse them.
+  writeTar(src + "/ok.tar", {sys,
+                             {"r/sys/bus/pci/devices/d", 'l', "../../../devices/x"},
+                             {"r/sys/top", 'l', "../../r/sys/devices"},
+                             {"r/sys/h", 'h', "r/sys/devices/x"}});
+  System out;
+  if (loadFsrootArchive(src + "/ok.tar", &out) != braidSuccess) {
+    std::string msg = lastError();
+    EXPECT_EQ(msg.find("refused"), std::string::npos) << msg;
+  }
   EXPECT_TRUE(tmp.empty());
   fs::remove_all(src);
 #endif

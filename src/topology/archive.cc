@@ -4,8 +4,13 @@
 //
 // The archive is untrusted input: entries with an absolute path or a ".." component are refused
 // before anything is written, writes never follow a symlink the archive made
-// (ARCHIVE_EXTRACT_SECURE_SYMLINKS; the symlinks themselves are kept, sysfs is made of them),
-// and the total size and entry count are bounded. Entry names are prefixed with the temporary
+// (ARCHIVE_EXTRACT_SECURE_SYMLINKS), and the total size and entry count are bounded. Symlinks
+// are kept (sysfs is made of them) only when relative and, counted lexically from the link's
+// directory, inside the extraction directory; after extraction every symlink is resolved and
+// one leading outside (through a chain of links) refuses the archive too, since hwloc reads
+// through them (proc/cpuinfo -> /dev/zero would never end). Only regular files, directories,
+// symlinks and hard links to regular files extracted earlier are accepted: no FIFO, device or
+// socket. Entry names are prefixed with the temporary
 // directory, an absolute path, so ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS (which would refuse
 // every prefixed name) is replaced by the check on the names as the archive gives them.
 #include <dirent.h>
@@ -17,6 +22,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "core/error.h"
@@ -84,6 +90,84 @@ bool escapes(const char* name) {
   return false;
 }
 
+// True when a symlink at name (inside the extraction directory) with this target points
+// outside it: an absolute target, or more ".." components than the link's depth allows, counted
+// lexically from the link's directory.
+bool linkEscapes(const std::string& name, const char* target) {
+  if (target == nullptr || target[0] == '\0' || target[0] == '/') return true;
+  long depth = 0;
+  auto walk = [&depth](const std::string& s, size_t end) {
+    size_t pos = 0;
+    while (pos < end) {
+      size_t slash = s.find('/', pos);
+      if (slash == std::string::npos || slash > end) slash = end;
+      size_t len = slash - pos;
+      if (len == 0 || (len == 1 && s[pos] == '.')) {
+        // empty or ".": no move
+      } else if (len == 2 && s.compare(pos, 2, "..") == 0) {
+        if (--depth < 0) return false;
+      } else {
+        ++depth;
+      }
+      pos = slash + 1;
+    }
+    return true;
+  };
+  // The link's own directory: its name without the last component.
+  size_t last = name.find_last_of('/');
+  if (last != std::string::npos && !walk(name, last)) return true;
+  std::string t = target;
+  return !walk(t, t.size());
+}
+
+// The entry name as a path relative to the extraction directory, without "." and empty
+// components, so hard link targets can be matched against the names extracted before.
+std::string normalName(const std::string& name) {
+  std::string out;
+  size_t pos = 0;
+  while (pos <= name.size()) {
+    size_t slash = name.find('/', pos);
+    if (slash == std::string::npos) slash = name.size();
+    size_t len = slash - pos;
+    if (len != 0 && !(len == 1 && name[pos] == '.')) {
+      if (!out.empty()) out += '/';
+      out.append(name, pos, len);
+    }
+    pos = slash + 1;
+  }
+  return out;
+}
+
+const char* typeName(mode_t type) {
+  switch (type) {
+    case AE_IFIFO:
+      return "a FIFO";
+    case AE_IFCHR:
+      return "a character device";
+    case AE_IFBLK:
+      return "a block device";
+    case AE_IFSOCK:
+      return "a socket";
+    default:
+      return "not a regular file, directory or symlink";
+  }
+}
+
+// After extraction: the first symlink under root that resolves outside it, or "".
+thread_local std::string g_root, g_escaped;
+int checkLink(const char* path, const struct stat* st, int, struct FTW*) {
+  if (!S_ISLNK(st->st_mode)) return 0;
+  char real[PATH_MAX];
+  // A dangling link or a loop points at nothing that can be read: harmless.
+  if (::realpath(path, real) == nullptr) return 0;
+  std::string r = real;
+  if (r == g_root || (r.size() > g_root.size() && r.compare(0, g_root.size(), g_root) == 0 &&
+                      r[g_root.size()] == '/'))
+    return 0;
+  g_escaped = path;
+  return 1;
+}
+
 struct ReadCloser {
   archive* a;
   ~ReadCloser() { archive_read_free(a); }
@@ -104,6 +188,7 @@ braidResult_t extract(const std::string& path, const std::string& dir) {
     return fail(braidInvalidArgument, "%s: not a readable archive: %s", path.c_str(),
                 archive_error_string(in.a));
   int64_t entries = 0, bytes = 0;
+  std::set<std::string> files;  // regular files extracted so far, for hard link targets
   archive_entry* e = nullptr;
   for (;;) {
     int r = archive_read_next_header(in.a, &e);
@@ -114,30 +199,59 @@ braidResult_t extract(const std::string& path, const std::string& dir) {
     if (++entries > kMaxEntries)
       return fail(braidInvalidArgument, "%s: more than %lld entries: not an fsroot snapshot",
                   path.c_str(), static_cast<long long>(kMaxEntries));
-    const char* name = archive_entry_pathname(e);
-    if (escapes(name))
+    // Copies: the entry's strings change under the pointers once the entry is renamed below.
+    const char* raw = archive_entry_pathname(e);
+    if (escapes(raw))
       return fail(braidInvalidArgument,
                   "%s: entry '%s' would be written outside the extraction directory (absolute "
                   "path or ..): archive refused",
-                  path.c_str(), name ? name : "(null)");
-    const char* hard = archive_entry_hardlink(e);
-    if (hard != nullptr && escapes(hard))
+                  path.c_str(), raw ? raw : "(null)");
+    const std::string name = raw;
+    const char* rawHard = archive_entry_hardlink(e);
+    const bool isHard = rawHard != nullptr;
+    const std::string hard = isHard ? rawHard : "";
+    mode_t type = archive_entry_filetype(e);
+    if (isHard) {
+      if (escapes(rawHard))
+        return fail(braidInvalidArgument,
+                    "%s: entry '%s' is a hard link to '%s', outside the archive: archive refused",
+                    path.c_str(), name.c_str(), hard.c_str());
+      if (!files.count(normalName(hard)))
+        return fail(braidInvalidArgument,
+                    "%s: entry '%s' is a hard link to '%s', not a regular file extracted before "
+                    "it: archive refused",
+                    path.c_str(), name.c_str(), hard.c_str());
+    } else if (type == AE_IFLNK) {
+      const char* target = archive_entry_symlink(e);
+      if (linkEscapes(name, target))
+        return fail(braidInvalidArgument,
+                    "%s: entry '%s' is a symlink to '%s', %s the extraction directory: archive "
+                    "refused",
+                    path.c_str(), name.c_str(), target ? target : "(null)",
+                    target && target[0] == '/' ? "an absolute path, outside" : "outside");
+    } else if (type != AE_IFREG && type != AE_IFDIR) {
       return fail(braidInvalidArgument,
-                  "%s: entry '%s' is a hard link to '%s', outside the archive: archive refused",
-                  path.c_str(), name, hard);
+                  "%s: entry '%s' is %s, not a regular file, directory or symlink: archive "
+                  "refused",
+                  path.c_str(), name.c_str(), typeName(type));
+    }
     std::string dest = dir + "/" + name;
     archive_entry_set_pathname(e, dest.c_str());
-    if (hard != nullptr) archive_entry_set_hardlink(e, (dir + "/" + hard).c_str());
+    if (isHard) archive_entry_set_hardlink(e, (dir + "/" + hard).c_str());
     // Saved sysfs is read-only; keep it readable and removable by its owner.
-    mode_t type = archive_entry_filetype(e);
     if (type == AE_IFDIR)
       archive_entry_set_perm(e, 0755);
     else if (type == AE_IFREG)
       archive_entry_set_perm(e, 0644);
     r = archive_write_header(out.a, e);
     if (r < ARCHIVE_WARN)
-      return fail(braidInvalidArgument, "%s: cannot extract '%s': %s", path.c_str(), name,
+      return fail(braidInvalidArgument, "%s: cannot extract '%s': %s", path.c_str(), name.c_str(),
                   archive_error_string(out.a));
+    // A later entry of the same name replaces the file: only regular files are link targets.
+    if (type == AE_IFREG)
+      files.insert(normalName(name));
+    else
+      files.erase(normalName(name));
     if (type != AE_IFREG || r != ARCHIVE_OK) continue;
     const void* buf;
     size_t size;
@@ -150,17 +264,26 @@ braidResult_t extract(const std::string& path, const std::string& dir) {
                     "snapshot",
                     path.c_str(), static_cast<long long>(kMaxBytes >> 20));
       if (archive_write_data_block(out.a, buf, size, offset) < ARCHIVE_WARN)
-        return fail(braidInvalidArgument, "%s: cannot write '%s': %s", path.c_str(), name,
+        return fail(braidInvalidArgument, "%s: cannot write '%s': %s", path.c_str(), name.c_str(),
                     archive_error_string(out.a));
     }
     if (r != ARCHIVE_EOF)
-      return fail(braidInvalidArgument, "%s: corrupt archive at '%s': %s", path.c_str(), name,
-                  archive_error_string(in.a));
+      return fail(braidInvalidArgument, "%s: corrupt archive at '%s': %s", path.c_str(),
+                  name.c_str(), archive_error_string(in.a));
     archive_write_finish_entry(out.a);
   }
   if (archive_write_close(out.a) != ARCHIVE_OK)
     return fail(braidInvalidArgument, "%s: cannot finish extraction: %s", path.c_str(),
                 archive_error_string(out.a));
+  // A chain of links each inside on its own (up -> .., z -> up/..) can still lead outside.
+  g_root = dir;
+  g_escaped.clear();
+  ::nftw(dir.c_str(), checkLink, 16, FTW_PHYS);
+  if (!g_escaped.empty())
+    return fail(braidInvalidArgument,
+                "%s: entry '%s' is a symlink that resolves outside the extraction directory: "
+                "archive refused",
+                path.c_str(), g_escaped.substr(dir.size() + 1).c_str());
   return braidSuccess;
 }
 

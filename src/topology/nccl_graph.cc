@@ -9,6 +9,7 @@
 #include <tinyxml2.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstring>
 #include <map>
@@ -73,8 +74,14 @@ class GraphLoader : XmlFileErrors {
   braidResult_t doubleAttr(XMLElement* e, const char* attr, double* out) {
     const char* v = e->Attribute(attr);
     if (v == nullptr) return braidSuccess;
-    if (!parseDouble(v, out))
+    double x;
+    if (!parseDouble(v, &x))
       return err(e->GetLineNum(), "<%s> %s=\"%s\" is not a number", e->Name(), attr, v);
+    // A speed in GB/s: inf, nan or a negative value is no speed (and cannot be written as JSON).
+    if (!std::isfinite(x))
+      return err(e->GetLineNum(), "<%s> %s=\"%s\" is not a finite number", e->Name(), attr, v);
+    if (x < 0) return err(e->GetLineNum(), "<%s> %s=\"%s\" is negative", e->Name(), attr, v);
+    *out = x;
     return braidSuccess;
   }
   // A required device index: present, a number, 0..kMaxDev.

@@ -1,5 +1,6 @@
 // JSON and text views of a system: what braid-topo prints.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -40,7 +41,9 @@ std::string jstr(const std::string& s) {
   return o + "\"";
 }
 
+// A JSON number: JSON has no inf or nan, so those are written as null.
 std::string num(double v) {
+  if (!std::isfinite(v)) return "null";
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", v);
   return buf;
