@@ -362,8 +362,12 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     const double rsUs = timeCall(comm, *rs, "ring", sendb.data(), recvb.data(),
                                  ScatterCounts(block * nranks, nranks), braidFloat32, 3, 1, l);
     values[5] = rsUs > agUs ? moved / (rsUs - agUs) / 1e3 : 0;  // 0: keep the local figure
-    // The same all-gather with 16 KiB blocks, whose data stays in a core's L2: cache speed.
-    const size_t small = 16u << 10;
+    // The same all-gather with blocks small enough that a rank's data stays in a core's L2
+    // (at most 64 KiB): cache speed. Capped at twice this core's copy speed, since the fit
+    // divides by what is left after the latencies.
+    const size_t l2 = l2Bytes();
+    const size_t small = std::clamp<size_t>(
+        l2 / (2 * static_cast<size_t>(nranks + 1)) / 4096 * 4096, 4096, 64u << 10);
     const double agSmall =
         timeCall(comm, *ag, "ring", sendb.data(), recvb.data(),
                  GatherCounts(small / 4 * nranks, nranks), braidFloat32, 50, 5, l);
@@ -421,6 +425,7 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
                     values[3]);
       text += line;
     }
+    cacheBw = std::min(cacheBw, 2 * n * sizeof(float) / cp / 1e3);
     const size_t l2 = l2Bytes();
     if (cacheBw > values[1] && l2 > 0) {
       std::snprintf(line, sizeof(line), "intra_cache_bw_gbs = %.3f\ncache_bytes = %zu\n", cacheBw,

@@ -458,11 +458,14 @@ double predictCallUs(const AlgorithmInfo& algo, const CollArgs& args, size_t ele
       static_cast<double>(callBytes(args.coll, args.count, elemSize, fabric.nranks())) /
           std::max<size_t>(fabric.chunk_bytes, 1) +
       fabric.nranks();
+  // Three calls back to back, as nccl-tests and training loops issue them: the time per call
+  // once they follow each other (a rooted call's root starts the next while others finish).
+  constexpr int kCalls = 3;
   if (fabric.nranks() <= kSimulateRanks && args.coll != Collective::kAllToAllv && args.count > 0 &&
-      pieces * fabric.nranks() * 8 <= kSimulateSteps) {
+      pieces * fabric.nranks() * 8 * kCalls <= kSimulateSteps) {
     try {
-      const SimResult r = simulateSchedules(algo, args, elemSize, fabric, kSimulateRanks);
-      if (r.ok) return r.time_us;
+      const SimResult r = simulateSchedules(algo, args, elemSize, fabric, kSimulateRanks, kCalls);
+      if (r.ok) return r.per_call_us;
     } catch (const std::bad_alloc&) {
       // Too large to play after all: the closed form answers.
     }

@@ -74,18 +74,27 @@ struct SimStep {
   int32_t waits;  // unfinished dependencies and queue predecessor
   StepKind kind;
   State state;
+  int16_t join = -1;  // >= 0: the zero-cost step marking this rank's end of call `join`
 };
 
 class Simulation {
  public:
   Simulation(const Fabric& f, size_t elemSize) : f_(f), elemSize_(elemSize) {}
 
-  // Builds and links every rank's schedule; "" or the error.
-  std::string build(const AlgorithmInfo& algo, const std::vector<CollArgs>& args);
+  // Builds and links every rank's schedule, `calls` times back to back (a rank starts call
+  // k+1 once all its steps of call k are done, as the executor returns from a call only
+  // then; messages of later calls queue behind earlier ones); "" or the error.
+  std::string build(const AlgorithmInfo& algo, const std::vector<CollArgs>& args, int calls);
   // Plays the schedules; "" or the error.
   std::string run();
 
   const SimResult& result() const { return res_; }
+  // Time per call once calls follow each other: from the end of the first call to the end of
+  // the last, per call after the first (the whole run for one call).
+  double steadyCallUs() const {
+    if (callEnd_.empty()) return res_.time_us;
+    return (res_.time_us - callEnd_[0]) / static_cast<double>(callEnd_.size());
+  }
 
  private:
   bool isSend(int32_t g) const { return steps_[g].kind == StepKind::kSend; }
@@ -115,6 +124,7 @@ class Simulation {
   std::vector<int> localIndex_;
   // Resource free times: intra send / receive port per rank, NIC TX / RX per host and NIC.
   std::vector<double> portTx_, portRx_, nicTx_, nicRx_;
+  std::vector<double> callEnd_;  // per call but the last: when its last rank finished it
   using Event = std::pair<double, int32_t>;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
 };
@@ -142,7 +152,9 @@ int Simulation::messageIndex(int32_t g) const {
   return k;
 }
 
-std::string Simulation::build(const AlgorithmInfo& algo, const std::vector<CollArgs>& args) {
+std::string Simulation::build(const AlgorithmInfo& algo, const std::vector<CollArgs>& args,
+                              int calls) {
+  callEnd_.assign(std::max(calls - 1, 0), 0);
   const int n = static_cast<int>(args.size());
   stepBase_.assign(n + 1, 0);
   std::vector<int32_t> lastSend(n, -1), lastRecv(n, -1);
@@ -152,57 +164,81 @@ std::string Simulation::build(const AlgorithmInfo& algo, const std::vector<CollA
   Schedule sched;
   for (int r = 0; r < n; ++r) {
     algo.build(args[r], &sched);
-    const int64_t base = static_cast<int64_t>(steps_.size());
-    stepBase_[r] = base;
+    stepBase_[r] = static_cast<int64_t>(steps_.size());
     const int nsteps = static_cast<int>(sched.steps.size());
-    if (base + nsteps >= std::numeric_limits<int32_t>::max())
+    if (stepBase_[r] + static_cast<int64_t>(nsteps + 1) * calls >=
+        std::numeric_limits<int32_t>::max())
       return "too many steps in all to simulate";
-    int32_t lastLocal = -1;
+    int32_t lastLocal = -1, join = -1;
     std::vector<int> touched;
-    for (int i = 0; i < nsteps; ++i) {
-      const Step& s = sched.steps[i];
-      const int32_t g = static_cast<int32_t>(base + i);
-      const bool comm = s.kind != StepKind::kCopy;
-      if (comm && s.kind != StepKind::kSend && s.kind != StepKind::kRecv &&
-          s.kind != StepKind::kRecvReduce)
-        return format("rank %d step %d has an unknown kind %d", r, i, static_cast<int>(s.kind));
-      if (comm && (s.peer < 0 || s.peer >= n || s.peer == r))
-        return format("rank %d step %d (%s) names peer %d: not another rank of %d", r, i,
-                      stepKindName(s.kind), s.peer, n);
-      SimStep st;
-      st.bytes = static_cast<double>(s.count) * static_cast<double>(elemSize_);
-      st.rank = r;
-      st.peer = comm ? s.peer : -1;
-      st.next = st.match = -1;
-      st.waits = 0;
-      st.kind = s.kind;
-      st.state = kWaiting;
-      for (int32_t d : s.deps) {
-        if (d == -1) continue;
-        if (d < 0 || d >= nsteps || d == i)
-          return format(
-              "rank %d step %d depends on step %d: not another step of its schedule "
-              "(%d steps)",
-              r, i, d, nsteps);
-        depOf.push_back(static_cast<int32_t>(base + d));
-        depOf.push_back(g);
-        ++st.waits;
+    for (int c = 0; c < calls; ++c) {
+      const int64_t base = static_cast<int64_t>(steps_.size());
+      for (int i = 0; i < nsteps; ++i) {
+        const Step& s = sched.steps[i];
+        const int32_t g = static_cast<int32_t>(base + i);
+        const bool comm = s.kind != StepKind::kCopy;
+        if (comm && s.kind != StepKind::kSend && s.kind != StepKind::kRecv &&
+            s.kind != StepKind::kRecvReduce)
+          return format("rank %d step %d has an unknown kind %d", r, i, static_cast<int>(s.kind));
+        if (comm && (s.peer < 0 || s.peer >= n || s.peer == r))
+          return format("rank %d step %d (%s) names peer %d: not another rank of %d", r, i,
+                        stepKindName(s.kind), s.peer, n);
+        SimStep st;
+        st.bytes = static_cast<double>(s.count) * static_cast<double>(elemSize_);
+        st.rank = r;
+        st.peer = comm ? s.peer : -1;
+        st.next = st.match = -1;
+        st.waits = 0;
+        st.kind = s.kind;
+        st.state = kWaiting;
+        for (int32_t d : s.deps) {
+          if (d == -1) continue;
+          if (d < 0 || d >= nsteps || d == i)
+            return format(
+                "rank %d step %d depends on step %d: not another step of its schedule "
+                "(%d steps)",
+                r, i, d, nsteps);
+          depOf.push_back(static_cast<int32_t>(base + d));
+          depOf.push_back(g);
+          ++st.waits;
+        }
+        if (join >= 0) {  // the call before must be over on this rank
+          depOf.push_back(join);
+          depOf.push_back(g);
+          ++st.waits;
+        }
+        int32_t* last = !comm                       ? &lastLocal
+                        : s.kind == StepKind::kSend ? &lastSend[s.peer]
+                                                    : &lastRecv[s.peer];
+        if (*last >= 0) {
+          steps_[*last].next = g;
+          ++st.waits;
+        } else if (comm) {
+          touched.push_back(s.peer);
+        }
+        *last = g;
+        steps_.push_back(st);
+        if (s.kind == StepKind::kSend)
+          sends.push_back({static_cast<int64_t>(r) * n + s.peer, g});
+        else if (comm)
+          recvs.push_back({static_cast<int64_t>(s.peer) * n + r, g});
       }
-      int32_t* last = !comm                       ? &lastLocal
-                      : s.kind == StepKind::kSend ? &lastSend[s.peer]
-                                                  : &lastRecv[s.peer];
-      if (*last >= 0) {
-        steps_[*last].next = g;
-        ++st.waits;
-      } else if (comm) {
-        touched.push_back(s.peer);
+      if (c + 1 == calls) break;
+      // This rank's end of call c: waits for every step of it (none: at once).
+      SimStep end;
+      end.bytes = 0;
+      end.rank = r;
+      end.peer = end.next = end.match = -1;
+      end.waits = nsteps;
+      end.kind = StepKind::kCopy;
+      end.state = kWaiting;
+      end.join = static_cast<int16_t>(c);
+      join = static_cast<int32_t>(steps_.size());
+      for (int i = 0; i < nsteps; ++i) {
+        depOf.push_back(static_cast<int32_t>(base + i));
+        depOf.push_back(join);
       }
-      *last = g;
-      steps_.push_back(st);
-      if (s.kind == StepKind::kSend)
-        sends.push_back({static_cast<int64_t>(r) * n + s.peer, g});
-      else if (comm)
-        recvs.push_back({static_cast<int64_t>(s.peer) * n + r, g});
+      steps_.push_back(end);
     }
     for (int p : touched) lastSend[p] = lastRecv[p] = -1;
   }
@@ -286,6 +322,11 @@ void Simulation::ready(int32_t g, double t) {
       break;
     case StepKind::kCopy:
       s.state = kStarted;
+      if (s.join >= 0) {
+        callEnd_[s.join] = std::max(callEnd_[s.join], t);
+        finish(g, t);
+        break;
+      }
       finish(g, t + transferUs(s.bytes, f_.copy_gbs) + f_.step_overhead_us);
       break;
   }
@@ -322,7 +363,7 @@ std::string Simulation::run() {
     for (int64_t k = revBegin_[g]; k < revBegin_[g + 1]; ++k) release(rev_[k]);
     if (steps_[g].next >= 0) release(steps_[g].next);
   }
-  res_.steps = done;
+  res_.steps = done - callEnd_.size() * static_cast<size_t>(n);  // the call ends are no steps
   if (done < total) return deadlock();
   for (size_t g = 0; g < total; ++g)
     if (isSend(static_cast<int32_t>(g)) && steps_[g].match < 0)
@@ -400,7 +441,7 @@ std::string checkFabric(const Fabric& f, int maxRanks) {
 }  // namespace
 
 SimResult simulateSchedules(const AlgorithmInfo& algo, const CollArgs& proto, size_t elemSize,
-                            const Fabric& fabric, int maxRanks) {
+                            const Fabric& fabric, int maxRanks, int calls) {
   if (elemSize == 0) return failure("element size 0");
   if (std::string why = checkFabric(fabric, maxRanks); !why.empty()) return failure(why);
   const int n = fabric.nranks();
@@ -421,9 +462,10 @@ SimResult simulateSchedules(const AlgorithmInfo& algo, const CollArgs& proto, si
                             collectiveName(algo.coll), n, r, why));
   }
   Simulation sim(fabric, elemSize);
-  std::string error = sim.build(algo, args);
+  std::string error = sim.build(algo, args, std::max(calls, 1));
   if (error.empty()) error = sim.run();
   SimResult res = sim.result();
+  res.per_call_us = sim.steadyCallUs();
   res.ok = error.empty();
   if (!res.ok)
     res.error = format("%s %s on %d ranks: ", algo.name, collectiveName(algo.coll), n) + error;

@@ -15,8 +15,12 @@ namespace braid::tuning {
 
 struct SimResult {
   bool ok = false;
-  std::string error;       // why not ok: unsupported call, deadlock (no step can progress), ...
-  double time_us = 0;      // when the last rank's last step finished
+  std::string error;   // why not ok: unsupported call, deadlock (no step can progress), ...
+  double time_us = 0;  // when the last rank's last step finished
+  // With calls > 1: the time per call once calls follow each other back to back, as
+  // nccl-tests times them (rooted collectives overlap: the root starts the next call while
+  // the last ranks still receive); with one call, time_us.
+  double per_call_us = 0;
   size_t steps = 0;        // steps played, all ranks
   size_t messages = 0;     // sends matched with receives
   double net_bytes = 0;    // bytes that crossed hosts
@@ -33,7 +37,10 @@ struct SimResult {
 // or over maxRanks ranks, the algorithm does not support the call (its reason), a schedule is
 // malformed (a peer or dependency out of range, a receive whose size differs from its send, a
 // send nobody receives) or deadlocks ("deadlock: rank R waits at step S (recv from rank P)").
+// `calls` plays the call that many times back to back (each rank starts the next once it
+// finished the last, messages of a later call queue behind an earlier one's), for
+// per_call_us.
 SimResult simulateSchedules(const AlgorithmInfo& algo, const CollArgs& proto, size_t elemSize,
-                            const Fabric& fabric, int maxRanks = 1024);
+                            const Fabric& fabric, int maxRanks = 1024, int calls = 1);
 
 }  // namespace braid::tuning
