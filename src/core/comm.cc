@@ -194,6 +194,7 @@ braidResult_t commFabric(braidComm* comm) {
   f.ring = comm->ring;
   setDefaultFigures(&f);
   f.chunk_bytes = comm->chunkSize;
+  f.fifo_slots = static_cast<int>(std::max<size_t>(2, config().buffSize / comm->chunkSize));
   if (!tuning::MeasuredTable::decode(comm->peers[0].table, &comm->measured))
     return fail(braidInternalError, "rank 0's BRAID_TUNE_TABLE rows do not decode");
   if (comm->rank == 0 && !comm->measured.entries.empty())

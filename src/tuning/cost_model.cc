@@ -458,13 +458,15 @@ double predictCallUs(const AlgorithmInfo& algo, const CollArgs& args, size_t ele
       static_cast<double>(callBytes(args.coll, args.count, elemSize, fabric.nranks())) /
           std::max<size_t>(fabric.chunk_bytes, 1) +
       fabric.nranks();
-  // Three calls back to back, as nccl-tests and training loops issue them: the time per call
-  // once they follow each other (a rooted call's root starts the next while others finish).
-  constexpr int kCalls = 3;
+  // Calls back to back, as nccl-tests (20 by default) and training loops issue them: the time
+  // per call once they follow each other (a rooted call's root starts the next while others
+  // finish). As many as the step budget allows, 3 to 20.
+  const double steps = pieces * fabric.nranks() * 8;
+  const int calls = static_cast<int>(std::clamp(kSimulateSteps / std::max(steps, 1.0), 1.0, 20.0));
   if (fabric.nranks() <= kSimulateRanks && args.coll != Collective::kAllToAllv && args.count > 0 &&
-      pieces * fabric.nranks() * 8 * kCalls <= kSimulateSteps) {
+      calls >= 3) {
     try {
-      const SimResult r = simulateSchedules(algo, args, elemSize, fabric, kSimulateRanks, kCalls);
+      const SimResult r = simulateSchedules(algo, args, elemSize, fabric, kSimulateRanks, calls);
       if (r.ok) return r.per_call_us;
     } catch (const std::bad_alloc&) {
       // Too large to play after all: the closed form answers.

@@ -40,7 +40,7 @@ double predictUs(const AlgorithmInfo& algo, Collective coll, size_t count, size_
 // all-to-all-v, whose counts differ per rank).
 constexpr int kSimulateRanks = 32;
 // ... and at most about this many steps (a few milliseconds of simulation).
-constexpr double kSimulateSteps = 600000;
+constexpr double kSimulateSteps = 1000000;
 double predictCallUs(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
                      const Fabric& fabric);
 

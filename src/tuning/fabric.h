@@ -43,6 +43,9 @@ struct Fabric {
   size_t cache_bytes = 0;
   // This fabric for a call that touches `bytesPerRank` bytes on each rank.
   Fabric forCall(size_t bytesPerRank) const;
+  // Pieces one connection holds (BRAID_BUFFSIZE / chunk: a sender runs at most this far
+  // ahead of its receiver); 0 means unbounded.
+  int fifo_slots = 0;
   // Pipelining grain in bytes (the communicator's chunk size): messages are cut into pieces
   // of this size, as CollArgs::pieceElems does.
   size_t chunk_bytes = 128 * 1024;

@@ -23,9 +23,9 @@
 //   Receive (and recv-reduce) finishes at max(ready, arrival) + step_overhead_us, plus
 //   b / reduce_gbs for recv-reduce. A copy takes b / copy_gbs + step_overhead_us.
 //   Step bytes are count * elemSize; GB/s are 1e9 bytes/s, times are microseconds.
-//   Buffers are unbounded: sends are eager and never wait for the receiver to post (the
-//   real transports hold BRAID_BUFFSIZE per connection; the verifier proves the schedules
-//   cannot deadlock on that, but a full connection could delay a send here unmodelled).
+//   Connections are bounded as the transports' FIFOs are: with fabric.fifo_slots > 0 a
+//   connection holds that many pieces, so a send waits until the receive fifo_slots
+//   messages earlier on its connection has finished (0: unbounded, sends never wait).
 //   Not modelled either: the copy and reduction competing with transfers for memory
 //   bandwidth, and a port or NIC shared by flows in a fairer way than one after another.
 // The run takes O(S log S) time for S steps in all: each step is readied, started and
@@ -89,12 +89,10 @@ class Simulation {
   std::string run();
 
   const SimResult& result() const { return res_; }
-  // Time per call once calls follow each other: from the end of the first call to the end of
-  // the last, per call after the first (the whole run for one call).
-  double steadyCallUs() const {
-    if (callEnd_.empty()) return res_.time_us;
-    return (res_.time_us - callEnd_[0]) / static_cast<double>(callEnd_.size());
-  }
+  // Time per call once calls follow each other: the whole run over the calls. (Not from the
+  // end of the first call: a later call's traffic may delay the first call's last steps, so
+  // that end says little.)
+  double steadyCallUs() const { return res_.time_us / static_cast<double>(callEnd_.size() + 1); }
 
  private:
   bool isSend(int32_t g) const { return steps_[g].kind == StepKind::kSend; }
@@ -257,6 +255,20 @@ std::string Simulation::build(const AlgorithmInfo& algo, const std::vector<CollA
     return true;
   });
   if (!mismatch.empty()) return mismatch;
+  // Bounded connections: a connection holds fifo_slots pieces, so the k-th send waits until
+  // the receive of send k - slots has taken its piece out (sends are sorted by connection,
+  // then posting order).
+  if (f_.fifo_slots > 0) {
+    const size_t slots = static_cast<size_t>(f_.fifo_slots);
+    for (size_t i = slots; i < sends.size(); ++i) {
+      if (sends[i - slots].first != sends[i].first) continue;
+      const int32_t earlier = steps_[sends[i - slots].second].match;
+      if (earlier < 0) continue;
+      depOf.push_back(earlier);
+      depOf.push_back(sends[i].second);
+      ++steps_[sends[i].second].waits;
+    }
+  }
 
   const size_t total = steps_.size();
   revBegin_.assign(total + 1, 0);

@@ -17,7 +17,8 @@ struct SimResult {
   bool ok = false;
   std::string error;   // why not ok: unsupported call, deadlock (no step can progress), ...
   double time_us = 0;  // when the last rank's last step finished
-  // With calls > 1: the time per call once calls follow each other back to back, as
+  // With calls > 1: the time per call when calls follow each other back to back (the run
+  // over the calls), as
   // nccl-tests times them (rooted collectives overlap: the root starts the next call while
   // the last ranks still receive); with one call, time_us.
   double per_call_us = 0;

@@ -80,6 +80,7 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPe
     f.copy_gbs = 1000;
     f.step_overhead_us = 0.5;
     f.chunk_bytes = 512 * 1024;
+    f.fifo_slots = 8;  // NCCL_STEPS
     *why += fmt("within a host: %.1f GB/s (the model ring's narrowest hop), %.1f us\n", bw,
                 f.intra.latency_us);
   } else {
@@ -89,6 +90,7 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPe
     f.step_overhead_us = 1.0;
     // A communicator with network peers pipelines 512 KiB pieces, one host 128 KiB.
     f.chunk_bytes = hosts > 1 ? 512 * 1024 : 128 * 1024;
+    f.fifo_slots = static_cast<int>((2u << 20) / f.chunk_bytes);  // BRAID_BUFFSIZE's default
     *why += "within a host: shared memory, 5 GB/s, 2 us (no GPUs in the model)\n";
   }
   // Between hosts.
