@@ -1,7 +1,8 @@
 // braid-sim: predicts, without running anything, every algorithm's time and bus bandwidth
 // for each collective and size on a machine built from a topology file replicated over
 // hosts, and prints the selector's choice.
-//   braid-sim --topo FILE --hosts H [--ranks-per-host R] [--nic-gbps G] [--calibration FILE]
+//   braid-sim --topo FILE --hosts H [--ranks-per-host R] [--nic-gbps G] [--nvswitch LINKS]
+//             [--calibration FILE]
 //             [--collective NAME|all]
 //             [-b MIN] [-e MAX] [-f FACTOR] [-d DTYPE] [--json] [--simulate]
 // Sizes are nccl-tests' size column (-b 8 -e 256M -f 2 by default). --simulate also plays the
@@ -38,6 +39,8 @@ void usage(FILE* f) {
       "  --hosts H            copies of that host, joined by its NICs\n"
       "  --ranks-per-host R   default: one per GPU (per core without GPUs)\n"
       "  --nic-gbps G         speed of NICs the file lists without one (default 100)\n"
+      "  --nvswitch LINKS     GPUs sit on NVSwitches with LINKS NVLinks each (files that leave\n"
+      "                       NVLink to NCCL's detection)\n"
       "  --calibration FILE   link figures measured by braid-tune --calibrate (override the\n"
       "                       topology's)\n"
       "  --collective NAME    allreduce, reducescatter, allgather, broadcast, reduce, alltoall,\n"
@@ -62,7 +65,7 @@ const Dtype kDtypes[] = {{"float", braidFloat32, 4},     {"half", braidFloat16, 
 
 int main(int argc, char** argv) {
   std::string topoFile, collName = "allreduce", dtypeName = "float", calibration;
-  int hosts = 0, perHost = 0;
+  int hosts = 0, perHost = 0, nvswitch = 0;
   double nicGbps = 100;
   size_t minBytes = 8, maxBytes = 256u << 20, factor = 2;
   bool json = false, simulate = false;
@@ -87,6 +90,8 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       nicGbps = std::strtod(argv[++i], &end);
       ok = *end == '\0' && std::isfinite(nicGbps) && nicGbps > 0 && nicGbps < 1e6;
+    } else if (a == "--nvswitch" && hasValue) {
+      ok = intArg(&nvswitch) && nvswitch <= 64;
     } else if (a == "--calibration" && hasValue) {
       calibration = argv[++i];
     } else if (a == "--collective" && hasValue) {
@@ -164,7 +169,7 @@ int main(int argc, char** argv) {
   }
   braid::tuning::Fabric fabric;
   std::string why;
-  if (braid::tuning::fabricFromTopology(sys, hosts, perHost, nicGbps, &fabric, &why) !=
+  if (braid::tuning::fabricFromTopology(sys, hosts, {perHost, nicGbps, nvswitch}, &fabric, &why) !=
       braidSuccess) {
     std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
     return 1;

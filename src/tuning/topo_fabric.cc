@@ -34,8 +34,10 @@ int sxmSm(const topo::System& sys) {
 
 }  // namespace
 
-braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPerHost,
-                                 double unknownNicGbps, Fabric* out, std::string* why) {
+braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoFabricOptions& opts,
+                                 Fabric* out, std::string* why) {
+  const int ranksPerHost = opts.ranksPerHost;
+  const double unknownNicGbps = opts.unknownNicGbps;
   if (hosts < 1) return fail(braidInvalidArgument, "hosts must be at least 1 (got %d)", hosts);
   const int gpus = static_cast<int>(sys.gpus.size());
   int perHost = ranksPerHost;
@@ -63,14 +65,15 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPe
     // Cloud files often leave NVLink out ("NCCL detects it"): SXM boards of these models sit
     // on NVSwitches with all their links, which NCCL finds at run time. Said in *why.
     if (!nvlink) {
-      const int sxm = sxmNvSwitchLinks(sys);
+      const int sxm = opts.nvswitchLinks > 0 ? opts.nvswitchLinks : sxmNvSwitchLinks(sys);
       if (sxm > 0) {
         const double nv =
             sxm * topo::nvlinkBwPerLink(sys.gpus[0].sm > 0 ? sys.gpus[0].sm : sxmSm(sys));
-        *why +=
-            fmt("the file lists no NVLink, but its GPUs are SXM boards on NVSwitches: "
-                "assumed %.0f links per GPU, %.1f GB/s\n",
-                sxm, nv);
+        *why += fmt(opts.nvswitchLinks > 0
+                        ? "the file lists no NVLink; --nvswitch: %.0f links per GPU, %.1f GB/s\n"
+                        : "the file lists no NVLink, but its GPUs are SXM boards on NVSwitches: "
+                          "assumed %.0f links per GPU, %.1f GB/s\n",
+                    sxm, nv);
         bw = nv;
         nvlink = true;
       }
@@ -131,11 +134,14 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPe
                 "with <net speed=...> or NICs)",
                 sys.source.c_str());
   if (ports > 0) {
-    f.nicsPerHost = ports;
-    f.inter = {ib ? 5.0 : 20.0, total / ports};
-    char line[200];
-    std::snprintf(line, sizeof(line), "between hosts: %d port(s) of %.2f GB/s, %.0f us (%s)\n",
-                  ports, total / ports, f.inter.latency_us, ib ? "InfiniBand" : "Ethernet");
+    const int perHostRanks = static_cast<int>(f.hostOf.size()) / hosts;
+    const int pools = std::min(ports, std::max(perHostRanks, 1));
+    f.nicsPerHost = pools;
+    f.inter = {ib ? 5.0 : 20.0, total / pools};
+    char line[240];
+    std::snprintf(line, sizeof(line), "between hosts: %d port(s) of %.2f GB/s, %.0f us (%s)%s\n",
+                  ports, total / ports, f.inter.latency_us, ib ? "InfiniBand" : "Ethernet",
+                  pools < ports ? "; pooled per rank" : "");
     *why += line;
   }
   *out = f;

@@ -18,9 +18,15 @@ namespace braid::tuning {
 // at speed/8 GB/s each, 5 us latency on InfiniBand, 20 us on Ethernet. GPU systems reduce at
 // HBM speed (1 TB/s). Errors: braidInvalidArgument for hosts < 1, or a system with no NIC
 // when hosts > 1 (named in the message); *why gets one line per figure and where it came from.
-// NICs the file lists without a port (cloud files giving only PCI classes) count as one port
-// of unknownNicGbps each (0: not counted).
-braidResult_t fabricFromTopology(const topo::System& sys, int hosts, int ranksPerHost,
-                                 double unknownNicGbps, Fabric* out, std::string* why);
+struct TopoFabricOptions {
+  int ranksPerHost = 0;         // <= 0: one per GPU (per core without GPUs)
+  double unknownNicGbps = 100;  // NIC ports the file gives without a speed (0: not counted)
+  int nvswitchLinks = 0;        // > 0: GPUs sit on NVSwitches with this many links each, for
+                                // files that leave NVLink out (braid-sim --nvswitch)
+};
+// More NIC ports than ranks on a host (p5: 32 EFA ports, 8 GPUs) are pooled: each rank's flow
+// gets ports / ranks of them, as NCCL's channels spread a GPU's traffic over its NICs.
+braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoFabricOptions& opts,
+                                 Fabric* out, std::string* why);
 
 }  // namespace braid::tuning
