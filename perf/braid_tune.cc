@@ -432,8 +432,11 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
                     l2);
       text += line;
     }
-    std::snprintf(line, sizeof(line), "reduce_gbs = %.3f\ncopy_gbs = %.3f\n",
-                  values[5] > 0 ? values[5] : n * sizeof(float) / red / 1e3,
+    // The fitted reduction speed is a difference of two timings: kept within [1/4, 2] of this
+    // core's own loop, which it should not be far from.
+    const double loop = n * sizeof(float) / red / 1e3;
+    const double reduce = values[5] > 0 ? std::clamp(values[5], loop / 4, loop * 2) : loop;
+    std::snprintf(line, sizeof(line), "reduce_gbs = %.3f\ncopy_gbs = %.3f\n", reduce,
                   n * sizeof(float) / cp / 1e3);
     text += line;
     std::fputs(text.c_str(), f);
