@@ -2,6 +2,7 @@
 # Braid's all-reduce beside Open MPI's MPI_Allreduce and Gloo's allreduce (the programs in
 # ../shared/peers), on the same ranks, in one run: these machines are noisy, so only ratios
 # measured together mean anything. Also single-core memcpy bandwidth, the limit of a host copy.
+# Prints the table and draws busbw against size as a PNG (gnuplot; PNG=path overrides where).
 #
 # Usage: perf/compare_peers.sh [NRANKS=2] [MINBYTES=8] [MAXBYTES=64M]
 # Env: BRAID_SHARED_DIR (default ../shared), BUILD_DIR (default build).
@@ -75,4 +76,31 @@ for size in sorted(braid):
     r = lambda a, b: f"{a / b:.2f}" if b and b == b and b > 0 else "-"
     mem = float(memcpy) if memcpy else 0
     print(f" {size:>11} {bt:>9.2f} {mt:>9.2f} {gt:>9.2f} {bb:>9.3f} {mb:>9.3f} {gb:>9.3f} {r(bb, mb):>6} {r(bb, gb):>7} {r(bb, mem):>8}")
+with open(f"{out}/compare.dat", "w") as d:
+    for size in sorted(braid):
+        na = float("nan")
+        d.write(f"{size} {braid[size][1]} {mpi.get(size, (na, na))[1]} {gloo.get(size, (na, na))[1]} {memcpy or na}\n")
 PY
+# The plot: busbw against size, one line per library, memcpy as the limit.
+PNG=${PNG:-$OUT/compare_peers-$N.png}
+command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 || true
+if command -v gnuplot >/dev/null; then
+  gnuplot <<GP
+set terminal pngcairo size 900,560 noenhanced
+set output '$PNG'
+set logscale x 2
+set logscale y
+set key left top
+set grid
+set xlabel 'bytes'
+set ylabel 'busbw (GB/s)'
+set title 'all-reduce, $N ranks, float sum (measured in one run)'
+plot '$OUT/compare.dat' using 1:2 with linespoints title 'Braid', \
+     '' using 1:3 with linespoints title 'Open MPI', \
+     '' using 1:4 with linespoints title 'Gloo', \
+     '' using 1:5 with lines dashtype 2 title 'single-core memcpy'
+GP
+  echo "# plot: $PNG"
+else
+  echo "# no gnuplot: the plot's data is $OUT/compare.dat"
+fi
