@@ -43,6 +43,9 @@ struct Fabric {
   size_t cache_bytes = 0;
   // This fabric for a call that touches `bytesPerRank` bytes on each rank.
   Fabric forCall(size_t bytesPerRank) const;
+  // The copy bandwidth of a host's memory system shared by all its ranks' transfers, GB/s (a
+  // host with fewer cores than ranks, or one memory bus); 0 means no such limit.
+  double host_bw_gbs = 0;
   // Pieces one connection holds (BRAID_BUFFSIZE / chunk: a sender runs at most this far
   // ahead of its receiver); 0 means unbounded.
   int fifo_slots = 0;

@@ -26,8 +26,10 @@
 //   Connections are bounded as the transports' FIFOs are: with fabric.fifo_slots > 0 a
 //   connection holds that many pieces, so a send waits until the receive fifo_slots
 //   messages earlier on its connection has finished (0: unbounded, sends never wait).
-//   Not modelled either: the copy and reduction competing with transfers for memory
-//   bandwidth, and a port or NIC shared by flows in a fairer way than one after another.
+//   With fabric.host_bw_gbs > 0, a host's memory system is one more resource: every
+//   transfer within the host also holds it for b / host_bw_gbs (copies of all its ranks
+//   share the host's cores and memory bandwidth). Not modelled: reductions competing for it,
+//   and a port or NIC shared by flows in a fairer way than one after another.
 // The run takes O(S log S) time for S steps in all: each step is readied, started and
 // finished once, through one priority queue of finish events.
 //
@@ -121,7 +123,7 @@ class Simulation {
   std::vector<double> arrival_;  // receive: when its message arrives; < 0 unknown
   std::vector<int> localIndex_;
   // Resource free times: intra send / receive port per rank, NIC TX / RX per host and NIC.
-  std::vector<double> portTx_, portRx_, nicTx_, nicRx_;
+  std::vector<double> portTx_, portRx_, nicTx_, nicRx_, hostMem_;
   std::vector<double> callEnd_;  // per call but the last: when its last rank finished it
   using Event = std::pair<double, int32_t>;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
@@ -300,7 +302,14 @@ void Simulation::startSend(int32_t g, double t) {
     res_.net_bytes += s.bytes;
   }
   const double x = transferUs(s.bytes, link->bw_gbs);
-  const double start = std::max({t, *a, *b});
+  double start = std::max({t, *a, *b});
+  // Within a host the copies of all its ranks share the memory system (host_bw_gbs): the
+  // transfer also holds the host's share of it, so concurrent copies slow each other down.
+  double* mem = intra && f_.host_bw_gbs > 0 ? &hostMem_[f_.hostOf[r]] : nullptr;
+  if (mem) {
+    start = std::max(start, *mem);
+    *mem = start + transferUs(s.bytes, f_.host_bw_gbs);
+  }
   *a = *b = start + x;
   s.state = kStarted;
   finish(g, start + x + f_.step_overhead_us);
@@ -354,6 +363,7 @@ std::string Simulation::run() {
   portTx_.assign(n, 0);
   portRx_.assign(n, 0);
   nicTx_.assign(nh * nics, 0);
+  hostMem_.assign(nh, 0);
   nicRx_.assign(nh * nics, 0);
   const size_t total = steps_.size();
   readyAt_.assign(total, 0);
