@@ -142,6 +142,27 @@ TEST(SimulateClosedForm, GatherSerialisesAtRootPort) {
   }
 }
 
+// The host's memory system as a shared resource: the same gather with host_bw_gbs equal to
+// a port's bandwidth changes nothing (the root's port serialises the senders already); with
+// every rank exchanging at once (ring all-gather, 4 ranks, one piece) and host_bw_gbs at a
+// port's bandwidth, the 12 copies (4 per round) go one after the other through the host: the
+// call takes at least 12X (instead of 3 (L + X + o)), and at most 3 (L + 4X + o), each round
+// waiting for all four.
+TEST(SimulateClosedForm, HostMemoryIsShared) {
+  const size_t count = 1 << 16;
+  const double bytes = static_cast<double>(count * kFloat);
+  Fabric f = fabric(1, 4);
+  f.chunk_bytes = size_t{1} << 30;
+  const double x = us(bytes, f.intra.bw_gbs), o = f.step_overhead_us, l = f.intra.latency_us;
+  expectTime(play(Collective::kAllGather, "ring", count, f).time_us, 3 * (l + x + o));
+  f.host_bw_gbs = f.intra.bw_gbs;
+  const double shared = play(Collective::kAllGather, "ring", count, f).time_us;
+  EXPECT_GE(shared, 12 * x);
+  EXPECT_LE(shared, 3 * (l + 4 * x + o) + 1e-6);
+  const double gx = us(bytes, f.intra.bw_gbs);
+  expectTime(play(Collective::kGather, "direct", count, f).time_us, 3 * gx + l + o);
+}
+
 // Pairwise all-to-all on 2 hosts x 4 ranks, blocks of B bytes, intra and inter hops alike
 // (latency L, X = B / bw), u = L + X + o. Step k sends to rank + k and receives from rank - k;
 // each send waits for the previous step's receive, and each send and receive is alone in its
