@@ -194,7 +194,9 @@ braidResult_t commFabric(braidComm* comm) {
   f.ring = comm->ring;
   setDefaultFigures(&f);
   f.chunk_bytes = comm->chunkSize;
-  f.fifo_slots = static_cast<int>(std::max<size_t>(2, config().buffSize / comm->chunkSize));
+  // Every rank must predict alike, so only what all ranks share goes in: rank 0's chunk and
+  // BRAID_BUFFSIZE's default (a rank's own BRAID_BUFFSIZE is not sent with the cards).
+  f.fifo_slots = static_cast<int>(std::max<size_t>(2, (size_t{2} << 20) / comm->chunkSize));
   if (!tuning::MeasuredTable::decode(comm->peers[0].table, &comm->measured))
     return fail(braidInternalError, "rank 0's BRAID_TUNE_TABLE rows do not decode");
   if (comm->rank == 0 && !comm->measured.entries.empty())
