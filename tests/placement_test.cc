@@ -215,12 +215,39 @@ TEST(CommRing, RankZerosRingApplies) {
     EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
 }
 
+// Rank 0's tuning file that it cannot use fails every rank, with its message, instead of
+// leaving the others waiting for a rank 0 that gave up.
+int badTuneFile(int rank, int) {
+  braidComm_t comm = nullptr;
+  const braidResult_t rc = braidCommInitFromEnv(&comm);
+  const std::string msg = braidGetLastError(nullptr);
+  if (rc == braidSuccess) {
+    braidCommDestroy(comm);
+    std::fprintf(stderr, "rank %d: init succeeded with a bad BRAID_TUNE_FILE\n", rank);
+    return 1;
+  }
+  if (msg.find("rank 0's tuning file") == std::string::npos ||
+      msg.find("not a calibration file") == std::string::npos) {
+    std::fprintf(stderr, "rank %d: unexpected message: %s\n", rank, msg.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+TEST(CommRing, RankZerosBadTuningFileFailsEveryRank) {
+  auto results = test::runProcesses(3, "bad-tune-file", {"BRAID_TUNE_FILE=/dev/zero"});
+  for (size_t r = 0; r < results.size(); ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  EXPECT_TRUE(test::shmLeftovers(results).empty());
+}
+
 }  // namespace
 }  // namespace braid
 
 int main(int argc, char** argv) {
   braid::test::registerRawChildRole("interleaved", braid::interleavedChild);
   braid::test::registerRawChildRole("ring-from-rank-0", braid::ringFromRankZero);
+  braid::test::registerRawChildRole("bad-tune-file", braid::badTuneFile);
   int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   ::testing::InitGoogleTest(&argc, argv);

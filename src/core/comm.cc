@@ -177,6 +177,9 @@ braidResult_t loadTopology(braidComm* comm) {
 // is loaded: shared memory moves a few GB/s per rank pair with microseconds of latency (two
 // copies through a FIFO; perf/ shows it), the network about a 10 Gb/s NIC with tens of
 // microseconds of latency through the proxy thread.
+// Marks a card field that carries rank 0's error instead of its value.
+constexpr char kCardError = '\x01';
+
 void setDefaultFigures(tuning::Fabric* f) {
   f->intra = {2.0, 5.0};
   f->inter = {40.0, 1.25};
@@ -197,6 +200,9 @@ braidResult_t commFabric(braidComm* comm) {
   // Every rank must predict alike, so only what all ranks share goes in: rank 0's chunk and
   // BRAID_BUFFSIZE's default (a rank's own BRAID_BUFFSIZE is not sent with the cards).
   f.fifo_slots = static_cast<int>(std::max<size_t>(2, (size_t{2} << 20) / comm->chunkSize));
+  for (const std::string* sent : {&comm->peers[0].tune, &comm->peers[0].table})
+    if (!sent->empty() && (*sent)[0] == kCardError)
+      return fail(braidInvalidArgument, "rank 0's tuning file: %s", sent->c_str() + 1);
   if (!tuning::MeasuredTable::decode(comm->peers[0].table, &comm->measured))
     return fail(braidInternalError, "rank 0's BRAID_TUNE_TABLE rows do not decode");
   if (comm->rank == 0 && !comm->measured.entries.empty())
@@ -265,17 +271,25 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.numa = topo::currentNumaNode();
   mine.ring = cfg.ring;  // newlines would split the card; they separate like spaces
   std::replace(mine.ring.begin(), mine.ring.end(), '\n', ' ');
+  // Rank 0's tuning files travel with its card. A file it cannot use travels as its error
+  // (kCardError first), so that every rank fails with the same message after the exchange
+  // rather than waiting for a rank 0 that left.
   if (!cfg.tuneFile.empty() && rank == 0) {
     tuning::Fabric calibrated;
     setDefaultFigures(&calibrated);
-    BRAID_TRY(tuning::loadCalibration(cfg.tuneFile, &calibrated));
-    mine.tune = tuning::formatCalibration(calibrated);
+    if (tuning::loadCalibration(cfg.tuneFile, &calibrated) == braidSuccess)
+      mine.tune = tuning::formatCalibration(calibrated);
+    else
+      mine.tune = kCardError + std::string(lastError());
     std::replace(mine.tune.begin(), mine.tune.end(), '\n', ';');
   }
   if (!cfg.tuneTable.empty() && rank == 0) {
     tuning::MeasuredTable table;
-    BRAID_TRY(tuning::loadMeasuredTable(cfg.tuneTable, nranks, &table));
-    mine.table = table.encode();
+    if (tuning::loadMeasuredTable(cfg.tuneTable, nranks, &table) == braidSuccess)
+      mine.table = table.encode();
+    else
+      mine.table = kCardError + std::string(lastError());
+    std::replace(mine.table.begin(), mine.table.end(), '\n', ' ');
   }
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
