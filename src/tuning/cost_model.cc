@@ -12,7 +12,10 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <new>
+#include <string>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "tuning/simulate.h"
@@ -447,8 +450,51 @@ double predictUs(const AlgorithmInfo& algo, Collective coll, size_t count, size_
   return -1;
 }
 
+double predictCallUsUncached(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
+                             const Fabric& whole);
+
+namespace {
+// What a simulated prediction depends on, as a key: the call and every figure of the fabric.
+std::string predictionKey(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
+                          const Fabric& f) {
+  std::string key = std::string(algo.name) + "/" + collectiveName(args.coll) + "/" +
+                    std::to_string(args.count * elemSize) + "/" + std::to_string(elemSize) + "/" +
+                    std::to_string(args.root) + "/" + std::to_string(f.chunk_bytes) + "/" +
+                    std::to_string(f.fifo_slots) + "/" + std::to_string(f.nicsPerHost) + "/" +
+                    formatCalibration(f) + "/";
+  for (int h : f.hostOf) key += std::to_string(h) + ",";
+  key += "/";
+  for (int r : f.ring) key += std::to_string(r) + ",";
+  return key;
+}
+}  // namespace
+
 double predictCallUs(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
                      const Fabric& whole) {
+  // Simulated predictions are kept for the process: every rank of a communicator asks the
+  // same question when it compiles a plan (and threads of one process share the answer), and
+  // calls of other dtypes and ops of the same size cost the same.
+  static std::mutex memoMu;
+  static std::unordered_map<std::string, double> memo;
+  const bool simulated = whole.nranks() <= kSimulateRanks;
+  std::string key;
+  if (simulated) {
+    key = predictionKey(algo, args, elemSize, whole);
+    std::lock_guard<std::mutex> lock(memoMu);
+    auto it = memo.find(key);
+    if (it != memo.end()) return it->second;
+  }
+  const double us = predictCallUsUncached(algo, args, elemSize, whole);
+  if (simulated) {
+    std::lock_guard<std::mutex> lock(memoMu);
+    if (memo.size() >= 4096) memo.clear();
+    memo.emplace(std::move(key), us);
+  }
+  return us;
+}
+
+double predictCallUsUncached(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
+                             const Fabric& whole) {
   // What each rank sends and receives: the call's size plus its own vector or block.
   const Fabric fabric = whole.forCall(callBytes(args.coll, args.count, elemSize, whole.nranks()) +
                                       args.count * elemSize);
