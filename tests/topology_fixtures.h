@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "topology/topology.h"
+
 namespace braid::topo::fixtures {
 
 inline std::string sharedDir() {
@@ -25,6 +27,26 @@ inline std::string readText(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// Whether hwloc did the counting (its "hwloc ... package(s)" note), so that counts only hwloc
+// gives (packages, cores, PUs) can be checked.
+inline bool hwlocCounted(const System& sys) {
+  for (const auto& n : sys.notes)
+    if (n.rfind("hwloc ", 0) == 0 && n.find("package(s)") != std::string::npos) return true;
+  return false;
+}
+
+// hwloc's counts for the nvidiagpunumanodes fsroot (its *.output): a POWER9 node with 2
+// packages, 8 cores, 32 PUs and CPUs on NUMA nodes 0 and 8. Shared by the tests that read the
+// snapshot extracted and as its tarball.
+inline void expectNvidiaGpuNumaNodesCounts(const System& sys) {
+  EXPECT_EQ(sys.packages, 2);
+  EXPECT_EQ(sys.cores, 8);
+  EXPECT_EQ(sys.pus, 32);
+  ASSERT_EQ(sys.cpus.size(), 2u);
+  EXPECT_EQ(sys.cpus[0].numaid, 0);
+  EXPECT_EQ(sys.cpus[1].numaid, 8);
 }
 
 }  // namespace braid::topo::fixtures

@@ -500,12 +500,6 @@ class ScopedTmpdir {
     }                                                                                    \
   } while (0)
 
-bool hwlocCounted(const System& sys) {
-  for (const auto& n : sys.notes)
-    if (n.rfind("hwloc ", 0) == 0 && n.find("package(s)") != std::string::npos) return true;
-  return false;
-}
-
 // Facts from hwloc's expected output beside each tarball (*.output): nvidiagpunumanodes is a
 // POWER9 node, 2 packages, 8 cores, 32 PUs, NUMA nodes 0 and 8 with CPUs plus 6 of GPU memory,
 // 6 PCI devices, no GPU (the VGA functions have no CUDA/NVML OS device); 2pa-pcidomain32bits a
@@ -525,14 +519,7 @@ TEST(FsrootArchive, HwlocTarballs) {
   EXPECT_EQ(sys.gpus.size(), 0u);
   EXPECT_EQ(sys.pci_devices.size(), 6u);
   for (const auto& n : sys.notes) EXPECT_EQ(n.find(tmp.dir()), std::string::npos) << n;
-  if (hwlocCounted(sys)) {
-    EXPECT_EQ(sys.packages, 2);
-    EXPECT_EQ(sys.cores, 8);
-    EXPECT_EQ(sys.pus, 32);
-    ASSERT_EQ(sys.cpus.size(), 2u);
-    EXPECT_EQ(sys.cpus[0].numaid, 0);
-    EXPECT_EQ(sys.cpus[1].numaid, 8);
-  }
+  if (fixtures::hwlocCounted(sys)) fixtures::expectNvidiaGpuNumaNodesCounts(sys);
   path = dir + "/2pa-pcidomain32bits.tar.bz2";
   ASSERT_EQ(loadTopologyFile(path, &sys), braidSuccess) << lastError();
   EXPECT_TRUE(tmp.empty());
@@ -542,7 +529,7 @@ TEST(FsrootArchive, HwlocTarballs) {
                                            "10000:00:04.0"}));
   ASSERT_EQ(sys.nets.size(), 1u);
   EXPECT_EQ(sys.nets[0].name, "ens3");
-  if (hwlocCounted(sys)) {
+  if (fixtures::hwlocCounted(sys)) {
     EXPECT_EQ(sys.packages, 2);
     EXPECT_EQ(sys.cores, 2);
     EXPECT_EQ(sys.cpus.size(), 1u);
