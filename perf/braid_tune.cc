@@ -84,23 +84,6 @@ struct Flags {
   std::string json, png;
 };
 
-size_t typeSize(braidDataType_t t) {
-  switch (t) {
-    case braidInt8:
-    case braidUint8:
-      return 1;
-    case braidFloat16:
-    case braidBfloat16:
-      return 2;
-    case braidInt64:
-    case braidUint64:
-    case braidFloat64:
-      return 8;
-    default:
-      return 4;
-  }
-}
-
 void check(braidResult_t rc, const char* what, braidComm_t comm, const Launch& l) {
   if (rc == braidSuccess) return;
   std::fprintf(stderr, "braid-tune: %s: %s\n", what, braidGetLastError(comm));
@@ -132,7 +115,7 @@ void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
   braidComm_t comm = nullptr;
   check(braidCommInitRank(&comm, nranks, l.id, rank), "braidCommInitRank", comm, l);
   const braidDataType_t dtype = o.types.front();
-  const size_t esize = typeSize(dtype);
+  const size_t esize = braidTypeSize(dtype);
   const std::vector<size_t> sizes = Sizes(o);
   for (const Tuned* t : f.colls) {
     const char* names[32];
