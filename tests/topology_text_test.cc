@@ -333,6 +333,26 @@ TEST(TextFormats, SmiTopoNamedNicColumnsSparseNuma) {
   EXPECT_TRUE(truncated);
 }
 
+// Output cut short in the GPU rows is refused, naming the line: a GPU without its row (or
+// with part of it) would have its links and placement guessed.
+TEST(TextFormats, SmiTopoTruncatedGpuRowsRefused) {
+  const std::string header =
+      "        GPU0    GPU1    GPU2    CPU Affinity    NUMA Affinity\n"
+      "GPU0     X      NV12    NV12    0-19            0\n";
+  System sys;
+  EXPECT_EQ(loadNvidiaSmiTopo(header + "GPU1    NV12     X      NV12    0-19            0\n",
+                              "cut.txt", &sys),
+            braidInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("cut.txt:1: the header lists GPU2 but no row"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(loadNvidiaSmiTopo(header + "GPU1    NV12     X\n", "cut.txt", &sys),
+            braidInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("cut.txt:3: the row of GPU1 ends after 2 of its 3"),
+            std::string::npos)
+      << lastError();
+}
+
 // Mixed NV# pairs are direct links (no NVSwitch is invented).
 TEST(TextFormats, SmiTopoMixedNvlinks) {
   const std::string text =

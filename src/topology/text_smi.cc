@@ -68,6 +68,7 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
   m->gpu_numa.assign(n, "");
   std::map<std::string, size_t> idx;
   for (size_t i = 0; i < n; ++i) idx[m->dev[i]] = i;
+  std::vector<std::string> seen;  // devices whose row was read
   for (size_t li = h + 1; li < ls.size(); ++li) {
     auto w = words(ls[li]);
     if (w.empty()) continue;
@@ -84,8 +85,14 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
       if (k >= w.size()) break;
       m->cell[r][c] = w[k];
     }
-    if (w.size() < n + 1) m->truncated_rows++;
     bool isGpuRow = isGpuName(first);
+    // A GPU's row cut short would leave its links to be guessed: refuse (a NIC's is noted).
+    if (w.size() < n + 1 && isGpuRow)
+      return fail(braidInvalidArgument,
+                  "%s:%zu: the row of %s ends after %zu of its %zu cells: truncated output",
+                  name.c_str(), li + 1, first.c_str(), w.size() - 1, n);
+    if (w.size() < n + 1) m->truncated_rows++;
+    seen.push_back(first);
     for (size_t t = 0; t < trailing.size() && isGpuRow; ++t, ++k) {
       if (k >= w.size()) {
         m->truncated_rows++;
@@ -96,6 +103,11 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
       if (trailing[t] == 2) m->gpu_numa[r] = w[k];
     }
   }
+  for (const std::string& d : m->dev)
+    if (isGpuName(d) && std::find(seen.begin(), seen.end(), d) == seen.end())
+      return fail(braidInvalidArgument,
+                  "%s:%d: the header lists %s but no row for it follows: truncated output",
+                  name.c_str(), h + 1, d.c_str());
   return braidSuccess;
 }
 
