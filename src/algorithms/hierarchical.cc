@@ -239,9 +239,10 @@ void selfCopy(size_t count, Schedule* out) {
 
 // ---- All-reduce ----------------------------------------------------------------------
 
-// Two-level all-reduce. The vector is cut into L shards (partStart, so any count), shard i
-// into H chunks and each chunk into pieces of about pieceElems: the units every phase
-// moves, so a unit can go on to the next phase as soon as it is done with the last.
+// Two-level all-reduce. The vector is cut into G groups (below); each group into L shards
+// (partStart, so any count), shard i into H chunks and each chunk into pieces of about
+// pieceElems: the units every phase moves, so a unit can go on to the next phase as soon as
+// it is done with the last. Per group:
 //   1. Local ring reduce-scatter: local rank i ends with shard i summed over its host, in
 //      its receive buffer (partial sums of the other shards pass through there too).
 //   2. Cross ring all-reduce of shard i with the local rank i of every other host (ring
@@ -249,6 +250,14 @@ void selfCopy(size_t count, Schedule* out) {
 //      indices run at once, each on its own pair of network peers. AVG divides here, on
 //      the full reduction.
 //   3. Local ring all-gather of the shards.
+// A group's phase 2 can start only once its phase 1 reaches its last step, and its phase 3
+// once phase 2 delivers, so with one group the host links idle while the network works and
+// the other way round. Groups overlap them: the steps are listed 1(0) 1(1) 2(0) 3(0) 1(2)
+// 2(1) 3(1) ... so that the host ring reduce-scatters group g+1 while group g crosses the
+// network, as NCCL's multi-node algorithms keep NVLink and the NICs busy at once (its tree
+// and CollNet chain intra- and inter-node stages per chunk). G is the number of groups whose
+// units are at least one piece each, at most kMaxGroups: a call of a few pieces stays one
+// group.
 // Each rank sends 2(L-1)/L of the vector within its host and 2(H-1)/(HL) of it over the
 // network: per host, 2(H-1)/H of the vector, the network optimum, in 2(H-1) network steps
 // instead of a flat ring's 2(n-1). With L = 1 phase 2 reads the send buffer (ring.cc's
@@ -261,42 +270,61 @@ void buildHierarchicalAllReduce(const CollArgs& a, Schedule* out) {
   const Layout lay = makeLayout(a);
   const int H = lay.hosts, L = lay.local;
   const int divisor = a.op == braidAvg ? a.nranks : 1;
-  const size_t maxShard = count / L + (count % L != 0);
-  const size_t P = piecesFor(maxShard / H + (maxShard % H != 0), a.pieceElems);
-  const size_t U = static_cast<size_t>(H) * P;  // units per shard: chunk c, piece p
-  auto unitRange = [&](int i, size_t k, size_t* off, size_t* len) {
-    const size_t sb = partStart(count, L, i), slen = partStart(count, L, i + 1) - sb;
-    const size_t c = k / P, cb = partStart(slen, H, c), clen = partStart(slen, H, c + 1) - cb;
-    size_t pb;
-    pieceOf(clen, P, k % P, &pb, len);
-    *off = sb + cb + pb;
-  };
-  std::vector<int32_t> result(U, -1);  // per unit of the own shard: the step leaving its result
-  std::vector<int32_t> sent1;          // phase 1: the send that read each unit here
+  constexpr size_t kMaxGroups = 8, kMinPiecesPerChunk = 2;
+  const size_t groupMin =
+      static_cast<size_t>(L) * H * std::max<size_t>(1, a.pieceElems) * kMinPiecesPerChunk;
+  const size_t G = H > 1 && L > 1 ? std::clamp<size_t>(count / groupMin, 1, kMaxGroups) : 1;
 
-  if (L > 1) {
-    RingPhase ph = localRing(lay, U);
+  struct Group {
+    size_t base = 0, len = 0;     // the group's elements: [base, base + len)
+    size_t P = 1, U = 1;          // pieces per chunk; units per shard (chunk c, piece p)
+    std::vector<int32_t> result;  // per unit of the own shard: the step leaving its result
+    std::vector<int32_t> sent1;   // phase 1: the send that read each unit here
+  };
+  std::vector<Group> groups(G);
+  for (size_t g = 0; g < G; ++g) {
+    Group& gr = groups[g];
+    gr.base = partStart(count, G, g);
+    gr.len = partStart(count, G, g + 1) - gr.base;
+    const size_t maxShard = gr.len / L + (gr.len % L != 0);
+    gr.P = piecesFor(maxShard / H + (maxShard % H != 0), a.pieceElems);
+    gr.U = static_cast<size_t>(H) * gr.P;
+    gr.result.assign(gr.U, -1);
+  }
+  auto unitRange = [&](const Group& gr, int i, size_t k, size_t* off, size_t* len) {
+    const size_t sb = partStart(gr.len, L, i), slen = partStart(gr.len, L, i + 1) - sb;
+    const size_t c = k / gr.P, cb = partStart(slen, H, c), clen = partStart(slen, H, c + 1) - cb;
+    size_t pb;
+    pieceOf(clen, gr.P, k % gr.P, &pb, len);
+    *off = gr.base + sb + cb + pb;
+  };
+
+  auto phase1 = [&](Group& gr) {
+    if (L == 1) return;
+    RingPhase ph = localRing(lay, gr.U);
     for (int i = 0; i < L; ++i)
-      for (size_t k = 0; k < U; ++k) {
+      for (size_t k = 0; k < gr.U; ++k) {
         Unit& u = ph.unit(i, k);
         size_t off;
-        unitRange(i, k, &off, &u.len);
+        unitRange(gr, i, k, &off, &u.len);
         u.in = {kSendBuf, off};
         u.at = {kRecvBuf, off};
       }
-    ringReduceScatter(ph, nullptr, H == 1 ? divisor : 1, out, &result, &sent1);
-  }
+    ringReduceScatter(ph, nullptr, H == 1 ? divisor : 1, out, &gr.result, &gr.sent1);
+  };
 
-  if (H > 1) {
+  auto phase2 = [&](Group& gr) {
+    if (H == 1) return;
+    const size_t P = gr.P;
     RingPhase ph = crossRing(lay, P);
     for (int c = 0; c < H; ++c)
       for (size_t p = 0; p < P; ++p) {
         Unit& u = ph.unit(c, p);
         size_t off;
-        unitRange(lay.li, c * P + p, &off, &u.len);
+        unitRange(gr, lay.li, c * P + p, &off, &u.len);
         u.in = {L > 1 ? kRecvBuf : kSendBuf, off};
         u.at = {kRecvBuf, off};
-        u.ready = result[c * P + p];
+        u.ready = gr.result[c * P + p];
       }
     std::vector<int32_t> done, sent2, got2;
     ringReduceScatter(ph, nullptr, divisor, out, &done, &sent2);
@@ -311,22 +339,31 @@ void buildHierarchicalAllReduce(const CollArgs& a, Schedule* out) {
     ringAllGather(ph, out, &got2);
     for (int c = 0; c < H; ++c)
       for (size_t p = 0; p < P; ++p)
-        result[c * P + p] = c == lay.host ? done[p] : got2[ph.index(c, p)];
-  }
+        gr.result[c * P + p] = c == lay.host ? done[p] : got2[ph.index(c, p)];
+  };
 
-  if (L > 1) {
-    RingPhase ph = localRing(lay, U);
+  auto phase3 = [&](Group& gr) {
+    if (L == 1) return;
+    RingPhase ph = localRing(lay, gr.U);
     for (int i = 0; i < L; ++i)
-      for (size_t k = 0; k < U; ++k) {
+      for (size_t k = 0; k < gr.U; ++k) {
         Unit& u = ph.unit(i, k);
         size_t off;
-        unitRange(i, k, &off, &u.len);
+        unitRange(gr, i, k, &off, &u.len);
         u.in = u.at = {kRecvBuf, off};
         // Other shards: phase 1 sent a partial sum (or, in place, the input) from there.
-        u.ready = i == lay.li ? result[k] : sent1[ph.index(i, k)];
+        u.ready = i == lay.li ? gr.result[k] : gr.sent1[ph.index(i, k)];
       }
     std::vector<int32_t> got3;
     ringAllGather(ph, out, &got3);
+  };
+
+  // 1(0) 1(1) 2(0) 3(0) 1(2) 2(1) 3(1) ... 2(G-1) 3(G-1).
+  phase1(groups[0]);
+  for (size_t g = 0; g < G; ++g) {
+    if (g + 1 < G) phase1(groups[g + 1]);
+    phase2(groups[g]);
+    phase3(groups[g]);
   }
 }
 

@@ -2,6 +2,7 @@
 // for each collective and size on a machine built from a topology file replicated over
 // hosts, and prints the selector's choice.
 //   braid-sim --topo FILE --hosts H [--ranks-per-host R] [--nic-gbps G] [--nvswitch LINKS]
+//   [--mnnvl]
 //             [--calibration FILE]
 //             [--collective NAME|all]
 //             [-b MIN] [-e MAX] [-f FACTOR] [-d DTYPE] [--json] [--simulate]
@@ -39,6 +40,8 @@ void usage(FILE* f) {
       "  --hosts H            copies of that host, joined by its NICs\n"
       "  --ranks-per-host R   default: one per GPU (per core without GPUs)\n"
       "  --nic-gbps G         speed of NICs the file lists without one (default 100)\n"
+      "  --mnnvl              the hosts are one NVLink domain (GB200/GB300 NVL72 racks): GPUs\n"
+      "                       reach each other over NVLink, not the NICs\n"
       "  --nvswitch LINKS     GPUs sit on NVSwitches with LINKS NVLinks each (files that leave\n"
       "                       NVLink to NCCL's detection)\n"
       "  --calibration FILE   link figures measured by braid-tune --calibrate (override the\n"
@@ -68,7 +71,7 @@ int main(int argc, char** argv) {
   int hosts = 0, perHost = 0, nvswitch = 0;
   double nicGbps = 100;
   size_t minBytes = 8, maxBytes = 256u << 20, factor = 2;
-  bool json = false, simulate = false;
+  bool json = false, simulate = false, mnnvl = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -104,6 +107,8 @@ int main(int argc, char** argv) {
       ok = braid::tuning::parseByteSize(argv[++i], &factor) && factor >= 2;
     } else if ((a == "-d" || a == "--datatype") && hasValue) {
       dtypeName = argv[++i];
+    } else if (a == "--mnnvl") {
+      mnnvl = true;
     } else if (a == "--json") {
       json = true;
     } else if (a == "--simulate") {
@@ -169,8 +174,8 @@ int main(int argc, char** argv) {
   }
   braid::tuning::Fabric fabric;
   std::string why;
-  if (braid::tuning::fabricFromTopology(sys, hosts, {perHost, nicGbps, nvswitch}, &fabric, &why) !=
-      braidSuccess) {
+  if (braid::tuning::fabricFromTopology(sys, hosts, {perHost, nicGbps, nvswitch, mnnvl}, &fabric,
+                                        &why) != braidSuccess) {
     std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
     return 1;
   }

@@ -36,6 +36,12 @@ struct Fabric {
   double copy_gbs = 8;
   // Fixed cost of one step (posting it, its flag, waking the peer), microseconds.
   double step_overhead_us = 0.5;
+  // Who moves a rank's data within a host and reduces it. true: the rank's one progress
+  // thread (shared memory: it copies into the peer's FIFO and reduces out of its own), so
+  // those copies and reductions take turns with its other steps. false: a GPU kernel whose
+  // warps copy and reduce alongside each other (NCCL's model, and braid-sim's for GPU
+  // systems): only the steps' fixed costs take turns.
+  bool engine_moves_data = true;
   // Within a host, calls whose data per rank (what it sends plus what it receives) fits in
   // cache_bytes (a core's L2) move at intra_cache_bw_gbs instead of intra.bw_gbs: shared
   // memory copies run at cache speed until the data spills. 0: no such distinction.

@@ -26,6 +26,15 @@ int sxmNvSwitchLinks(const topo::System& sys) {
     if (!sys.gpus.empty() && sys.gpus[0].pci.device == b.device) return b.links;
   return 0;
 }
+// A GPU's memory bandwidth by generation, TB/s (A100 80GB 2.0, H100 SXM 3.35, B200/B300 8;
+// older boards 0.9): a fused reduction reads two inputs and writes one, so it produces a
+// third of that; a copy reads one and writes one, half.
+double hbmTbs(int sm) {
+  if (sm >= 100) return 8.0;
+  if (sm >= 90) return 3.35;
+  if (sm >= 80) return 2.0;
+  return 0.9;
+}
 int sxmSm(const topo::System& sys) {
   for (const SxmBoard& b : kSxmBoards)
     if (!sys.gpus.empty() && sys.gpus[0].pci.device == b.device) return b.sm;
@@ -79,13 +88,30 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
       }
     }
     f.intra = {nvlink ? 1.0 : 2.0, bw};
-    f.reduce_gbs = 1000;
-    f.copy_gbs = 1000;
-    f.step_overhead_us = 0.5;
-    f.chunk_bytes = 512 * 1024;
+    const int sm = sys.gpus[0].sm > 0 ? sys.gpus[0].sm : sxmSm(sys);
+    f.reduce_gbs = hbmTbs(sm) * 1000 / 3;
+    f.copy_gbs = hbmTbs(sm) * 1000 / 2;
+    // A GPU kernel's step is a flag poll and a fence, not a system call: a few hundred ns.
+    f.step_overhead_us = 0.2;
+    f.engine_moves_data = false;
+    // NCCL moves 512 KiB steps (NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8) on each of several
+    // channels at once; the model's one pipeline per rank moves 8 channels' worth a step.
+    f.chunk_bytes = 4 << 20;
     f.fifo_slots = 8;  // NCCL_STEPS
     *why += fmt("within a host: %.1f GB/s (the model ring's narrowest hop), %.1f us\n", bw,
                 f.intra.latency_us);
+    *why += fmt("GPU memory %.2f TB/s: reduction %.0f GB/s\n", hbmTbs(sm), f.reduce_gbs);
+    if (opts.mnnvl && hosts > 1) {
+      if (!nvlink)
+        return fail(braidInvalidArgument,
+                    "%s: --mnnvl joins hosts by NVLink, but this file's GPUs have none",
+                    sys.source.c_str());
+      // One NVLink domain (GB200/GB300 NVL72): NCCL treats the domain as one node, and so
+      // does the model: every GPU reaches every other at its NVLink bandwidth.
+      std::fill(f.hostOf.begin(), f.hostOf.end(), 0);
+      *why += fmt("--mnnvl: the %.0f hosts are one NVLink domain, %.0f GPUs on NVLink\n", hosts,
+                  static_cast<double>(f.hostOf.size()));
+    }
   } else {
     f.intra = {2.0, 5.0};
     f.reduce_gbs = 5;
@@ -128,7 +154,7 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
                   unknownNicGbps);
     *why += line;
   }
-  if (hosts > 1 && ports == 0)
+  if (hosts > 1 && f.nhosts() > 1 && ports == 0)
     return fail(braidInvalidArgument,
                 "%s: no network port with a speed, so hosts cannot be joined (give a topology "
                 "with <net speed=...> or NICs)",

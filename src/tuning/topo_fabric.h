@@ -16,13 +16,16 @@ namespace braid::tuning {
 // on NVLink, 2 us on PCIe (NCCL's hardware latencies are of that order), shared-memory
 // figures for CPU-only systems. Between hosts: the host's network ports (Nets with a speed)
 // at speed/8 GB/s each, 5 us latency on InfiniBand, 20 us on Ethernet. GPU systems reduce at
-// HBM speed (1 TB/s). Errors: braidInvalidArgument for hosts < 1, or a system with no NIC
-// when hosts > 1 (named in the message); *why gets one line per figure and where it came from.
+// their memory's speed (HBM, by generation). Errors: braidInvalidArgument for hosts < 1, or a
+// system with no NIC when hosts > 1 (named in the message); *why gets one line per figure and where
+// it came from.
 struct TopoFabricOptions {
   int ranksPerHost = 0;         // <= 0: one per GPU (per core without GPUs)
   double unknownNicGbps = 100;  // NIC ports the file gives without a speed (0: not counted)
   int nvswitchLinks = 0;        // > 0: GPUs sit on NVSwitches with this many links each, for
                                 // files that leave NVLink out (braid-sim --nvswitch)
+  bool mnnvl = false;  // the hosts share one NVLink domain (GB200/GB300 NVL72 racks): every
+                       // GPU on NVLink, hosts not joined by NICs (braid-sim --mnnvl)
 };
 // More NIC ports than ranks on a host (p5: 32 EFA ports, 8 GPUs) are pooled: each rank's flow
 // gets ports / ranks of them, as NCCL's channels spread a GPU's traffic over its NICs.

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""braid-sim against NCCL's own nccl-tests logs (issue "choosing the algorithm", acceptance 3).
+
+For every all-reduce log in $BRAID_SHARED_DIR/nccl-tests-logs (default ../shared) whose system
+has a topology file (the table below: the machine, host count and NICs its README gives),
+runs braid-sim for the logged sizes of 256 MiB and above and prints, per size, the logged
+busbw (out of place), the busbw braid-sim predicts for the algorithm it would choose, and the
+error. A log counts as predicted when the median error over its sizes is within 20%; the
+script exits 1 unless at least three quarters of the logs are.
+
+Usage: perf/sim_vs_nccl.py BRAID_SIM [--json FILE]
+Exit 77 (skipped, as meson counts it) when the shared logs are absent (a user's fresh clone).
+"""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.environ.get("BRAID_SHARED_DIR", os.path.join(HERE, "..", "..", "shared"))
+
+# log file -> (topology file, braid-sim options, what the system is). Topology files under
+# topologies/ are the shared ones; systems/ are ours, written from the shapes' published facts.
+SYSTEMS = [
+    ("aws_2x-p4de.24xlarge_16xA100-80GB_EFA_all_reduce_perf.txt",
+     "topologies/nccl/aws_p4de-24xl-topo.xml", ["--hosts", "2"],
+     "2 x p4de.24xlarge: 8 A100 on NVSwitch, 4 x 100G EFA per host"),
+    ("aws_2x-p5.48xlarge_16xH100_EFA_all_reduce_perf.txt",
+     "topologies/nccl/aws_p5.48xl-topo.PR1226-unmerged.xml", ["--hosts", "2", "--nvswitch", "18"],
+     "2 x p5.48xlarge: 8 H100 SXM5 (18 NVLinks to NVSwitch; the file lists none), 32 x 100G EFA"),
+    ("oci_BM.GPU.B300.8_01_All-Reduce-Single-Node.txt",
+     "systems/oci_bm_gpu_b300_8-topo.xml", ["--hosts", "1"],
+     "1 x BM.GPU.B300.8: 8 B300 on NVLink5 switches"),
+    ("oci_BM.GPU.B300.8_02_All-Reduce-2-Nodes.txt",
+     "systems/oci_bm_gpu_b300_8-topo.xml", ["--hosts", "2"],
+     "2 x BM.GPU.B300.8: 8 B300, 16 x 400G RoCE per host"),
+    ("oci_BM.GPU.GB300.4_01_NCCL-All-Reduce-Scale-Performance-Single-Node.txt",
+     "systems/oci_bm_gpu_gb300_4-topo.xml", ["--hosts", "1"],
+     "1 x BM.GPU.GB300.4: 4 B300 on the NVL72 rack's NVLink"),
+    ("oci_BM.GPU.GB300.4_02_NCCL-All-Reduce-Scale-Performance-2-Nodes-on-a-Single-Rack.txt",
+     "systems/oci_bm_gpu_gb300_4-topo.xml", ["--hosts", "2", "--mnnvl"],
+     "2 x BM.GPU.GB300.4 in one rack: 8 B300 in one NVLink domain (MNNVL)"),
+]
+MIN_BYTES = 256 << 20
+TOLERANCE = 0.20
+
+# An nccl-tests row, optionally prefixed by a rank tag ("0: "): size count type redop root
+# time algbw busbw #wrong (out of place), then the same in place.
+ROW = re.compile(r"^\s*(?:\d+:\s+)?(\d+)\s+(\d+)\s+\w+\s+\w+\s+-?\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s")
+
+
+def logged(path):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            m = ROW.match(line)
+            if m and int(m.group(1)) >= MIN_BYTES:
+                rows[int(m.group(1))] = float(m.group(5))
+    return rows
+
+
+def predicted(sim, topo, opts, sizes):
+    """{bytes: (chosen, busbw)} from braid-sim's text table."""
+    out = subprocess.run([sim, "--topo", topo, *opts, "-b", str(min(sizes)), "-e", str(max(sizes)),
+                          "-f", "2"], check=True, capture_output=True, text=True).stdout
+    names, result = None, {}
+    for line in out.splitlines():
+        f = line.split()
+        if line.startswith("#") and len(f) > 3 and f[1] == "size" and f[2] == "count":
+            names = f[3:-1]
+        elif not line.startswith("#") and names and len(f) == 2 + 2 * len(names) + 1:
+            chosen = f[-1]
+            i = names.index(chosen)
+            result[int(f[0])] = (chosen, float(f[2 + 2 * i + 1]))
+    return result
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    sim = sys.argv[1]
+    jsonPath = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--json" else None
+    logs = os.path.join(SHARED, "nccl-tests-logs")
+    if not os.path.isdir(logs):
+        print(f"sim_vs_nccl: skipped: {logs} is absent (set BRAID_SHARED_DIR)")
+        return 77
+    report, good = [], 0
+    for log, topo, opts, what in SYSTEMS:
+        root = HERE if topo.startswith("systems/") else SHARED
+        rows = logged(os.path.join(logs, log))
+        if not rows:
+            print(f"sim_vs_nccl: {log}: no all-reduce rows of 256 MiB or more", file=sys.stderr)
+            return 1
+        pred = predicted(sim, os.path.join(root, topo), opts, sorted(rows))
+        print(f"# {log}\n#   {what}; braid-sim --topo {topo} {' '.join(opts)}")
+        print(f"#   {'bytes':>12} {'NCCL busbw':>10} {'braid-sim':>10} {'error':>7}  chosen")
+        errors = []
+        for size in sorted(rows):
+            chosen, bw = pred[size]
+            err = bw / rows[size] - 1
+            errors.append(err)
+            print(f"    {size:>12} {rows[size]:>10.1f} {bw:>10.1f} {err:>+7.1%}  {chosen}")
+        med = statistics.median(errors)
+        ok = abs(med) <= TOLERANCE
+        good += ok
+        print(f"#   median error {med:+.1%}: {'within' if ok else 'outside'} {TOLERANCE:.0%}")
+        report.append({"log": log, "topology": topo, "options": opts, "median_error": med,
+                       "within": ok, "sizes": [{"bytes": s, "nccl_busbw": rows[s],
+                                                "predicted_busbw": pred[s][1], "chosen": pred[s][0]}
+                                               for s in sorted(rows)]})
+    print(f"# {good} of {len(SYSTEMS)} logs predicted within {TOLERANCE:.0%} (median over sizes "
+          f">= 256 MiB); at least three quarters needed")
+    if jsonPath:
+        with open(jsonPath, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0 if good * 4 >= 3 * len(SYSTEMS) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
