@@ -49,6 +49,9 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
   const double unknownNicGbps = opts.unknownNicGbps;
   if (hosts < 1) return fail(braidInvalidArgument, "hosts must be at least 1 (got %d)", hosts);
   const int gpus = static_cast<int>(sys.gpus.size());
+  if (opts.mnnvl && gpus < 2)
+    return fail(braidInvalidArgument, "%s: --mnnvl joins hosts by NVLink, but this file has %s",
+                sys.source.c_str(), gpus == 0 ? "no GPU" : "one GPU");
   int perHost = ranksPerHost;
   if (perHost <= 0) perHost = gpus > 0 ? gpus : std::max(1, sys.cores);
   Fabric f;
@@ -104,7 +107,7 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
     if (opts.mnnvl && hosts > 1) {
       if (!nvlink)
         return fail(braidInvalidArgument,
-                    "%s: --mnnvl joins hosts by NVLink, but this file's GPUs have none",
+                    "%s: --mnnvl joins hosts by NVLink, but this file's GPUs are not all on NVLink",
                     sys.source.c_str());
       // One NVLink domain (GB200/GB300 NVL72): NCCL treats the domain as one node, and so
       // does the model: every GPU reaches every other at its NVLink bandwidth.
