@@ -4,11 +4,15 @@
 // the table as JSON (--json FILE) and a plot of time against size per algorithm (--png FILE,
 // through gnuplot; without gnuplot the script and data are left beside FILE).
 //
-//   braid-tune [--collective NAME|all] [--json FILE] [--png FILE] [nccl-tests flags]
+//   braid-tune [--collective NAME|all] [--rounds N] [--json FILE] [--png FILE]
+//              [nccl-tests flags]
 //   braid-tune --calibrate FILE [-t N]   link figures for BRAID_TUNE_FILE (see calibrate())
 //
 // Launched like the perf binaries (-t threads, braidrun, mpirun). Sizes are nccl-tests'
-// size column, -b 8 -e 256M -f 2 unless given. --collective all means all-reduce,
+// size column, -b 8 -e 256M -f 2 unless given. The algorithms of one size are measured in
+// N interleaved rounds (default 5; see measureSize()), and each one's time is its median
+// over the rounds, so a burst of noise on a shared or oversubscribed machine touches one
+// round of every algorithm rather than all of one. --collective all means all-reduce,
 // all-gather, reduce-scatter, broadcast, reduce and all-to-all; the default is the four the
 // selector is judged on (allreduce, allgather, reducescatter, broadcast).
 #include <strings.h>
@@ -82,6 +86,7 @@ struct Row {
 struct Flags {
   std::vector<const Tuned*> colls;
   std::string json, png;
+  int rounds = 5;  // --rounds
 };
 
 void check(braidResult_t rc, const char* what, braidComm_t comm, const Launch& l) {
@@ -106,6 +111,48 @@ double timeCall(braidComm_t comm, const Tuned& t, const char* algo, const void* 
   check(braidCommSetAlgorithm(comm, t.name, nullptr), "braidCommSetAlgorithm", comm, l);
   check(braidAllReduce(&us, &us, 1, braidFloat64, braidMax, comm, nullptr), "max", comm, l);
   return us;
+}
+
+// The median of v (not empty).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// Measures the cells of one call (those with a prediction) in `rounds` interleaved rounds:
+// round 1 times algorithm A, B, C, ..., round 2 A, B, C again, and so on. Each round times a
+// block of calls of about 20 ms / rounds by the prediction (at least 1, at most o.iters * 5),
+// after o.warmup_iters warm-up calls in the first round and one in later rounds (selecting
+// an algorithm drops the compiled plan, whose compilation must not be timed). An algorithm
+// whose call is predicted longer than a round's share of the 20 ms takes part in the first
+// 3 rounds only (when rounds > 3): 3 warm-up and 3 timed calls, near the 1 + 3 calls one
+// block of such calls took before rounds, so that the long sizes keep their run time. A
+// round's time is the slowest rank's mean over its block (timeCall); an algorithm's is its
+// median over its rounds. The block sizes come from the predictions, which every rank
+// computes alike, so every rank makes the same calls.
+void measureSize(braidComm_t comm, const Tuned& t, const void* send, void* recv,
+                 const CollCounts& c, braidDataType_t dtype, const Options& o, int rounds,
+                 const Launch& l, std::vector<Cell>* cells) {
+  constexpr double kBudgetUs = 20000;
+  std::vector<int> iters(cells->size(), 0), taking(cells->size(), rounds);
+  for (size_t a = 0; a < cells->size(); ++a) {
+    const double pred = (*cells)[a].predicted_us;
+    if (pred < 0) continue;
+    if (pred > kBudgetUs / rounds) taking[a] = std::min(rounds, 3);
+    iters[a] = static_cast<int>(
+        std::clamp(kBudgetUs / rounds / std::max(pred, 1.0), 1.0, std::max(1.0, o.iters * 5.0)));
+  }
+  std::vector<std::vector<double>> times(cells->size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t a = 0; a < cells->size(); ++a) {
+      if (iters[a] == 0 || r >= taking[a]) continue;
+      const int warmup = r == 0 ? std::max(o.warmup_iters, 1) : 1;
+      times[a].push_back(
+          timeCall(comm, t, (*cells)[a].algo.c_str(), send, recv, c, dtype, iters[a], warmup, l));
+    }
+  for (size_t a = 0; a < cells->size(); ++a)
+    if (!times[a].empty()) (*cells)[a].measured_us = median(times[a]);
 }
 
 // One rank's sweep; rank 0 fills *rows.
@@ -147,15 +194,9 @@ void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
           continue;
         }
         cell.predicted_us = pred;
-        // As many calls as fit in about 20 ms by the prediction (every rank computes the
-        // same), at least 3 and at most o.iters * 5.
-        const int iters =
-            static_cast<int>(std::clamp(20000.0 / std::max(pred, 1.0), 3.0, o.iters * 5.0));
-        const double us = timeCall(comm, *t, names[a], send.data(), recv.data(), c, dtype, iters,
-                                   std::max(o.warmup_iters, 1), l);
-        cell.measured_us = us;
         row.cells.push_back(cell);
       }
+      measureSize(comm, *t, send.data(), recv.data(), c, dtype, o, f.rounds, l, &row.cells);
       double best = -1, chosenUs = -1;
       for (const Cell& cell : row.cells) {
         if (cell.measured_us < 0) continue;
@@ -259,22 +300,23 @@ size_t l2Bytes() {
   return 0;
 }
 
-// Every rank at once sends `bytes` to the next rank of its host and receives from the
-// previous one (a shift around each host), iters times: the time of one shift, the slowest
-// rank's, in us. Collectives keep every rank busy, so on a host with fewer cores than ranks
-// or a shared memory bus this is what a step costs, not an idle ping-pong. Ranks alone on
-// their host take part in the max only.
+// Every rank at once sends `bytes` to `next` and receives from `prev` (a shift: around each
+// host, or across hosts), iters times: the time of one shift, the slowest rank's, in us.
+// Collectives keep every rank busy, so on a host with fewer cores than ranks or a shared
+// memory bus or NIC this is what a step costs, not an idle ping-pong. A rank with no next
+// (-1) only receives, one with no prev only sends; one with neither (alone on its host)
+// takes part in the max only.
 double hostShift(braidComm_t comm, int next, int prev, size_t bytes, int iters, const Launch& l) {
   std::vector<char> out(std::max<size_t>(bytes, 1), 1), in(std::max<size_t>(bytes, 1));
   check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
   double us = 0;
-  if (next >= 0) {
+  if (next >= 0 || prev >= 0) {
     for (int i = -2; i < iters; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       braidGroupStart();
-      braidSend(out.data(), bytes, braidUint8, next, comm, nullptr);
-      braidRecv(in.data(), bytes, braidUint8, prev, comm, nullptr);
-      check(braidGroupEnd(), "host shift", comm, l);
+      if (next >= 0) braidSend(out.data(), bytes, braidUint8, next, comm, nullptr);
+      if (prev >= 0) braidRecv(in.data(), bytes, braidUint8, prev, comm, nullptr);
+      check(braidGroupEnd(), "shift", comm, l);
       if (i >= 0)
         us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
                   .count();
@@ -287,10 +329,18 @@ double hostShift(braidComm_t comm, int next, int prev, size_t bytes, int iters, 
 
 // braid-tune --calibrate FILE: the figures of the cost model's fabric, measured on this job:
 // within a host, latency (8 bytes) and bandwidth (16 MiB) of a shift in which every rank sends
-// to the next rank of its host at once (hostShift); between hosts, half the round trip of 8
-// bytes and 16 MiB between rank 0 and a rank of another host; the step overhead (a burst of
-// 64 small messages); this core's reduction and copy speeds. Rank 0 writes them; the job that
-// sets BRAID_TUNE_FILE=FILE selects with them.
+// to the next rank of its host at once (hostShift); between hosts, the latency of a shift of
+// 8 bytes in which every rank sends to its counterpart (same place among its host's ranks) on
+// the next host at once, as a collective's rounds across hosts do (an idle ping-pong between
+// two ranks finds the other ranks' cores and network proxies idle: on 2 emulated hosts x 2
+// ranks of one 2-core machine one run measured 53 us idle and 76 us in the shift; the file
+// keeps the idle figure as a comment), and the bandwidth from half the round trip of 16 MiB
+// between rank 0 and a rank of another host; the step overhead (a burst of 64 small
+// messages within a host) and the network proxy's per message (the same across hosts,
+// inter_step_overhead_us); this core's reduction and copy speeds. A latency measured as a whole
+// round (a shift, or a round of recursive doubling) is written less one step overhead, as the model
+// adds that to each round. Rank 0 writes them; the job that sets BRAID_TUNE_FILE=FILE selects with
+// them.
 int calibrate(const Options& o, const Launch& l, int thread, const std::string& path) {
   const int nranks = l.nprocs * o.nthreads, rank = l.proc * o.nthreads + thread;
   braidComm_t comm = nullptr;
@@ -313,7 +363,7 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
   // [0] intra latency, [1] intra bandwidth, [2] inter latency, [3] inter bandwidth, [4] step
   // overhead, [5] reduction speed fitted from collectives (0: use the local loop's)
   double values[6] = {0, 0, 0, 0, 0, 0};
-  double cacheBw = 0, hostBw = 0;
+  double cacheBw = 0, hostBw = 0, idleNet = 0, interOverhead = 0;
   // This rank's neighbours around its host (-1 when it is alone there).
   std::vector<int> mates;
   for (int r = 0; r < nranks; ++r)
@@ -321,6 +371,27 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
   const size_t me = std::find(mates.begin(), mates.end(), rank) - mates.begin();
   const int next = mates.size() > 1 ? mates[(me + 1) % mates.size()] : -1;
   const int prev = mates.size() > 1 ? mates[(me + mates.size() - 1) % mates.size()] : -1;
+  // This rank's counterparts on the next and the previous host (-1 where that host has fewer
+  // ranks, or there is one host): hosts by first appearance, places in rank order.
+  std::vector<int> hostOf(nranks), placeOf(nranks);
+  std::vector<std::vector<int>> hosts;
+  for (int r = 0; r < nranks; ++r) {
+    size_t h = 0;
+    while (h < hosts.size() &&
+           std::strncmp(all.data() + 128 * hosts[h][0], all.data() + 128 * r, 128) != 0)
+      ++h;
+    if (h == hosts.size()) hosts.emplace_back();
+    hostOf[r] = static_cast<int>(h);
+    placeOf[r] = static_cast<int>(hosts[h].size());
+    hosts[h].push_back(r);
+  }
+  auto counterpart = [&](int step) {
+    const int nh = static_cast<int>(hosts.size());
+    if (nh < 2) return -1;
+    const std::vector<int>& there = hosts[(hostOf[rank] + step + nh) % nh];
+    return placeOf[rank] < static_cast<int>(there.size()) ? there[placeOf[rank]] : -1;
+  };
+  const int nextNet = counterpart(1), prevNet = counterpart(-1);
   if (intraPeer > 0 && interPeer < 0) {
     // One host: fitted to the executor's own collectives, every rank busy as in real calls.
     // Recursive doubling all-reduce of 8 bytes: log2(n) rounds (plus two to fold a
@@ -365,6 +436,9 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     const double single = pingPong(comm, rank, intraPeer, 8, 100, 1, l);
     const double burst = pingPong(comm, rank, intraPeer, 8, 50, 64, l);
     values[4] = std::max(0.0, (2 * burst - 2 * single) / 63);
+    // The model's round is latency + one step overhead (a send's overhead overlaps the flight;
+    // the receive's follows it), and the latency above was a whole round.
+    values[0] = std::max(0.0, values[0] - values[4]);
     // The bandwidth above was every rank of the host copying at once: their sum is what the
     // host's memory system gives (host_bw_gbs). One pair alone gets more (intra_bw_gbs).
     hostBw = values[1] * static_cast<double>(mates.size());
@@ -372,9 +446,14 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     values[1] = std::max(values[1], big / std::max(alone - single, 1e-3) / 1e3);
   }
   if (interPeer > 0) {
-    values[2] = pingPong(comm, rank, interPeer, 8, 100, 1, l);
+    values[2] = std::max(0.0, hostShift(comm, nextNet, prevNet, 8, 100, l) - values[4]);
+    idleNet = pingPong(comm, rank, interPeer, 8, 100, 1, l);
     const double t = pingPong(comm, rank, interPeer, big, 3, 1, l);
-    values[3] = big / std::max(t - values[2], 1e-3) / 1e3;
+    values[3] = big / std::max(t - idleNet, 1e-3) / 1e3;
+    // The network proxy's work per message: a burst of 64 small messages across hosts
+    // against one.
+    const double burst = pingPong(comm, rank, interPeer, 8, 30, 64, l);
+    interOverhead = std::max(0.0, (2 * burst - 2 * idleNet) / 63);
   }
   if (rank == 0) {
     // This core's reduction (a += b over floats) and copy speeds, 32 MiB.
@@ -409,8 +488,12 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
       text += line;
     }
     if (interPeer > 0) {
-      std::snprintf(line, sizeof(line), "inter_latency_us = %.3f\ninter_bw_gbs = %.4f\n", values[2],
-                    values[3]);
+      std::snprintf(line, sizeof(line),
+                    "inter_latency_us = %.3f\ninter_bw_gbs = %.4f\ninter_step_overhead_us = %.3f\n",
+                    values[2], values[3], interOverhead);
+      text += line;
+      // For the record: the idle figure it replaces.
+      std::snprintf(line, sizeof(line), "# an idle ping-pong between hosts: %.3f us\n", idleNet);
       text += line;
     }
     cacheBw = std::min(cacheBw, 2 * n * sizeof(float) / cp / 1e3);
@@ -553,10 +636,22 @@ int main(int argc, char** argv) {
   bool sizeGiven = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    const bool ours = a == "--collective" || a == "--json" || a == "--png" || a == "--calibrate";
+    const bool ours = a == "--collective" || a == "--json" || a == "--png" || a == "--calibrate" ||
+                      a == "--rounds";
     if (ours && i + 1 >= argc) {
       std::fprintf(stderr, "braid-tune: %s needs a value\n", a.c_str());
       return 2;
+    }
+    if (a == "--rounds") {
+      char* end = nullptr;
+      const long n = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || n < 1 || n > 1000) {
+        std::fprintf(stderr, "braid-tune: --rounds %s: give a whole number from 1 to 1000\n",
+                     argv[i]);
+        return 2;
+      }
+      f.rounds = static_cast<int>(n);
+      continue;
     }
     if (ours) {
       (a == "--collective" ? collName
@@ -567,13 +662,16 @@ int main(int argc, char** argv) {
     }
     if (a == "-h" || a == "--help") {
       std::printf(
-          "usage: braid-tune [--collective NAME|all] [--json FILE] [--png FILE] [-t N] [-b MIN] "
-          "[-e MAX] [-f FACTOR] [-d TYPE] [-n ITERS] [-w WARMUP]\n"
+          "usage: braid-tune [--collective NAME|all] [--rounds N] [--json FILE] [--png FILE] "
+          "[-t N] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-n ITERS] [-w WARMUP]\n"
           "       braid-tune --calibrate FILE [-t N]   measure the link figures; then run jobs "
           "with BRAID_TUNE_FILE=FILE\n"
           "  NAME: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, all\n"
           "  (default: allreduce, allgather, reducescatter, broadcast); sizes default 8..256M "
-          "x2\n");
+          "x2\n"
+          "  --rounds N: time every algorithm of a size in N interleaved rounds (A B C, A B C, "
+          "...)\n"
+          "    of about 20 ms / N each, and report each one's median round (default 5)\n");
       return 0;
     }
     if (a == "-b" || a == "-e" || a == "--minbytes" || a == "--maxbytes") sizeGiven = true;

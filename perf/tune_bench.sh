@@ -6,7 +6,9 @@
 #
 # Each: braid-tune --calibrate measures the link figures, then braid-tune with
 # BRAID_TUNE_FILE measures every algorithm of all-reduce, all-gather, reduce-scatter and
-# broadcast from MIN to MAX bytes (8 .. 256M, x2) and prints, per collective, the share of
+# broadcast from MIN to MAX bytes (8 .. 256M, x2; each algorithm's time the median of its
+# rounds, every algorithm of a size timed in interleaved rounds: braid-tune --rounds, default
+# 5) and prints, per collective, the share of
 # sizes where the selector's regret (its choice's measured time / the best measured) is at
 # most 1.10, and per algorithm the median |predicted/measured - 1| at >= 64 KiB. Tables,
 # JSON and PNG plots go to OUT (default tune-results/).
@@ -26,12 +28,13 @@ OUT=${OUT:-tune-results}
 scripts/setup.sh "$BUILD" >/dev/null
 command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 || true
 mkdir -p "$OUT"
+OUT_ABS=$(cd "$OUT" && pwd)  # OUT may be relative (to the repository) or absolute
 tune() {  # NAME LAUNCH...
   local name=$1; shift
   echo "# $name: calibrating"
   "$@" "$BUILD/perf/braid-tune" --calibrate "$OUT/$name-calibration.txt" | sed 's/^/#   /'
   echo "# $name: tuning $MIN .. $MAX"
-  BRAID_TUNE_FILE=$PWD/$OUT/$name-calibration.txt "$@" "$BUILD/perf/braid-tune" -b "$MIN" -e "$MAX" -f 2 -w 1 \
+  BRAID_TUNE_FILE=$OUT_ABS/$name-calibration.txt "$@" "$BUILD/perf/braid-tune" -b "$MIN" -e "$MAX" -f 2 -w 1 \
     --json "$OUT/$name.json" --png "$OUT/$name.png" | tee "$OUT/$name.txt" | grep '^#'
 }
 if [[ $WHAT == local || $WHAT == both ]]; then

@@ -105,7 +105,11 @@ TEST(CostModel, EveryRowHasAClosedForm) {
 
 // With one piece per round on one host, the ring's closed forms are the simulator's sum of
 // rounds exactly; across hosts (a piece crossing on some hops only) and for recursive
-// doubling (whose first copy may overlap) within 10%.
+// doubling (whose first copy may overlap) within 10%. One exception to the exact sum: ring
+// all-gather's copy of a rank's own block into place, which the closed form overlaps with
+// the first round. The simulator runs a rank's steps on its one progress engine (the
+// executor's thread), so the copy (C = b / copy_gbs + o) comes after the first send and
+// before the first receive: that round ends C + o - L later when C > L - o.
 TEST(CostModel, ClosedFormsMatchTheSimulatorWithoutPipelining) {
   for (auto [h, l] : std::vector<std::pair<int, int>>{{1, 4}, {1, 8}, {2, 4}, {4, 2}}) {
     Fabric f = testFabric(h, l);
@@ -119,8 +123,13 @@ TEST(CostModel, ClosedFormsMatchTheSimulatorWithoutPipelining) {
         args.count = 1 << 16;
         const SimResult sim = simulateSchedules(*a, args, 4, f);
         ASSERT_TRUE(sim.ok) << sim.error;
-        const double model = predictUs(*a, c, args.count, 4, f);
+        double model = predictUs(*a, c, args.count, 4, f);
         const bool exact = h == 1 && std::string(name) == "ring";
+        if (exact && c == Collective::kAllGather) {
+          const double copy = args.count * 4 / (f.copy_gbs * 1e3) + f.step_overhead_us;
+          ASSERT_GT(copy, f.intra.latency_us - f.step_overhead_us);
+          model += copy + f.step_overhead_us - f.intra.latency_us;
+        }
         EXPECT_NEAR(model / sim.time_us, 1.0, exact ? 1e-9 : 0.10)
             << name << " " << collectiveName(c) << " " << h << "x" << l << ": model " << model
             << " us, simulated " << sim.time_us << " us";
@@ -216,7 +225,8 @@ TEST(Calibration, ParsesAndRoundTrips) {
   ASSERT_EQ(parseCalibration("# measured\nintra_latency_us = 3.5\nintra_bw_gbs=4.25\n"
                              "inter_latency_us = 30 # tcp\ninter_bw_gbs = 0.118\n"
                              "nics_per_host = 2\nreduce_gbs = 6\ncopy_gbs = 9\n"
-                             "step_overhead_us = 0.75\n",
+                             "step_overhead_us = 0.75\ninter_step_overhead_us = 12.5\n"
+                             "host_bw_gbs = 3\n",
                              "cal", &f),
             braidSuccess);
   EXPECT_EQ(f.intra.latency_us, 3.5);
@@ -227,6 +237,7 @@ TEST(Calibration, ParsesAndRoundTrips) {
   EXPECT_EQ(f.reduce_gbs, 6);
   EXPECT_EQ(f.copy_gbs, 9);
   EXPECT_EQ(f.step_overhead_us, 0.75);
+  EXPECT_EQ(f.inter_step_overhead_us, 12.5);
   Fabric g = testFabric(1, 2);
   ASSERT_EQ(parseCalibration(formatCalibration(f), "again", &g), braidSuccess);
   EXPECT_EQ(formatCalibration(g), formatCalibration(f));
@@ -242,6 +253,10 @@ TEST(Calibration, ParsesAndRoundTrips) {
   EXPECT_EQ(tinyBack.cache_bytes, 1048576u);
   EXPECT_EQ(tinyBack.forCall(1 << 20).intra.bw_gbs, 12.5);  // fits in cache
   EXPECT_EQ(tinyBack.forCall(2 << 20).intra.bw_gbs, 0.0001);
+  // In cache the host's memory system scales with the cores' copies.
+  tinyBack.host_bw_gbs = 0.0003;
+  EXPECT_NEAR(tinyBack.forCall(1 << 20).host_bw_gbs, 0.0003 * 12.5 / 0.0001, 1e-9);
+  EXPECT_EQ(tinyBack.forCall(2 << 20).host_bw_gbs, 0.0003);
   Fabric h = testFabric(1, 2);
   ASSERT_EQ(parseCalibration("reduce_gbs = 2\n", "partial", &h), braidSuccess);
   EXPECT_EQ(h.reduce_gbs, 2);

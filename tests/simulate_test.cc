@@ -97,14 +97,17 @@ TEST(SimulateClosedForm, RingAllReduceRounds) {
 }
 
 // Ring broadcast of p pieces of P bytes (X = P / bw) along the chain root, root+1, ...
-// The root posts piece k when its send of piece k-1 finished: at k (X + o). Rank j of the
-// chain finishes receiving piece k at F(j, k) = k (X + o) + j (L + X + o): by induction, it
-// forwards piece k at F(j, k) (its send of piece k-1 finished at F(j, k-1) + X + o =
-// F(j, k)), the piece arrives at F(j, k) + L + X, later than the receive of piece k-1
-// finished at j+1 (F(j, k) + L), and the receive takes o more. The root's copies (C <=
-// X + o) end at p (X + o) + C, before the last rank is done (n >= 3). So
-//   time = F(n-1, p-1) = (n - 1)(L + X + o) + (p - 1)(X + o),
-// which is (n - 1 + p - 1) per-piece hops X + o when L = 0.
+// Each rank's engine runs its steps one at a time, and within a host a send holds it for
+// X + o (the sending thread copies into the FIFO). The root copies piece k into its own
+// receive buffer once piece k is sent; that copy and the send of piece k+1 become ready
+// together, the copy first, so the root's engine posts a piece every T = X + o + C: piece k
+// at k T. Rank j of the chain finishes receiving piece k at F(j, k) = k T + j (L + X + o):
+// by induction, it forwards piece k at F(j, k) (its engine is free: the send of piece k-1
+// ended at F(j, k-1) + X + o <= F(j, k) - L), the piece arrives at F(j, k) + L + X, after
+// rank j+1's engine ended the send of piece k-1 (C >= o), and the receive takes o more.
+// The root's last copy ends at p T, before the last rank is done (n >= 3, C <= X + o + 2L).
+//   time = F(n-1, p-1) = (n - 1)(L + X + o) + (p - 1)(X + o + C),
+// which is (n - 1) hops X + o and p - 1 root periods when L = 0.
 TEST(SimulateClosedForm, RingBroadcastPipelines) {
   const size_t pieceElems = 16384;  // P = 64 KiB
   for (double latency : {0.0, 1.5})
@@ -117,8 +120,9 @@ TEST(SimulateClosedForm, RingBroadcastPipelines) {
           const SimResult r = play(Collective::kBroadcast, "ring", pieceElems * p, f, root);
           const double x = us(static_cast<double>(f.chunk_bytes), f.intra.bw_gbs);
           const double o = f.step_overhead_us;
-          expectTime(r.time_us, (n - 1) * (latency + x + o) + (p - 1) * (x + o));
-          if (latency == 0) expectTime(r.time_us, (n - 1 + p - 1) * (x + o));
+          const double c = us(static_cast<double>(f.chunk_bytes), f.copy_gbs) + o;
+          expectTime(r.time_us, (n - 1) * (latency + x + o) + (p - 1) * (x + o + c));
+          if (latency == 0) expectTime(r.time_us, (n - 1) * (x + o) + (p - 1) * (x + o + c));
           EXPECT_EQ(r.messages, static_cast<size_t>((n - 1) * p));
         }
 }
@@ -142,23 +146,100 @@ TEST(SimulateClosedForm, GatherSerialisesAtRootPort) {
   }
 }
 
+// Rank 0 sends count elements to each other rank in rank order; each of them receives one.
+void buildFanOut(const CollArgs& a, Schedule* out) {
+  out->steps.clear();
+  out->scratchElems = 0;
+  if (a.rank != 0) {
+    out->add(recvStep(0, BufRef{BufferId::kRecv, 0}, a.count));
+    return;
+  }
+  for (int p = 1; p < a.nranks; ++p) out->add(sendStep(p, BufRef{BufferId::kSend, 0}, a.count));
+}
+
+// A rank's steps share its one progress engine (the executor's thread), so a root sending to
+// k = n - 1 peers pays k step overheads one after another, however many ports or NICs it
+// could use at once. The k sends are ready at once, each in its own queue.
+// Between hosts (one rank each, so each peer has its own NIC) the engine holds a send for o
+// (the proxy moves the bytes): with X < o, send j starts at (j - 1) o, arrives L + X later,
+// and its receive takes o:
+//   time = (k - 1) o + L + X + o = k o + L + X.
+// Within a host the sending thread copies into the FIFO, so a send holds the engine for
+// X + o (its port only for X): send j starts at (j - 1)(X + o), and
+//   time = (k - 1)(X + o) + L + X + o = k (X + o) + L.
+TEST(SimulateClosedForm, RootPaysEveryStepOverhead) {
+  const AlgorithmInfo fanOut{"fan-out", Collective::kBroadcast, "root sends to each", buildFanOut,
+                             nullptr};
+  for (int n = 2; n <= 9; ++n) {
+    const int k = n - 1;
+    CollArgs a;
+    a.coll = Collective::kBroadcast;
+    a.count = 16;  // 64 bytes: X well under o between hosts
+    const Fabric hosts = fabric(n, 1);
+    const double xs = us(64, hosts.inter.bw_gbs), o = hosts.step_overhead_us;
+    ASSERT_LT(xs, o);
+    SimResult r = simulateSchedules(fanOut, a, kFloat, hosts);
+    ASSERT_TRUE(r.ok) << r.error;
+    expectTime(r.time_us, k * o + hosts.inter.latency_us + xs);
+    EXPECT_EQ(r.messages, static_cast<size_t>(k));
+
+    a.count = 1 << 16;  // 256 KiB
+    const Fabric one = fabric(1, n);
+    const double x = us(static_cast<double>(a.count * kFloat), one.intra.bw_gbs);
+    r = simulateSchedules(fanOut, a, kFloat, one);
+    ASSERT_TRUE(r.ok) << r.error;
+    expectTime(r.time_us, k * (x + o) + one.intra.latency_us);
+
+    // A GPU kernel's warps move the data (engine_moves_data false): a send holds the engine
+    // for o only and the root's port for X > o, so send j starts at (j - 1) X:
+    //   time = (k - 1) X + L + X + o = k X + L + o.
+    Fabric gpu = one;
+    gpu.engine_moves_data = false;
+    ASSERT_GT(x, o);
+    r = simulateSchedules(fanOut, a, kFloat, gpu);
+    ASSERT_TRUE(r.ok) << r.error;
+    expectTime(r.time_us, k * x + gpu.intra.latency_us + o);
+
+    // The network proxy's work per message (inter_step_overhead_us = N > o) holds the root's
+    // NIC besides the bytes, but is not in the latency: send j starts at (j - 1)(X + N),
+    //   time = (k - 1)(X + N) + L + X + o.
+    a.count = 16;
+    Fabric proxy = hosts;
+    proxy.inter_step_overhead_us = 3 * o;
+    proxy.nicsPerHost = 1;
+    // One host with the root, one with the k receivers: the root's one NIC carries them all.
+    proxy.hostOf.assign(n, 1);
+    proxy.hostOf[0] = 0;
+    const double n3 = proxy.inter_step_overhead_us;
+    r = simulateSchedules(fanOut, a, kFloat, proxy);
+    ASSERT_TRUE(r.ok) << r.error;
+    expectTime(r.time_us, (k - 1) * (xs + n3) + proxy.inter.latency_us + xs + o);
+  }
+}
+
 // The host's memory system as a shared resource: the same gather with host_bw_gbs equal to
 // a port's bandwidth changes nothing (the root's port serialises the senders already); with
 // every rank exchanging at once (ring all-gather, 4 ranks, one piece) and host_bw_gbs at a
 // port's bandwidth, the 12 copies (4 per round) go one after the other through the host: the
-// call takes at least 12X (instead of 3 (L + X + o)), and at most 3 (L + 4X + o), each round
-// waiting for all four.
+// call takes at least 12X (instead of the unshared time below), and at most 3 (L + 4X + o)
+// plus the own-block copy C, each round waiting for all four.
+// Unshared, every rank sends its block (its engine busy X + o), then copies its own block
+// into place (C) while the left neighbour's block arrives (at L + X): the receive runs once
+// the copy is done, so round 1 ends at X + o + C + o, and rounds 2 and 3 take L + X + o.
 TEST(SimulateClosedForm, HostMemoryIsShared) {
   const size_t count = 1 << 16;
   const double bytes = static_cast<double>(count * kFloat);
   Fabric f = fabric(1, 4);
   f.chunk_bytes = size_t{1} << 30;
   const double x = us(bytes, f.intra.bw_gbs), o = f.step_overhead_us, l = f.intra.latency_us;
-  expectTime(play(Collective::kAllGather, "ring", count, f).time_us, 3 * (l + x + o));
+  const double c = us(bytes, f.copy_gbs) + o;
+  ASSERT_GT(c, l - o);  // the copy outlasts the wait for the first block
+  expectTime(play(Collective::kAllGather, "ring", count, f).time_us,
+             (x + o + c + o) + 2 * (l + x + o));
   f.host_bw_gbs = f.intra.bw_gbs;
   const double shared = play(Collective::kAllGather, "ring", count, f).time_us;
   EXPECT_GE(shared, 12 * x);
-  EXPECT_LE(shared, 3 * (l + 4 * x + o) + 1e-6);
+  EXPECT_LE(shared, 3 * (l + 4 * x + o) + c + 1e-6);
   const double gx = us(bytes, f.intra.bw_gbs);
   expectTime(play(Collective::kGather, "direct", count, f).time_us, 3 * gx + l + o);
 }
@@ -166,9 +247,11 @@ TEST(SimulateClosedForm, HostMemoryIsShared) {
 // Pairwise all-to-all on 2 hosts x 4 ranks, blocks of B bytes, intra and inter hops alike
 // (latency L, X = B / bw), u = L + X + o. Step k sends to rank + k and receives from rank - k;
 // each send waits for the previous step's receive, and each send and receive is alone in its
-// queue (one message per peer).
+// queue (one message per peer). Every rank first copies its own block (C = B / copy_gbs + o)
+// on its engine, so every step starts C later; within a step a rank's send holds its engine
+// for at most X + o, over before the step's message arrives (L >= o).
 // With 4 NICs per host every rank has its own NIC, so nothing is shared: every step is a
-// round of u for every rank, time = 7u.
+// round of u for every rank, time = C + 7u.
 // With one NIC per host the host's m_k = min(k, 8-k) crossing flows of step k share it
 // (first come, first served, ties by rank) and stagger the ranks. For X <= (L + o) / 3 each
 // NIC drains before the next step needs it, and the receive of step k on ranks 0..7
@@ -176,11 +259,11 @@ TEST(SimulateClosedForm, HostMemoryIsShared) {
 //   k = 1, 2: 0 0 0 0 0 0 0 0 except k = 2: ranks 1 and 5 +1 (second on the NIC);
 //   k = 3: 2 0 1 0 2 0 1 0;   k = 4: 3 0 2 1 3 0 2 1;   k = 5: 1 3 0 2 1 3 0 2;
 //   k = 6: 0 2 1 3 0 2 1 3;   k = 7: 2 1 3 0 2 1 3 0,
-// so time = 7u + 3X.
+// so time = C + 7u + 3X.
 TEST(SimulateClosedForm, NicSharingPairwiseAllToAll) {
   const size_t count = 2500;  // B = 10000 bytes: X = 1 us at 10 GB/s
   const double bytes = static_cast<double>(count * kFloat);
-  const double x = us(bytes, 10), o = 1;
+  const double x = us(bytes, 10), o = 1, c = us(bytes, 100) + o;
   for (double lat : {2.0, 3.0, 10.0}) {  // X <= (L + o) / 3
     const double u = lat + x + o;
     double t[2] = {0, 0};
@@ -195,9 +278,9 @@ TEST(SimulateClosedForm, NicSharingPairwiseAllToAll) {
       EXPECT_EQ(r.messages, 56u);
       t[nics == 4] = r.time_us;
     }
-    expectTime(t[1], 7 * u);
-    expectTime(t[0], 7 * u + 3 * x);
-    expectTime(t[0] / t[1], (7 * u + 3 * x) / (7 * u));
+    expectTime(t[1], c + 7 * u);
+    expectTime(t[0], c + 7 * u + 3 * x);
+    expectTime(t[0] / t[1], (c + 7 * u + 3 * x) / (c + 7 * u));
   }
 }
 

@@ -138,7 +138,7 @@ struct Model {
     const double pieces = std::max(1.0, std::ceil(bytes / chunk));
     const double q = bytes / pieces;
     double x = q / bytesPerUs(Crossing{});
-    if (H > 1) x = std::max(x, q / bytesPerUs(anyCross(flows)));
+    if (H > 1) x = std::max(x, q / bytesPerUs(anyCross(flows)) + f.inter_step_overhead_us);
     return x + f.step_overhead_us + (reduce ? q / (f.reduce_gbs * 1e3) : 0);
   }
   double copy(double bytes) const { return bytes / (f.copy_gbs * 1e3) + f.step_overhead_us; }
@@ -174,7 +174,7 @@ struct Pipe {
     const double f = c.cross ? c.fraction : 0;
     fill +=
         times * ((1 - f) * (m.f.intra.latency_us + xi) + f * (m.f.inter.latency_us + xc) + o + red);
-    const double x = c.cross ? xc : xi;
+    const double x = c.cross ? xc + m.f.inter_step_overhead_us : xi;
     busy[c.cross ? 1 : 0] += times * pieces * std::max(x + o, o + red);
     tail = m.link(c).latency_us + o + red;
     return *this;

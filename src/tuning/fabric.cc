@@ -40,8 +40,11 @@ std::string Fabric::describe() const {
 
 Fabric Fabric::forCall(size_t bytesPerRank) const {
   Fabric f = *this;
-  if (intra_cache_bw_gbs > 0 && cache_bytes > 0 && bytesPerRank <= cache_bytes)
+  if (intra_cache_bw_gbs > 0 && cache_bytes > 0 && bytesPerRank <= cache_bytes) {
+    // The copies stay in the cores' caches: the host's memory system is not what they share.
+    if (f.host_bw_gbs > 0) f.host_bw_gbs *= intra_cache_bw_gbs / f.intra.bw_gbs;
     f.intra.bw_gbs = intra_cache_bw_gbs;
+  }
   return f;
 }
 
@@ -64,6 +67,7 @@ double* fieldOf(Fabric* f, const std::string& key) {
   if (key == "reduce_gbs") return &f->reduce_gbs;
   if (key == "copy_gbs") return &f->copy_gbs;
   if (key == "step_overhead_us") return &f->step_overhead_us;
+  if (key == "inter_step_overhead_us") return &f->inter_step_overhead_us;
   if (key == "intra_cache_bw_gbs") return &f->intra_cache_bw_gbs;
   if (key == "host_bw_gbs") return &f->host_bw_gbs;
   return nullptr;
@@ -114,7 +118,8 @@ braidResult_t parseCalibration(const std::string& text, const std::string& name,
       return fail(braidInvalidArgument,
                   "%s:%d: unknown key \"%s\" (intra_latency_us, intra_bw_gbs, "
                   "intra_cache_bw_gbs, cache_bytes, host_bw_gbs, inter_latency_us, inter_bw_gbs, "
-                  "nics_per_host, reduce_gbs, copy_gbs, step_overhead_us)",
+                  "inter_step_overhead_us, nics_per_host, reduce_gbs, copy_gbs, "
+                  "step_overhead_us)",
                   name.c_str(), lineNo, key.c_str());
     const bool needsPositive = key.find("_gbs") != std::string::npos &&
                                key != "intra_cache_bw_gbs" && key != "host_bw_gbs";
@@ -155,10 +160,10 @@ std::string formatCalibration(const Fabric& f) {
                 "intra_latency_us = %.17g\nintra_bw_gbs = %.17g\ninter_latency_us = %.17g\n"
                 "inter_bw_gbs = %.17g\nnics_per_host = %d\nreduce_gbs = %.17g\n"
                 "copy_gbs = %.17g\nstep_overhead_us = %.17g\nintra_cache_bw_gbs = %.17g\n"
-                "cache_bytes = %zu\nhost_bw_gbs = %.17g\n",
+                "cache_bytes = %zu\nhost_bw_gbs = %.17g\ninter_step_overhead_us = %.17g\n",
                 f.intra.latency_us, f.intra.bw_gbs, f.inter.latency_us, f.inter.bw_gbs,
                 f.nicsPerHost, f.reduce_gbs, f.copy_gbs, f.step_overhead_us, f.intra_cache_bw_gbs,
-                f.cache_bytes, f.host_bw_gbs);
+                f.cache_bytes, f.host_bw_gbs, f.inter_step_overhead_us);
   return buf;
 }
 

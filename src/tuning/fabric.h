@@ -36,6 +36,10 @@ struct Fabric {
   double copy_gbs = 8;
   // Fixed cost of one step (posting it, its flag, waking the peer), microseconds.
   double step_overhead_us = 0.5;
+  // Per message between hosts, the time its sender's NIC (the network proxy: system calls,
+  // framing) is busy besides the bytes, microseconds: messages to other hosts leave at most
+  // one per inter_step_overhead_us + bytes / bw. Its latency is in inter.latency_us.
+  double inter_step_overhead_us = 0;
   // Who moves a rank's data within a host and reduces it. true: the rank's one progress
   // thread (shared memory: it copies into the peer's FIFO and reduces out of its own), so
   // those copies and reductions take turns with its other steps. false: a GPU kernel whose
@@ -74,8 +78,9 @@ Fabric uniformFabric(int hosts, int ranksPerHost, LinkCost intra, LinkCost inter
 namespace braid::tuning {
 
 // braid-tune --calibrate's file: "key = value" lines ('#' starts a comment), keys
-// intra_latency_us, intra_bw_gbs, inter_latency_us, inter_bw_gbs, nics_per_host, reduce_gbs,
-// copy_gbs, step_overhead_us; keys it does not give keep f's values. Errors:
+// intra_latency_us, intra_bw_gbs, inter_latency_us, inter_bw_gbs, inter_step_overhead_us,
+// nics_per_host, reduce_gbs, copy_gbs, step_overhead_us, intra_cache_bw_gbs, cache_bytes,
+// host_bw_gbs; keys it does not give keep f's values. Errors:
 // braidInvalidArgument naming the file, the line and the problem (unknown key, a value that
 // is not a positive number); braidSystemError when it cannot be read.
 braidResult_t loadCalibration(const std::string& path, Fabric* f);

@@ -10,18 +10,36 @@
 //   transports deliver messages in posting order.
 //   Readiness. A step is ready when its dependencies have finished and so has the step
 //   before it in its queue; its ready time is the latest of those finish times.
-//   Resources. Each rank has one intra-host send port and one receive port (bandwidth
+//   Resources. Each rank has one progress engine: the executor is one thread per rank that
+//   works its queues one step (one piece) at a time (core/executor.cc), so everything that
+//   thread does for a step holds the engine, and a rank's steps take it one after another.
+//   Each rank also has one intra-host send port and one receive port (bandwidth
 //   fabric.intra.bw_gbs each); each host has nicsPerHost NICs, each with a transmit and a
 //   receive side of fabric.inter.bw_gbs. A rank uses NIC (local index % nicsPerHost), its
-//   local index being its place among its host's ranks in rank order.
+//   local index being its place among its host's ranks in rank order. Every resource is
+//   taken first come, first served: a step asks for what it needs when it can run (event
+//   time; at equal times finished steps release their successors first, and ties go by
+//   step id), and waits for the latest of their free times; a send that finds its ports or
+//   NICs busy leaves the engine to the rank's other steps and asks again when they free.
 //   Send of b bytes from r to p. Within a host it holds r's send port and p's receive
-//   port; between hosts the transmit side of r's NIC and the receive side of p's NIC. The
-//   resources are reserved first come, first served in the order sends become ready (event
-//   time, ties by step id): start = max(ready, each resource's free time); each resource
-//   stays busy until start + b / bw; the data arrives at start + latency + b / bw (the
-//   hop's latency). The send finishes at start + b / bw + step_overhead_us.
-//   Receive (and recv-reduce) finishes at max(ready, arrival) + step_overhead_us, plus
-//   b / reduce_gbs for recv-reduce. A copy takes b / copy_gbs + step_overhead_us.
+//   port; between hosts the transmit side of r's NIC and the receive side of p's NIC; and
+//   r's engine. start = max(ready, each one's free time); the port or NIC stays busy until
+//   start + b / bw (a NIC inter_step_overhead_us longer: its proxy's per-message work); the
+//   data arrives at start + latency + b / bw (the hop's latency). The
+//   send finishes at start + b / bw + step_overhead_us. Within a host the sending thread
+//   itself copies the data into the receiver's FIFO (transport/fifo.cc, shm.cc), so the
+//   engine is held for the whole b / bw + step_overhead_us; towards another host the
+//   network proxy moves the bytes, and the engine is held for step_overhead_us only (not
+//   modelled: the copy of a message under 32 KiB into the proxy's FIFO, and such a send
+//   finishing once copied rather than once sent).
+//   Receive (and recv-reduce) starts at max(ready, arrival, engine free) and holds the
+//   engine until it finishes, step_overhead_us later, plus b / reduce_gbs for recv-reduce
+//   (the receiving thread reduces from the FIFO). Its copy out of the FIFO runs alongside
+//   the sender's copy in, within the transfer. A copy holds the engine for b / copy_gbs +
+//   step_overhead_us from max(ready, engine free).
+//   On GPU fabrics (engine_moves_data false) the kernel's warps copy and reduce alongside
+//   each other: steps hold the engine for step_overhead_us only, and a receive's reduction
+//   or a copy delays only the step's own finish.
 //   Step bytes are count * elemSize; GB/s are 1e9 bytes/s, times are microseconds.
 //   Connections are bounded as the transports' FIFOs are: with fabric.fifo_slots > 0 a
 //   connection holds that many pieces, so a send waits until the receive fifo_slots
@@ -29,9 +47,11 @@
 //   With fabric.host_bw_gbs > 0, a host's memory system is one more resource: every
 //   transfer within the host also holds it for b / host_bw_gbs (copies of all its ranks
 //   share the host's cores and memory bandwidth). Not modelled: reductions competing for it,
-//   and a port or NIC shared by flows in a fairer way than one after another.
+//   a host with fewer cores than ranks (engines are independent), and a port or NIC shared
+//   by flows in a fairer way than one after another.
 // The run takes O(S log S) time for S steps in all: each step is readied, started and
-// finished once, through one priority queue of finish events.
+// finished once (a send may ask again each time its ports free), through one priority queue
+// of events.
 //
 // Outcomes. A step naming a peer outside the communicator, a dependency outside its
 // schedule, a receive whose size differs from its matching send or a send nobody receives
@@ -44,6 +64,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -107,9 +128,15 @@ class Simulation {
   int messageIndex(int32_t g) const;
 
   void ready(int32_t g, double t);
+  // Sends g once its ports or NICs and its rank's engine are free, or asks again later.
   void startSend(int32_t g, double t);
+  // Starts receive g once it is ready and its message has arrived.
   void tryFinishRecv(int32_t g);
-  void finish(int32_t g, double t) { events_.push({t, g}); }
+  void startRecv(int32_t g, double t);
+  // Takes g's rank's engine at t or when it frees, for `hold` us; returns the start.
+  double takeEngine(int32_t g, double t, double hold);
+  void finish(int32_t g, double t) { events_.push({t, kFinish, g}); }
+  void retry(int32_t g, double t) { events_.push({t, kRetry, g}); }
   std::string deadlock() const;
 
   const Fabric& f_;
@@ -122,10 +149,15 @@ class Simulation {
   std::vector<double> readyAt_;  // receive: when it became ready
   std::vector<double> arrival_;  // receive: when its message arrives; < 0 unknown
   std::vector<int> localIndex_;
-  // Resource free times: intra send / receive port per rank, NIC TX / RX per host and NIC.
-  std::vector<double> portTx_, portRx_, nicTx_, nicRx_, hostMem_;
+  // Resource free times: progress engine, intra send / receive port per rank, NIC TX / RX
+  // per host and NIC, memory system per host.
+  std::vector<double> engine_, portTx_, portRx_, nicTx_, nicRx_, hostMem_;
   std::vector<double> callEnd_;  // per call but the last: when its last rank finished it
-  using Event = std::pair<double, int32_t>;
+  double now_ = 0;               // the time of the event being played
+  // At equal times a step's finish (which readies its successors) comes before a step's
+  // retry, so successors ask for resources in the same round; then ties go by step id.
+  enum EventKind : uint8_t { kFinish, kRetry };
+  using Event = std::tuple<double, EventKind, int32_t>;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
 };
 
@@ -282,6 +314,13 @@ std::string Simulation::build(const AlgorithmInfo& algo, const std::vector<CollA
   return "";
 }
 
+double Simulation::takeEngine(int32_t g, double t, double hold) {
+  double& free = engine_[steps_[g].rank];
+  const double start = std::max(t, free);
+  free = start + hold;
+  return start;
+}
+
 void Simulation::startSend(int32_t g, double t) {
   SimStep& s = steps_[g];
   const int r = s.rank, p = s.peer;
@@ -293,24 +332,33 @@ void Simulation::startSend(int32_t g, double t) {
     a = &portTx_[r];
     b = &portRx_[p];
     link = &f_.intra;
-    res_.intra_bytes += s.bytes;
   } else {
     const int nics = std::max(1, f_.nicsPerHost);
     a = &nicTx_[static_cast<size_t>(f_.hostOf[r]) * nics + localIndex_[r] % nics];
     b = &nicRx_[static_cast<size_t>(f_.hostOf[p]) * nics + localIndex_[p] % nics];
     link = &f_.inter;
-    res_.net_bytes += s.bytes;
   }
-  const double x = transferUs(s.bytes, link->bw_gbs);
-  double start = std::max({t, *a, *b});
   // Within a host the copies of all its ranks share the memory system (host_bw_gbs): the
   // transfer also holds the host's share of it, so concurrent copies slow each other down.
   double* mem = intra && f_.host_bw_gbs > 0 ? &hostMem_[f_.hostOf[r]] : nullptr;
-  if (mem) {
-    start = std::max(start, *mem);
-    *mem = start + transferUs(s.bytes, f_.host_bw_gbs);
+  // A send starts only when its links and its engine are all free: while one is busy it
+  // holds none of the others (the executor moves on to its other queues while a FIFO is
+  // full), and asks again when the last of them frees.
+  const double free = std::max({*a, *b, mem ? *mem : 0.0, engine_[r]});
+  s.state = kReady;
+  if (free > t) {
+    retry(g, free);
+    return;
   }
-  *a = *b = start + x;
+  const double x = transferUs(s.bytes, link->bw_gbs);
+  // The sending thread copies into a peer's FIFO on this host (unless a GPU kernel's warps
+  // move the data: engine_moves_data false); the proxy sends to other hosts, busy
+  // inter_step_overhead_us a message besides the bytes.
+  const double start =
+      takeEngine(g, t, f_.step_overhead_us + (intra && f_.engine_moves_data ? x : 0));
+  (intra ? res_.intra_bytes : res_.net_bytes) += s.bytes;
+  if (mem) *mem = start + transferUs(s.bytes, f_.host_bw_gbs);
+  *a = *b = start + x + (intra ? 0 : f_.inter_step_overhead_us);
   s.state = kStarted;
   finish(g, start + x + f_.step_overhead_us);
   if (s.match >= 0) {
@@ -324,9 +372,20 @@ void Simulation::tryFinishRecv(int32_t g) {
   SimStep& s = steps_[g];
   if (s.state != kReady || arrival_[g] < 0) return;
   s.state = kStarted;
-  double t = std::max(readyAt_[g], arrival_[g]) + f_.step_overhead_us;
-  if (s.kind == StepKind::kRecvReduce) t += transferUs(s.bytes, f_.reduce_gbs);
-  finish(g, t);
+  const double t = std::max(readyAt_[g], arrival_[g]);
+  // The engine is taken when the message is there, not reserved ahead of it.
+  if (t > now_)
+    retry(g, t);
+  else
+    startRecv(g, t);
+}
+
+void Simulation::startRecv(int32_t g, double t) {
+  const SimStep& s = steps_[g];
+  // The reduction holds the engine unless a GPU kernel's warps do it alongside.
+  const double reduce = s.kind == StepKind::kRecvReduce ? transferUs(s.bytes, f_.reduce_gbs) : 0;
+  const double hold = f_.step_overhead_us + (f_.engine_moves_data ? reduce : 0);
+  finish(g, takeEngine(g, t, hold) + f_.step_overhead_us + reduce);
 }
 
 void Simulation::ready(int32_t g, double t) {
@@ -348,7 +407,11 @@ void Simulation::ready(int32_t g, double t) {
         finish(g, t);
         break;
       }
-      finish(g, t + transferUs(s.bytes, f_.copy_gbs) + f_.step_overhead_us);
+      {
+        const double copy = transferUs(s.bytes, f_.copy_gbs);
+        const double hold = f_.step_overhead_us + (f_.engine_moves_data ? copy : 0);
+        finish(g, takeEngine(g, t, hold) + f_.step_overhead_us + copy);
+      }
       break;
   }
 }
@@ -360,6 +423,7 @@ std::string Simulation::run() {
   localIndex_.assign(n, 0);
   std::vector<int> seen(nh, 0);
   for (int r = 0; r < n; ++r) localIndex_[r] = seen[f_.hostOf[r]]++;
+  engine_.assign(n, 0);
   portTx_.assign(n, 0);
   portRx_.assign(n, 0);
   nicTx_.assign(nh * nics, 0);
@@ -373,9 +437,16 @@ std::string Simulation::run() {
     if (steps_[g].waits == 0) ready(static_cast<int32_t>(g), 0);
   size_t done = 0;
   while (!events_.empty()) {
-    const double t = events_.top().first;
-    const int32_t g = events_.top().second;
+    const auto [t, kind, g] = events_.top();
     events_.pop();
+    now_ = t;
+    if (kind == kRetry) {
+      if (isSend(g))
+        startSend(g, t);
+      else
+        startRecv(g, t);
+      continue;
+    }
     steps_[g].state = kDone;
     ++done;
     res_.time_us = std::max(res_.time_us, t);

@@ -1,8 +1,9 @@
 // The schedule simulator: plays every rank's schedule of one collective (the steps the
 // executor would run, from the algorithm table) against a Fabric and predicts when the last
 // rank finishes. Slower than the closed forms of cost_model.h but exact to the schedules:
-// it sees pipelining across pieces, dependencies, and contention where steps share a port
-// or a NIC. Used to check the closed forms and by braid-sim --simulate at small rank counts.
+// it sees pipelining across pieces, dependencies, and contention where steps share a port,
+// a NIC or a rank's one progress engine (the executor's thread). Used to check the closed
+// forms and by braid-sim --simulate at small rank counts.
 #pragma once
 
 #include <cstddef>
@@ -29,8 +30,9 @@ struct SimResult {
 };
 
 // Plays algo's schedules for every rank of the fabric, under the model described at the top
-// of simulate.cc (eager sends into unbounded buffers; ports and NICs reserved first come,
-// first served). `proto` gives the call (count, dtype, op, root; coll is algo's); its rank,
+// of simulate.cc (eager sends into FIFOs of fabric.fifo_slots pieces; ports, NICs and each
+// rank's progress engine taken first come, first served). `proto` gives the call (count,
+// dtype, op, root; coll is algo's); its rank,
 // nranks, hostOf (when the fabric has more than one host), ring and pieceElems are set from
 // the fabric (pieceElems = chunk_bytes / elemSize, at least 1). All-to-all-v: every rank gets
 // proto's count and displacement arrays, so they must describe an exchange that is the same
