@@ -280,6 +280,33 @@ double pingPong(braidComm_t comm, int rank, int peer, size_t bytes, int iters, i
   return us / 2;
 }
 
+// Rank 0 sends 8 bytes to each other rank of its host (`peers`), iters times back to back
+// (one group each), and they receive them: the time per message at rank 0, in us. Receivers
+// that have nothing else to do sleep between messages, as a broadcast's leaves do, so this is
+// what a send costs when it must wake its receiver. Every rank calls it.
+double fanOut(braidComm_t comm, int rank, const std::vector<int>& peers, int iters,
+              const Launch& l) {
+  char buf[8] = {0};
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  double us = 0;
+  const bool mine = std::find(peers.begin(), peers.end(), rank) != peers.end();
+  if (rank == 0 && !peers.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) {
+      braidGroupStart();
+      for (int p : peers) braidSend(buf, sizeof(buf), braidUint8, p, comm, nullptr);
+      check(braidGroupEnd(), "fan-out", comm, l);
+    }
+    us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+         (static_cast<double>(iters) * peers.size());
+  } else if (mine) {
+    for (int i = 0; i < iters; ++i)
+      check(braidRecv(buf, sizeof(buf), braidUint8, 0, comm, nullptr), "fan-out", comm, l);
+  }
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  return us;
+}
+
 // A core's L2 cache in bytes (sysfs), 0 if unknown.
 size_t l2Bytes() {
   for (int i = 0; i < 8; ++i) {
@@ -336,11 +363,12 @@ double hostShift(braidComm_t comm, int next, int prev, size_t bytes, int iters, 
 // ranks of one 2-core machine one run measured 53 us idle and 76 us in the shift; the file
 // keeps the idle figure as a comment), and the bandwidth from half the round trip of 16 MiB
 // between rank 0 and a rank of another host; the step overhead (a burst of 64 small
-// messages within a host) and the network proxy's per message (the same across hosts,
-// inter_step_overhead_us); this core's reduction and copy speeds. A latency measured as a whole
-// round (a shift, or a round of recursive doubling) is written less one step overhead, as the model
-// adds that to each round. Rank 0 writes them; the job that sets BRAID_TUNE_FILE=FILE selects with
-// them.
+// messages within a host), a send's cost when it wakes its receiver (rank 0 to every other
+// rank of its host, fanOut; intra_send_overhead_us) and the network proxy's per message (the same
+// across hosts, inter_step_overhead_us); this core's reduction and copy speeds. A latency measured
+// as a whole round (a shift, or a round of recursive doubling) is written less one step overhead,
+// as the model adds that to each round. Rank 0 writes them; the job that sets BRAID_TUNE_FILE=FILE
+// selects with them.
 int calibrate(const Options& o, const Launch& l, int thread, const std::string& path) {
   const int nranks = l.nprocs * o.nthreads, rank = l.proc * o.nthreads + thread;
   braidComm_t comm = nullptr;
@@ -363,7 +391,7 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
   // [0] intra latency, [1] intra bandwidth, [2] inter latency, [3] inter bandwidth, [4] step
   // overhead, [5] reduction speed fitted from collectives (0: use the local loop's)
   double values[6] = {0, 0, 0, 0, 0, 0};
-  double cacheBw = 0, hostBw = 0, idleNet = 0, interOverhead = 0;
+  double cacheBw = 0, hostBw = 0, idleNet = 0, interOverhead = 0, wake = 0;
   // This rank's neighbours around its host (-1 when it is alone there).
   std::vector<int> mates;
   for (int r = 0; r < nranks; ++r)
@@ -436,6 +464,11 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     const double single = pingPong(comm, rank, intraPeer, 8, 100, 1, l);
     const double burst = pingPong(comm, rank, intraPeer, 8, 50, 64, l);
     values[4] = std::max(0.0, (2 * burst - 2 * single) / 63);
+    // Sends that must wake their receiver: rank 0 to every other rank of its host.
+    std::vector<int> rootMates;
+    for (int r = 1; r < nranks; ++r)
+      if (std::strncmp(all.data(), all.data() + 128 * r, 128) == 0) rootMates.push_back(r);
+    wake = std::max(0.0, fanOut(comm, rank, rootMates, 300, l) - values[4]);
     // The model's round is latency + one step overhead (a send's overhead overlaps the flight;
     // the receive's follows it), and the latency above was a whole round.
     values[0] = std::max(0.0, values[0] - values[4]);
@@ -483,8 +516,8 @@ int calibrate(const Options& o, const Launch& l, int thread, const std::string& 
     if (intraPeer > 0) {
       std::snprintf(line, sizeof(line),
                     "intra_latency_us = %.3f\nintra_bw_gbs = %.3f\nhost_bw_gbs = %.3f\n"
-                    "step_overhead_us = %.3f\n",
-                    values[0], values[1], hostBw, values[4]);
+                    "step_overhead_us = %.3f\nintra_send_overhead_us = %.3f\n",
+                    values[0], values[1], hostBw, values[4], wake);
       text += line;
     }
     if (interPeer > 0) {

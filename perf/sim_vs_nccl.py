@@ -9,8 +9,11 @@ error. A log counts as predicted when the median error over its sizes is within 
 script exits 1 unless at least three quarters of the logs are.
 
 Usage: perf/sim_vs_nccl.py BRAID_SIM [--json FILE]
-Exit 77 (skipped, as meson counts it) when the shared logs are absent (a user's fresh clone).
+Exit 77 (skipped, as meson counts it) when the shared logs are absent from the default place
+(a user's fresh clone); 2 when BRAID_SHARED_DIR names a folder without them, or for bad
+arguments.
 """
+import argparse
 import json
 import os
 import re
@@ -20,6 +23,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.environ.get("BRAID_SHARED_DIR", os.path.join(HERE, "..", "..", "shared"))
+SHARED_GIVEN = "BRAID_SHARED_DIR" in os.environ
 
 # log file -> (topology file, braid-sim options, what the system is). Topology files under
 # topologies/ are the shared ones; systems/ are ours, written from the shapes' published facts.
@@ -63,8 +67,12 @@ def logged(path):
 
 def predicted(sim, topo, opts, sizes):
     """{bytes: (chosen, busbw)} from braid-sim's text table."""
-    out = subprocess.run([sim, "--topo", topo, *opts, "-b", str(min(sizes)), "-e", str(max(sizes)),
-                          "-f", "2"], check=True, capture_output=True, text=True).stdout
+    run = subprocess.run([sim, "--topo", topo, *opts, "-b", str(min(sizes)), "-e", str(max(sizes)),
+                          "-f", "2"], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{sim} --topo {topo} {' '.join(opts)} failed ({run.returncode}): "
+                           f"{run.stderr.strip()}")
+    out = run.stdout
     names, result = None, {}
     for line in out.splitlines():
         f = line.split()
@@ -78,23 +86,43 @@ def predicted(sim, topo, opts, sizes):
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__, file=sys.stderr)
+    parser = argparse.ArgumentParser(description="braid-sim against NCCL's nccl-tests logs")
+    parser.add_argument("braid_sim", help="the braid-sim binary (build/src/braid-sim)")
+    parser.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
+    args = parser.parse_args()
+    sim, jsonPath = args.braid_sim, args.json
+    if not (os.path.isfile(sim) and os.access(sim, os.X_OK)):
+        print(f"sim_vs_nccl: {sim}: not an executable braid-sim", file=sys.stderr)
         return 2
-    sim = sys.argv[1]
-    jsonPath = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--json" else None
     logs = os.path.join(SHARED, "nccl-tests-logs")
     if not os.path.isdir(logs):
+        if SHARED_GIVEN:
+            print(f"sim_vs_nccl: BRAID_SHARED_DIR={SHARED}: no nccl-tests-logs there",
+                  file=sys.stderr)
+            return 2
         print(f"sim_vs_nccl: skipped: {logs} is absent (set BRAID_SHARED_DIR)")
         return 77
     report, good = [], 0
     for log, topo, opts, what in SYSTEMS:
         root = HERE if topo.startswith("systems/") else SHARED
-        rows = logged(os.path.join(logs, log))
+        path = os.path.join(logs, log)
+        if not os.path.isfile(path):
+            print(f"sim_vs_nccl: {path}: missing", file=sys.stderr)
+            return 2
+        rows = logged(path)
         if not rows:
             print(f"sim_vs_nccl: {log}: no all-reduce rows of 256 MiB or more", file=sys.stderr)
             return 1
-        pred = predicted(sim, os.path.join(root, topo), opts, sorted(rows))
+        try:
+            pred = predicted(sim, os.path.join(root, topo), opts, sorted(rows))
+        except (OSError, RuntimeError) as e:
+            print(f"sim_vs_nccl: {e}", file=sys.stderr)
+            return 1
+        missing = [s for s in rows if s not in pred]
+        if missing:
+            print(f"sim_vs_nccl: braid-sim gave no row for {missing} bytes of {log}",
+                  file=sys.stderr)
+            return 1
         print(f"# {log}\n#   {what}; braid-sim --topo {topo} {' '.join(opts)}")
         print(f"#   {'bytes':>12} {'NCCL busbw':>10} {'braid-sim':>10} {'error':>7}  chosen")
         errors = []

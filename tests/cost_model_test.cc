@@ -226,6 +226,7 @@ TEST(Calibration, ParsesAndRoundTrips) {
                              "inter_latency_us = 30 # tcp\ninter_bw_gbs = 0.118\n"
                              "nics_per_host = 2\nreduce_gbs = 6\ncopy_gbs = 9\n"
                              "step_overhead_us = 0.75\ninter_step_overhead_us = 12.5\n"
+                             "intra_send_overhead_us = 3.25\n"
                              "host_bw_gbs = 3\n",
                              "cal", &f),
             braidSuccess);
@@ -238,6 +239,7 @@ TEST(Calibration, ParsesAndRoundTrips) {
   EXPECT_EQ(f.copy_gbs, 9);
   EXPECT_EQ(f.step_overhead_us, 0.75);
   EXPECT_EQ(f.inter_step_overhead_us, 12.5);
+  EXPECT_EQ(f.intra_send_overhead_us, 3.25);
   Fabric g = testFabric(1, 2);
   ASSERT_EQ(parseCalibration(formatCalibration(f), "again", &g), braidSuccess);
   EXPECT_EQ(formatCalibration(g), formatCalibration(f));
@@ -275,6 +277,8 @@ TEST(Calibration, ErrorsNameTheLine) {
       {"nics_per_host = 1.5\n", "cal:1: nics_per_host = 1.5 is not a count"},
       {"intra_bw_gbs\n", "cal:1: \"intra_bw_gbs\" is not KEY = VALUE"},
       {"copy_gbs = nan\n", "is not a positive number"},
+      {"inter_step_overhead_us = 1e308\n",
+       "cal:1: inter_step_overhead_us = 1e308 is not a non-negative number below 1e12"},
   };
   for (const Bad& b : bad) {
     Fabric f = testFabric(1, 2);

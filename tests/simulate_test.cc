@@ -190,6 +190,17 @@ TEST(SimulateClosedForm, RootPaysEveryStepOverhead) {
     ASSERT_TRUE(r.ok) << r.error;
     expectTime(r.time_us, k * (x + o) + one.intra.latency_us);
 
+    // Waking each receiver (intra_send_overhead_us = W) holds the sending engine too, and
+    // the send finishes W later: the last send ends at k (X + o + W), its receive at
+    // k (X + o + W) - W + L, so with W > L the root ends the call:
+    //   time = k (X + o + W).
+    Fabric waking = one;
+    waking.intra_send_overhead_us = 2.25;
+    r = simulateSchedules(fanOut, a, kFloat, waking);
+    ASSERT_TRUE(r.ok) << r.error;
+    ASSERT_GT(2.25, one.intra.latency_us);
+    expectTime(r.time_us, k * (x + o + 2.25));
+
     // A GPU kernel's warps move the data (engine_moves_data false): a send holds the engine
     // for o only and the root's port for X > o, so send j starts at (j - 1) X:
     //   time = (k - 1) X + L + X + o = k X + L + o.
@@ -215,6 +226,45 @@ TEST(SimulateClosedForm, RootPaysEveryStepOverhead) {
     ASSERT_TRUE(r.ok) << r.error;
     expectTime(r.time_us, (k - 1) * (xs + n3) + proxy.inter.latency_us + xs + o);
   }
+}
+
+// Ranks 0 and 1 on host 0, 2 and 3 on host 1. Rank 0 sends 8 messages of count elements to
+// rank 2; rank 1 sends one to rank 3, which then copies count * 4096 elements locally.
+void buildTwoSenders(const CollArgs& a, Schedule* out) {
+  out->steps.clear();
+  out->scratchElems = 0;
+  const BufRef at{BufferId::kRecv, 0};
+  if (a.rank == 0)
+    for (int i = 0; i < 8; ++i) out->add(sendStep(2, BufRef{BufferId::kSend, 0}, a.count));
+  if (a.rank == 2)
+    for (int i = 0; i < 8; ++i) out->add(recvStep(0, at, a.count));
+  if (a.rank == 1) out->add(sendStep(3, BufRef{BufferId::kSend, 0}, a.count));
+  if (a.rank == 3) {
+    const int got = out->add(recvStep(1, at, a.count));
+    out->add(copyStep(BufRef{BufferId::kSend, 0}, at, a.count * 4096, got));
+  }
+}
+
+// A shared NIC serves the send that asked first: rank 1's one send, asking at 0 with rank
+// 0's first, goes second (ties by step id), not after all of rank 0's, which ask only as
+// their predecessors finish. With the NIC held X + N a message (N: the proxy's work):
+// rank 1's send starts at X + N, arrives L + X later, its receive takes o and the copy
+// C (4096 times its bytes at copy speed, plus o) after it, which outlasts rank 0's 8 sends:
+//   time = (X + N) + L + X + o + C.
+TEST(SimulateClosedForm, SharedNicIsFirstComeFirstServed) {
+  const AlgorithmInfo two{"two-senders", Collective::kBroadcast, "", buildTwoSenders, nullptr};
+  Fabric f = fabric(2, 2);
+  f.nicsPerHost = 1;
+  f.inter_step_overhead_us = 4;
+  CollArgs a;
+  a.coll = Collective::kBroadcast;
+  a.count = 256;  // 1 KiB
+  const double x = us(1024, f.inter.bw_gbs), n = 4, o = f.step_overhead_us;
+  const double c = us(4096.0 * 1024, f.copy_gbs) + o;
+  ASSERT_GT(c, 8 * (x + n));
+  const SimResult r = simulateSchedules(two, a, kFloat, f);
+  ASSERT_TRUE(r.ok) << r.error;
+  expectTime(r.time_us, (x + n) + f.inter.latency_us + x + o + c);
 }
 
 // The host's memory system as a shared resource: the same gather with host_bw_gbs equal to
@@ -253,7 +303,7 @@ TEST(SimulateClosedForm, HostMemoryIsShared) {
 // With 4 NICs per host every rank has its own NIC, so nothing is shared: every step is a
 // round of u for every rank, time = C + 7u.
 // With one NIC per host the host's m_k = min(k, 8-k) crossing flows of step k share it
-// (first come, first served, ties by rank) and stagger the ranks. For X <= (L + o) / 3 each
+// (first come, first served, ties by rank) and stagger the ranks. For X < (L + o) / 3 each
 // NIC drains before the next step needs it, and the receive of step k on ranks 0..7
 // finishes at k u plus (in X):
 //   k = 1, 2: 0 0 0 0 0 0 0 0 except k = 2: ranks 1 and 5 +1 (second on the NIC);
@@ -264,7 +314,9 @@ TEST(SimulateClosedForm, NicSharingPairwiseAllToAll) {
   const size_t count = 2500;  // B = 10000 bytes: X = 1 us at 10 GB/s
   const double bytes = static_cast<double>(count * kFloat);
   const double x = us(bytes, 10), o = 1, c = us(bytes, 100) + o;
-  for (double lat : {2.0, 3.0, 10.0}) {  // X <= (L + o) / 3
+  // X < (L + o) / 3 (at equality a NIC frees just as a later step asks for it, and the
+  // send that has waited longer goes first, which staggers the ranks otherwise).
+  for (double lat : {2.5, 3.0, 10.0}) {
     const double u = lat + x + o;
     double t[2] = {0, 0};
     for (int nics : {1, 4}) {

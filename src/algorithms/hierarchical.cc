@@ -256,8 +256,8 @@ void selfCopy(size_t count, Schedule* out) {
 // 2(1) 3(1) ... so that the host ring reduce-scatters group g+1 while group g crosses the
 // network, as NCCL's multi-node algorithms keep NVLink and the NICs busy at once (its tree
 // and CollNet chain intra- and inter-node stages per chunk). G is the number of groups whose
-// units are at least one piece each, at most kMaxGroups: a call of a few pieces stays one
-// group.
+// chunks are at least kMinPiecesPerChunk pieces each, at most kMaxGroups: a call of a few
+// pieces stays one group.
 // Each rank sends 2(L-1)/L of the vector within its host and 2(H-1)/(HL) of it over the
 // network: per host, 2(H-1)/H of the vector, the network optimum, in 2(H-1) network steps
 // instead of a flat ring's 2(n-1). With L = 1 phase 2 reads the send buffer (ring.cc's

@@ -137,7 +137,7 @@ struct Model {
   double pieceService(double bytes, int flows, bool reduce) const {
     const double pieces = std::max(1.0, std::ceil(bytes / chunk));
     const double q = bytes / pieces;
-    double x = q / bytesPerUs(Crossing{});
+    double x = q / bytesPerUs(Crossing{}) + f.intra_send_overhead_us;
     if (H > 1) x = std::max(x, q / bytesPerUs(anyCross(flows)) + f.inter_step_overhead_us);
     return x + f.step_overhead_us + (reduce ? q / (f.reduce_gbs * 1e3) : 0);
   }
@@ -174,7 +174,7 @@ struct Pipe {
     const double f = c.cross ? c.fraction : 0;
     fill +=
         times * ((1 - f) * (m.f.intra.latency_us + xi) + f * (m.f.inter.latency_us + xc) + o + red);
-    const double x = c.cross ? xc + m.f.inter_step_overhead_us : xi;
+    const double x = c.cross ? xc + m.f.inter_step_overhead_us : xi + m.f.intra_send_overhead_us;
     busy[c.cross ? 1 : 0] += times * pieces * std::max(x + o, o + red);
     tail = m.link(c).latency_us + o + red;
     return *this;

@@ -68,6 +68,7 @@ double* fieldOf(Fabric* f, const std::string& key) {
   if (key == "copy_gbs") return &f->copy_gbs;
   if (key == "step_overhead_us") return &f->step_overhead_us;
   if (key == "inter_step_overhead_us") return &f->inter_step_overhead_us;
+  if (key == "intra_send_overhead_us") return &f->intra_send_overhead_us;
   if (key == "intra_cache_bw_gbs") return &f->intra_cache_bw_gbs;
   if (key == "host_bw_gbs") return &f->host_bw_gbs;
   return nullptr;
@@ -98,7 +99,10 @@ braidResult_t parseCalibration(const std::string& text, const std::string& name,
     char* end = nullptr;
     errno = 0;
     const double v = std::strtod(value.c_str(), &end);
-    const bool ok = !value.empty() && *end == '\0' && errno == 0 && std::isfinite(v) && v >= 0;
+    // Finite, >= 0 and below 1e12 (us, GB/s or bytes): larger is a typo, and would make
+    // every prediction infinite.
+    const bool ok =
+        !value.empty() && *end == '\0' && errno == 0 && std::isfinite(v) && v >= 0 && v < 1e12;
     if (key == "cache_bytes") {
       if (!ok || v != std::floor(v) || v > 1e12)
         return fail(braidInvalidArgument, "%s:%d: cache_bytes = %s is not a byte count",
@@ -118,14 +122,15 @@ braidResult_t parseCalibration(const std::string& text, const std::string& name,
       return fail(braidInvalidArgument,
                   "%s:%d: unknown key \"%s\" (intra_latency_us, intra_bw_gbs, "
                   "intra_cache_bw_gbs, cache_bytes, host_bw_gbs, inter_latency_us, inter_bw_gbs, "
-                  "inter_step_overhead_us, nics_per_host, reduce_gbs, copy_gbs, "
-                  "step_overhead_us)",
+                  "inter_step_overhead_us, intra_send_overhead_us, nics_per_host, reduce_gbs, "
+                  "copy_gbs, step_overhead_us)",
                   name.c_str(), lineNo, key.c_str());
     const bool needsPositive = key.find("_gbs") != std::string::npos &&
                                key != "intra_cache_bw_gbs" && key != "host_bw_gbs";
     if (!ok || (needsPositive && v <= 0))
-      return fail(braidInvalidArgument, "%s:%d: %s = %s is not a %s number", name.c_str(), lineNo,
-                  key.c_str(), value.c_str(), needsPositive ? "positive" : "non-negative");
+      return fail(braidInvalidArgument, "%s:%d: %s = %s is not a %s number below 1e12",
+                  name.c_str(), lineNo, key.c_str(), value.c_str(),
+                  needsPositive ? "positive" : "non-negative");
     *field = v;
   }
   *f = out;
@@ -160,10 +165,11 @@ std::string formatCalibration(const Fabric& f) {
                 "intra_latency_us = %.17g\nintra_bw_gbs = %.17g\ninter_latency_us = %.17g\n"
                 "inter_bw_gbs = %.17g\nnics_per_host = %d\nreduce_gbs = %.17g\n"
                 "copy_gbs = %.17g\nstep_overhead_us = %.17g\nintra_cache_bw_gbs = %.17g\n"
-                "cache_bytes = %zu\nhost_bw_gbs = %.17g\ninter_step_overhead_us = %.17g\n",
+                "cache_bytes = %zu\nhost_bw_gbs = %.17g\ninter_step_overhead_us = %.17g\n"
+                "intra_send_overhead_us = %.17g\n",
                 f.intra.latency_us, f.intra.bw_gbs, f.inter.latency_us, f.inter.bw_gbs,
                 f.nicsPerHost, f.reduce_gbs, f.copy_gbs, f.step_overhead_us, f.intra_cache_bw_gbs,
-                f.cache_bytes, f.host_bw_gbs, f.inter_step_overhead_us);
+                f.cache_bytes, f.host_bw_gbs, f.inter_step_overhead_us, f.intra_send_overhead_us);
   return buf;
 }
 

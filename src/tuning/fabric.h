@@ -38,8 +38,13 @@ struct Fabric {
   double step_overhead_us = 0.5;
   // Per message between hosts, the time its sender's NIC (the network proxy: system calls,
   // framing) is busy besides the bytes, microseconds: messages to other hosts leave at most
-  // one per inter_step_overhead_us + bytes / bw. Its latency is in inter.latency_us.
+  // one per inter_step_overhead_us + bytes / bw (the receiving NIC is held as long). Its
+  // latency is in inter.latency_us.
   double inter_step_overhead_us = 0;
+  // Per message to a rank of the same host, the sender's work besides step_overhead_us:
+  // waking a receiver that sleeps (a futex system call, and on a host with fewer cores than
+  // ranks the switch to the woken rank), microseconds. braid-tune measures it with a fan-out.
+  double intra_send_overhead_us = 0;
   // Who moves a rank's data within a host and reduces it. true: the rank's one progress
   // thread (shared memory: it copies into the peer's FIFO and reduces out of its own), so
   // those copies and reductions take turns with its other steps. false: a GPU kernel whose
@@ -51,7 +56,8 @@ struct Fabric {
   // memory copies run at cache speed until the data spills. 0: no such distinction.
   double intra_cache_bw_gbs = 0;
   size_t cache_bytes = 0;
-  // This fabric for a call that touches `bytesPerRank` bytes on each rank.
+  // This fabric for a call that touches `bytesPerRank` bytes on each rank: within cache_bytes,
+  // intra.bw_gbs becomes intra_cache_bw_gbs and host_bw_gbs scales by the same factor.
   Fabric forCall(size_t bytesPerRank) const;
   // The copy bandwidth of a host's memory system shared by all its ranks' transfers, GB/s (a
   // host with fewer cores than ranks, or one memory bus); 0 means no such limit.
@@ -78,11 +84,13 @@ Fabric uniformFabric(int hosts, int ranksPerHost, LinkCost intra, LinkCost inter
 namespace braid::tuning {
 
 // braid-tune --calibrate's file: "key = value" lines ('#' starts a comment), keys
-// intra_latency_us, intra_bw_gbs, inter_latency_us, inter_bw_gbs, inter_step_overhead_us,
-// nics_per_host, reduce_gbs, copy_gbs, step_overhead_us, intra_cache_bw_gbs, cache_bytes,
-// host_bw_gbs; keys it does not give keep f's values. Errors:
-// braidInvalidArgument naming the file, the line and the problem (unknown key, a value that
-// is not a positive number); braidSystemError when it cannot be read.
+// intra_latency_us, intra_bw_gbs, intra_send_overhead_us, inter_latency_us, inter_bw_gbs,
+// inter_step_overhead_us, nics_per_host, reduce_gbs, copy_gbs, step_overhead_us,
+// intra_cache_bw_gbs, cache_bytes, host_bw_gbs; keys it does not give keep f's values.
+// Errors: braidInvalidArgument naming the file, the line and the problem (unknown key; a
+// value that is not a finite number >= 0, or > 0 for the bandwidths other than
+// intra_cache_bw_gbs and host_bw_gbs, where 0 means none); braidSystemError when it cannot
+// be read.
 braidResult_t loadCalibration(const std::string& path, Fabric* f);
 // The same from text (name stands for the file in messages).
 braidResult_t parseCalibration(const std::string& text, const std::string& name, Fabric* f);

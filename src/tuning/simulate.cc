@@ -36,7 +36,8 @@
 //   engine until it finishes, step_overhead_us later, plus b / reduce_gbs for recv-reduce
 //   (the receiving thread reduces from the FIFO). Its copy out of the FIFO runs alongside
 //   the sender's copy in, within the transfer. A copy holds the engine for b / copy_gbs +
-//   step_overhead_us from max(ready, engine free).
+//   step_overhead_us from max(ready, engine free). A send within a host also holds the
+//   engine intra_send_overhead_us (waking the receiver), and finishes that much later.
 //   On GPU fabrics (engine_moves_data false) the kernel's warps copy and reduce alongside
 //   each other: steps hold the engine for step_overhead_us only, and a receive's reduction
 //   or a copy delays only the step's own finish.
@@ -135,8 +136,10 @@ class Simulation {
   void startRecv(int32_t g, double t);
   // Takes g's rank's engine at t or when it frees, for `hold` us; returns the start.
   double takeEngine(int32_t g, double t, double hold);
-  void finish(int32_t g, double t) { events_.push({t, kFinish, g}); }
-  void retry(int32_t g, double t) { events_.push({t, kRetry, g}); }
+  void finish(int32_t g, double t) { events_.push({t, kFinish, t, g}); }
+  // Asks again at t for what g needs; among asks at one time, the one asking longest goes
+  // first (first come, first served), then ties by step id.
+  void retry(int32_t g, double t) { events_.push({t, kRetry, askedAt_[g], g}); }
   std::string deadlock() const;
 
   const Fabric& f_;
@@ -155,9 +158,11 @@ class Simulation {
   std::vector<double> callEnd_;  // per call but the last: when its last rank finished it
   double now_ = 0;               // the time of the event being played
   // At equal times a step's finish (which readies its successors) comes before a step's
-  // retry, so successors ask for resources in the same round; then ties go by step id.
+  // retry, so successors ask for resources in the same round; retries then go by when
+  // their steps first asked, then by step id.
   enum EventKind : uint8_t { kFinish, kRetry };
-  using Event = std::tuple<double, EventKind, int32_t>;
+  using Event = std::tuple<double, EventKind, double, int32_t>;  // time, kind, asked at, step
+  std::vector<double> askedAt_;  // when a step became ready (first asked for resources)
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
 };
 
@@ -354,13 +359,14 @@ void Simulation::startSend(int32_t g, double t) {
   // The sending thread copies into a peer's FIFO on this host (unless a GPU kernel's warps
   // move the data: engine_moves_data false); the proxy sends to other hosts, busy
   // inter_step_overhead_us a message besides the bytes.
+  const double wake = intra ? f_.intra_send_overhead_us : 0;
   const double start =
-      takeEngine(g, t, f_.step_overhead_us + (intra && f_.engine_moves_data ? x : 0));
+      takeEngine(g, t, f_.step_overhead_us + wake + (intra && f_.engine_moves_data ? x : 0));
   (intra ? res_.intra_bytes : res_.net_bytes) += s.bytes;
   if (mem) *mem = start + transferUs(s.bytes, f_.host_bw_gbs);
   *a = *b = start + x + (intra ? 0 : f_.inter_step_overhead_us);
   s.state = kStarted;
-  finish(g, start + x + f_.step_overhead_us);
+  finish(g, start + x + f_.step_overhead_us + wake);
   if (s.match >= 0) {
     ++res_.messages;
     arrival_[s.match] = start + link->latency_us + x;
@@ -392,12 +398,16 @@ void Simulation::ready(int32_t g, double t) {
   SimStep& s = steps_[g];
   switch (s.kind) {
     case StepKind::kSend:
-      startSend(g, t);
+      // Through the event queue, so that sends already waiting for the same port or NIC
+      // since earlier get it first.
+      askedAt_[g] = t;
+      steps_[g].state = kReady;
+      retry(g, t);
       break;
     case StepKind::kRecv:
     case StepKind::kRecvReduce:
       s.state = kReady;
-      readyAt_[g] = t;
+      readyAt_[g] = askedAt_[g] = t;
       tryFinishRecv(g);
       break;
     case StepKind::kCopy:
@@ -431,13 +441,14 @@ std::string Simulation::run() {
   nicRx_.assign(nh * nics, 0);
   const size_t total = steps_.size();
   readyAt_.assign(total, 0);
+  askedAt_.assign(total, 0);
   arrival_.assign(total, -1);
 
   for (size_t g = 0; g < total; ++g)
     if (steps_[g].waits == 0) ready(static_cast<int32_t>(g), 0);
   size_t done = 0;
   while (!events_.empty()) {
-    const auto [t, kind, g] = events_.top();
+    const auto [t, kind, asked, g] = events_.top();
     events_.pop();
     now_ = t;
     if (kind == kRetry) {

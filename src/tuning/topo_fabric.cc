@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "core/error.h"
 
@@ -52,6 +53,22 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
   if (opts.mnnvl && gpus < 2)
     return fail(braidInvalidArgument, "%s: --mnnvl joins hosts by NVLink, but this file has %s",
                 sys.source.c_str(), gpus == 0 ? "no GPU" : "one GPU");
+  const int fileSm = sys.gpus.empty()            ? -1
+                     : sys.gpus[0].sm > 0        ? sys.gpus[0].sm
+                     : sxmNvSwitchLinks(sys) > 0 ? sxmSm(sys)
+                                                 : -1;
+  if (opts.mnnvl && fileSm < 90)
+    return fail(braidInvalidArgument,
+                "%s: --mnnvl: NVLink across hosts needs NVLink switch systems (GPUs of compute "
+                "capability 9.0 or later); this file's are %s",
+                sys.source.c_str(),
+                fileSm < 0
+                    ? "of unknown capability"
+                    : (std::to_string(fileSm / 10) + "." + std::to_string(fileSm % 10)).c_str());
+  if (opts.mnnvl && ranksPerHost > gpus)
+    return fail(braidInvalidArgument,
+                "%s: --mnnvl with --ranks-per-host %d: the file has %d GPUs per host",
+                sys.source.c_str(), ranksPerHost, gpus);
   int perHost = ranksPerHost;
   if (perHost <= 0) perHost = gpus > 0 ? gpus : std::max(1, sys.cores);
   Fabric f;
