@@ -132,11 +132,6 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  if (static_cast<long long>(hosts) * std::max(perHost, 1) > (1 << 24)) {
-    std::fprintf(stderr, "braid-sim: %d hosts x %d ranks is more than 16,777,216 ranks\n", hosts,
-                 perHost);
-    return 2;
-  }
   if (minBytes == 0) {
     std::fprintf(stderr, "braid-sim: -b must be at least 1 byte\n");
     return 2;
@@ -171,6 +166,15 @@ int main(int argc, char** argv) {
   if (braid::topo::loadTopologyFile(topoFile, &sys) != braidSuccess) {
     std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
     return 1;
+  }
+  // Ranks per host as fabricFromTopology takes them: one per GPU (per core) by default.
+  const int ranksPerHost = perHost > 0 ? perHost
+                                       : (!sys.gpus.empty() ? static_cast<int>(sys.gpus.size())
+                                                            : std::max(1, sys.cores));
+  if (static_cast<long long>(hosts) * ranksPerHost > (1 << 24)) {
+    std::fprintf(stderr, "braid-sim: %d hosts x %d ranks is more than 16,777,216 ranks\n", hosts,
+                 ranksPerHost);
+    return 2;
   }
   braid::tuning::Fabric fabric;
   std::string why;
