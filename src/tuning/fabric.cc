@@ -28,13 +28,17 @@ int Fabric::ranksPerHost() const {
 }
 
 std::string Fabric::describe() const {
+  char between[160] = "";
+  if (nhosts() > 1)
+    std::snprintf(between, sizeof(between),
+                  "; between hosts %.2f us, %d NIC(s) of %.2f GB/s per host", inter.latency_us,
+                  nicsPerHost, inter.bw_gbs);
   char buf[400];
   std::snprintf(buf, sizeof(buf),
-                "%d ranks on %d host(s); within a host %.2f us, %.1f GB/s; between hosts %.2f us, "
-                "%d NIC(s) of %.2f GB/s per host; reduce %.1f GB/s, copy %.1f GB/s, step %.2f us, "
-                "chunk %zu B",
-                nranks(), nhosts(), intra.latency_us, intra.bw_gbs, inter.latency_us, nicsPerHost,
-                inter.bw_gbs, reduce_gbs, copy_gbs, step_overhead_us, chunk_bytes);
+                "%d ranks on %d host(s); within a host %.2f us, %.1f GB/s%s; reduce %.1f GB/s, "
+                "copy %.1f GB/s, step %.2f us, chunk %zu B",
+                nranks(), nhosts(), intra.latency_us, intra.bw_gbs, between, reduce_gbs, copy_gbs,
+                step_overhead_us, chunk_bytes);
   return buf;
 }
 

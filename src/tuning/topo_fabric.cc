@@ -179,7 +179,7 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
                 "%s: no network port with a speed, so hosts cannot be joined (give a topology "
                 "with <net speed=...> or NICs)",
                 sys.source.c_str());
-  if (ports > 0) {
+  if (ports > 0 && (hosts == 1 || f.nhosts() > 1)) {  // (an MNNVL domain does not use them)
     const int perHostRanks = static_cast<int>(f.hostOf.size()) / hosts;
     const int pools = std::min(ports, std::max(perHostRanks, 1));
     f.nicsPerHost = pools;
