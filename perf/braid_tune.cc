@@ -122,7 +122,7 @@ double median(std::vector<double> v) {
 
 // Measures the cells of one call (those with a prediction) in `rounds` interleaved rounds:
 // round 1 times algorithm A, B, C, ..., round 2 A, B, C again, and so on. Each round times a
-// block of calls of about 20 ms / rounds by the prediction (at least 1, at most o.iters * 5),
+// block of calls of about 20 ms / rounds by the prediction (at least 1, at most o.iters * 50),
 // after o.warmup_iters warm-up calls in the first round and one in later rounds (selecting
 // an algorithm drops the compiled plan, whose compilation must not be timed). An algorithm
 // whose call is predicted longer than a round's share of the 20 ms takes part in the first
@@ -141,7 +141,7 @@ void measureSize(braidComm_t comm, const Tuned& t, const void* send, void* recv,
     if (pred < 0) continue;
     if (pred > kBudgetUs / rounds) taking[a] = std::min(rounds, 3);
     iters[a] = static_cast<int>(
-        std::clamp(kBudgetUs / rounds / std::max(pred, 1.0), 1.0, std::max(1.0, o.iters * 5.0)));
+        std::clamp(kBudgetUs / rounds / std::max(pred, 1.0), 1.0, std::max(1.0, o.iters * 50.0)));
   }
   std::vector<std::vector<double>> times(cells->size());
   for (int r = 0; r < rounds; ++r)

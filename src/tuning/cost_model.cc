@@ -541,6 +541,16 @@ std::vector<Candidate> rankCandidates(const CollArgs& args, size_t elemSize, con
     const int i = static_cast<int>(out.size()) - 1;
     if (!c.unsupported && (*best < 0 || c.predicted_us < out[*best].predicted_us)) *best = i;
   }
+  // A tie (within kTie) goes to the algorithm listed first: where the host's memory system
+  // binds (host_bw_gbs), every algorithm moving the same bytes is predicted alike, and which
+  // is faster is decided by what the model does not see (caches, the scheduler of an
+  // oversubscribed host), so the table's order of preference decides, not rounding.
+  if (*best >= 0)
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!out[i].unsupported && out[i].predicted_us <= out[*best].predicted_us * (1 + kTie)) {
+        *best = static_cast<int>(i);
+        break;
+      }
   return out;
 }
 

@@ -50,8 +50,11 @@ struct Candidate {
   const char* unsupported = nullptr;  // why the algorithm cannot run the call, else nullptr
 };
 // Every algorithm of args.coll with its prediction, in table order; *best is the index of the
-// supported one with the least predicted time (-1 when none is supported). args.hostOf and
-// args.ring are taken from the fabric for the support checks.
+// supported one with the least predicted time, of those within kTie of it the first in table
+// order (-1 when none is supported). The tables list an operation's algorithms in order of
+// preference: ring first (every rank's engine moves each byte once).
+// args.hostOf and args.ring are taken from the fabric for the support checks.
+constexpr double kTie = 0.01;
 std::vector<Candidate> rankCandidates(const CollArgs& args, size_t elemSize, const Fabric& fabric,
                                       int* best);
 
