@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -407,6 +408,115 @@ TEST(Reduce, InPlaceAcrossManyBlocks) {
     }
     ASSERT_TRUE(reduce(braidFloat16, braidSum, y.data(), x.data(), y.data(), count));
     for (size_t i = 0; i < count; ++i) ASSERT_EQ(float(i % 100 + i % 7), halfToFloat(y[i]));
+  }
+}
+
+// Whether element i of x and y (dtype) are both NaN: IEEE 754 leaves open which payload an
+// operation on two NaNs keeps, and compilers may swap the operands of + and *.
+bool bothNaN(braidDataType_t dtype, const std::vector<uint8_t>& x, const std::vector<uint8_t>& y,
+             size_t i) {
+  auto isNaN = [dtype](const uint8_t* p) {
+    uint16_t h;
+    float f;
+    double d;
+    switch (dtype) {
+      case braidFloat32:
+        std::memcpy(&f, p, 4);
+        return std::isnan(f);
+      case braidFloat64:
+        std::memcpy(&d, p, 8);
+        return std::isnan(d);
+      case braidFloat16:
+        std::memcpy(&h, p, 2);
+        return std::isnan(halfToFloat(h));
+      case braidBfloat16:
+        std::memcpy(&h, p, 2);
+        return std::isnan(bf16ToFloat(h));
+      case braidFloat8e4m3:
+        return std::isnan(fp8e4m3ToFloat(*p));
+      case braidFloat8e5m2:
+        return std::isnan(fp8e5m2ToFloat(*p));
+      default:
+        return false;
+    }
+  };
+  const size_t es = braidTypeSize(dtype);
+  return isNaN(&x[i * es]) && isNaN(&y[i * es]);
+}
+
+// The elements where x and y differ other than by a NaN's payload.
+size_t differences(braidDataType_t dtype, const std::vector<uint8_t>& x,
+                   const std::vector<uint8_t>& y) {
+  const size_t es = braidTypeSize(dtype);
+  size_t n = 0;
+  for (size_t i = 0; i < x.size() / es; ++i)
+    n += std::memcmp(&x[i * es], &y[i * es], es) != 0 && !bothNaN(dtype, x, y, i);
+  return n;
+}
+
+// Every instruction-set build of the kernels gives the generic build's bits, for every dtype,
+// op and divisor, on random bit patterns (NaNs, infinities and subnormals among them), at
+// counts that end inside and on vector widths, in place and out of place; a NaN may carry
+// either operand's payload.
+TEST(Isa, EveryBuildMatchesGenericBitForBit) {
+  std::printf("kernels run on %s\n", isaName(activeIsa()));
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&state] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (!isaSupported(isa)) {
+      std::printf("%s: not built or not supported by this CPU, not compared\n", isaName(isa));
+      continue;
+    }
+    for (int t = 0; t < braidNumTypes; ++t) {
+      const auto dtype = static_cast<braidDataType_t>(t);
+      const size_t es = braidTypeSize(dtype);
+      for (size_t count : {size_t{1}, size_t{31}, size_t{64}, size_t{1000}, size_t{4099}}) {
+        std::vector<uint8_t> a(count * es), b(count * es);
+        for (auto& x : a) x = static_cast<uint8_t>(next());
+        for (auto& x : b) x = static_cast<uint8_t>(next());
+        for (braidRedOp_t op : {braidSum, braidProd, braidMax, braidMin, braidAvg})
+          for (int divisor : {1, 3}) {
+            std::vector<uint8_t> want(count * es), got(count * es);
+            ASSERT_TRUE(reduceWith(Isa::kGeneric, dtype, op, want.data(), a.data(), b.data(), count,
+                                   divisor));
+            ASSERT_TRUE(reduceWith(isa, dtype, op, got.data(), a.data(), b.data(), count, divisor));
+            EXPECT_EQ(differences(dtype, want, got), 0u)
+                << isaName(isa) << " " << braidTypeName(dtype) << " " << braidOpName(op)
+                << " count " << count << " / " << divisor;
+            std::vector<uint8_t> inPlace = a;
+            ASSERT_TRUE(reduceWith(isa, dtype, op, inPlace.data(), inPlace.data(), b.data(), count,
+                                   divisor));
+            EXPECT_EQ(differences(dtype, want, inPlace), 0u)
+                << isaName(isa) << " in place " << braidTypeName(dtype);
+          }
+        std::vector<uint8_t> want(count * es), got(count * es);
+        ASSERT_TRUE(divideWith(Isa::kGeneric, dtype, want.data(), a.data(), count, 7));
+        ASSERT_TRUE(divideWith(isa, dtype, got.data(), a.data(), count, 7));
+        EXPECT_EQ(differences(dtype, want, got), 0u)
+            << isaName(isa) << " divide " << braidTypeName(dtype);
+      }
+    }
+    // fp16 and bf16: every code against codes spread over the whole range.
+    for (braidDataType_t dtype : {braidFloat16, braidBfloat16}) {
+      std::vector<uint8_t> a(65536 * 2), b(65536 * 2), want(65536 * 2), got(65536 * 2);
+      for (uint32_t i = 0; i < 65536; ++i) {
+        const uint16_t x = static_cast<uint16_t>(i), y = static_cast<uint16_t>(i * 40503u + 1);
+        std::memcpy(&a[2 * i], &x, 2);
+        std::memcpy(&b[2 * i], &y, 2);
+      }
+      for (braidRedOp_t op : {braidSum, braidProd, braidMax, braidMin})
+        for (int divisor : {1, 3}) {
+          ASSERT_TRUE(reduceWith(Isa::kGeneric, dtype, op, want.data(), a.data(), b.data(), 65536,
+                                 divisor));
+          ASSERT_TRUE(reduceWith(isa, dtype, op, got.data(), a.data(), b.data(), 65536, divisor));
+          EXPECT_EQ(differences(dtype, want, got), 0u)
+              << isaName(isa) << " every " << braidTypeName(dtype) << " code, " << braidOpName(op)
+              << " / " << divisor;
+        }
+    }
   }
 }
 

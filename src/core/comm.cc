@@ -1,6 +1,7 @@
 #include "core/comm.h"
 
 #include <strings.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,18 +27,19 @@ std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
          std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
-         ring + "\n";
+         ring + "\n" + std::to_string(shmAddr) + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid, chunk, chunkSet, nsocks, numa;
+  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr;
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
       !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
-      !std::getline(in, out->table) || !std::getline(in, out->ring))
+      !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr))
     return false;
+  out->shmAddr = std::strtoull(shmAddr.c_str(), nullptr, 10);
   out->numa = std::atoi(numa.c_str());
   out->nsocks = std::atoi(nsocks.c_str());
   out->chunkSizeSet = chunkSet == "1";
@@ -93,13 +95,60 @@ braidResult_t pickTransport(const braidComm& comm, int r, const std::string& rul
   return braidSuccess;
 }
 
-// The shared-memory connection to same-host peer r.
+// Whether this process can read rank r's memory (single copy): r itself, or a process whose
+// own mapping of its segment (at the address its card gives) reads back, through
+// process_vm_readv, as this process's mapping of it does. Fails where ptrace rules forbid it
+// (another user, Yama's ptrace_scope, a container without the capability); *why says so.
+bool canReadPeer(const braidComm& comm, int r, std::string* why) {
+  const PeerCard& p = comm.peers[r];
+  if (p.pid == static_cast<int>(getpid())) {
+    *why = "a thread of this process";
+    return true;
+  }
+  if (config().singleCopy != Config::SingleCopy::kAll) {
+    // On virtual machines process_vm_readv often moves half of what memcpy does (page
+    // pinning under nested paging): slower than the FIFO's two copies on two cores.
+    *why = "another process; BRAID_SINGLE_COPY=all would read it with process_vm_readv";
+    return false;
+  }
+  char theirs[64], ours[64];
+  std::memcpy(ours, comm.peerSegments[r]->base(), sizeof(ours));
+  iovec local{theirs, sizeof(theirs)};
+  iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(p.shmAddr)), sizeof(theirs)};
+  const ssize_t got = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
+  if (got != static_cast<ssize_t>(sizeof(theirs))) {
+    *why = std::string("process_vm_readv refused: ") + (got < 0 ? strerror(errno) : "short read");
+    return false;
+  }
+  if (std::memcmp(theirs, ours, sizeof(ours)) != 0) {
+    *why = "process_vm_readv read other bytes than the segment holds";
+    return false;
+  }
+  *why = "process_vm_readv";
+  return true;
+}
+
+// The shared-memory connection to same-host peer r; single copy where this rank can read r's
+// memory and BRAID_SINGLE_COPY_BYTES is not 0.
 braidResult_t connectShm(braidComm* comm, int r) {
   BRAID_TRY(ShmSegment::open(comm->peers[r].shmName, &comm->peerSegments[r]));
   const ShmSegment& peerSeg = *comm->peerSegments[r];
-  comm->connections[r] = std::make_unique<FifoConnection>(
+  auto conn = std::make_unique<FifoConnection>(
       "shm", peerSeg.fifo(comm->rank), peerSeg.slots(), peerSeg.slotBytes(), comm->segment->fifo(r),
       comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
+  const size_t single = config().singleCopyBytes;
+  if (config().singleCopy != Config::SingleCopy::kOff) {
+    // Sends to r go in place once r says it reads them (its own probe of this rank).
+    conn->offerSingleCopy(single);
+    std::string why;
+    const bool pull = canReadPeer(*comm, r, &why);
+    if (pull) conn->pullFrom(comm->peers[r].pid);
+    BRAID_INFO("INIT", "rank %d <- rank %d: %s (%s)", comm->rank, r,
+               pull ? "reads its large pieces from its memory (single copy)"
+                    : "copies through shared memory",
+               why.c_str());
+  }
+  comm->connections[r] = std::move(conn);
   return braidSuccess;
 }
 
@@ -294,6 +343,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   if (nranks > 1) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
     mine.shmName = comm->segment->name();
+    mine.shmAddr = reinterpret_cast<uintptr_t>(comm->segment->base());
   }
   std::vector<std::string> cards;
   BRAID_TRY(boot->allGather(mine.encode(), &cards));

@@ -30,6 +30,7 @@ struct PeerCard {
   std::string machineId;  // hostname plus boot id, whatever BRAID_HOST_ID says
   int pid = 0;
   std::string shmName;
+  uint64_t shmAddr = 0;       // where this rank mapped its own segment (single copy's probe)
   size_t chunkSize = 0;       // this rank's BRAID_CHUNKSIZE (or its default)
   bool chunkSizeSet = false;  // whether BRAID_CHUNKSIZE was given
   std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)

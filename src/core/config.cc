@@ -110,6 +110,20 @@ Config load() {
     c.chunkSize = parseBytes("BRAID_CHUNKSIZE", v, c.chunkSize, 64, 64u << 20);
     c.chunkSizeSet = true;
   }
+  if (const char* v = getEnv("SINGLE_COPY")) {
+    const std::string mode = v;
+    if (mode == "threads")
+      c.singleCopy = Config::SingleCopy::kThreads;
+    else if (mode == "all")
+      c.singleCopy = Config::SingleCopy::kAll;
+    else if (mode == "off")
+      c.singleCopy = Config::SingleCopy::kOff;
+    else
+      badValue("BRAID_SINGLE_COPY", v, "is not threads, all or off", "threads");
+  }
+  if (const char* v = getEnv("SINGLE_COPY_BYTES"))
+    c.singleCopyBytes =
+        parseBytes("BRAID_SINGLE_COPY_BYTES", v, c.singleCopyBytes, 1, size_t{1} << 40);
   if (const char* v = getEnv("BUFFSIZE"))
     c.buffSize = parseBytes("BRAID_BUFFSIZE", v, c.buffSize, 128, 1u << 30);
   if (c.buffSize < 2 * c.chunkSize) {

@@ -19,6 +19,14 @@ struct Config {
   size_t buffSize = 2u << 20;             // BRAID_BUFFSIZE: shm bytes per peer connection
   size_t chunkSize = 128u << 10;          // BRAID_CHUNKSIZE: bytes per pipelined step
   bool chunkSizeSet = false;              // BRAID_CHUNKSIZE was given (else the comm picks)
+  // Single copy within a host: steps of at least BRAID_SINGLE_COPY_BYTES to a rank of this
+  // host are read by the receiver straight from the sender's buffer instead of going through
+  // the shared FIFO (a copy in and a copy out). BRAID_SINGLE_COPY says between whom:
+  // "threads" (ranks that are threads of one process: a plain copy or reduction from the
+  // peer's buffer), "all" (also processes, with process_vm_readv), "off".
+  enum class SingleCopy { kOff, kThreads, kAll };
+  SingleCopy singleCopy = SingleCopy::kThreads;
+  size_t singleCopyBytes = 1u << 20;
   std::string transport;     // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
   int nsocksPerPeer = 2;     // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
   std::string tuneTable;     // BRAID_TUNE_TABLE: braid-tune --json's table (rank 0's)

@@ -21,9 +21,9 @@ using Clock = std::chrono::steady_clock;
 
 using Cursor = Plan::Cursor;
 
-// Sends of at least this many bytes go in place where the connection offers it (network
-// peers): no copy into the connection, at the price of waiting for the proxy to retire it.
-constexpr size_t kInPlaceBytes = 32 << 10;
+// Receive-reduce of a piece in another process's memory: read in blocks of this many bytes
+// into a buffer that stays in this core's cache, and reduce from there.
+constexpr size_t kPullBlock = 64 << 10;
 
 class Run {
  public:
@@ -140,8 +140,9 @@ class Run {
       if (!ready(s)) break;
       const size_t total = s.count * ctx_.elemSize;
       const char* src = addr(s.src);
-      if (total >= kInPlaceBytes && conn->inPlaceSends()) {
-        // The proxy sends straight from src; the step finishes when it is done with it.
+      if (total >= conn->inPlaceMinBytes()) {
+        // The far end (the network proxy, or a receiver that pulls) reads straight from src;
+        // the step finishes when it is done with it.
         uint64_t ticket = 0;
         while (cur.bytesDone < total) {
           size_t n = std::min(conn->maxPiece(), total - cur.bytesDone);
@@ -211,7 +212,9 @@ class Run {
                     static_cast<unsigned long long>(ctx_.recvSeq[queue.peer] & 0xffffffffu),
                     total - cur.bytesDone);
       char* dst = addr(s.dst) + cur.bytesDone;
-      if (s.kind == StepKind::kRecv) {
+      if (conn->recvRemote()) {
+        BRAID_TRY(pull(conn, s, dst, addr(s.src) + cur.bytesDone, bytes, queue.peer));
+      } else if (s.kind == StepKind::kRecv) {
         std::memcpy(dst, data, bytes);
       } else {
         kernels::reduce(ctx_.dtype, ctx_.op, dst, addr(s.src) + cur.bytesDone, data,
@@ -228,6 +231,32 @@ class Run {
       }
     }
     return braidSuccess;
+  }
+
+  // A piece that lies in the sending process's memory (single copy): a receive reads it
+  // straight into place; a receive-reduce reads it in cache-sized blocks and reduces each.
+  braidResult_t pull(Connection* conn, const Step& s, char* dst, const char* src, size_t bytes,
+                     int peer) {
+    int err = 0;
+    if (s.kind == StepKind::kRecv) {
+      err = conn->recvPull(dst, 0, bytes);
+    } else {
+      std::vector<char>& block = plan_.pullBlock;
+      if (block.size() < kPullBlock) block.resize(kPullBlock);
+      for (size_t off = 0; off < bytes && !err; off += kPullBlock) {
+        const size_t n = std::min(kPullBlock, bytes - off);
+        err = conn->recvPull(block.data(), off, n);
+        if (!err)
+          kernels::reduce(ctx_.dtype, ctx_.op, dst + off, src + off, block.data(),
+                          n / ctx_.elemSize, s.divisor);
+      }
+    }
+    if (!err) return braidSuccess;
+    if (err == ESRCH && ctx_.peerPids) return deadPeer(peer);
+    return fail(braidSystemError,
+                "%s #%llu: reading rank %d's piece from its memory (process_vm_readv, single "
+                "copy) failed: %s",
+                ctx_.what, static_cast<unsigned long long>(ctx_.opCount), peer, strerror(err));
   }
 
   bool progressLocal() {

@@ -38,6 +38,7 @@ struct Plan {
   };
   std::vector<Cursor> sendCur, recvCur;
   std::vector<char> scratch;
+  std::vector<char> pullBlock;  // receive-reduce of pieces read from another process
 };
 
 void compilePlan(Plan* plan, size_t elemSize);

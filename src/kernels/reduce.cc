@@ -9,6 +9,14 @@
 // back; the fp32 step vectorises and each element is rounded once.
 #include "kernels/reduce.h"
 
+// This file is compiled once per instruction set (src/meson.build): BRAID_KERNEL_ISA names
+// the namespace of reduce() and divide() in that build (generic, avx2, avx512), and
+// dispatch.cc picks one at run time. The conversions are defined by the generic build only.
+#ifndef BRAID_KERNEL_ISA
+#define BRAID_KERNEL_ISA generic
+#define BRAID_KERNEL_GENERIC 1
+#endif
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -16,6 +24,10 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 namespace braid::kernels {
 namespace {
@@ -280,7 +292,7 @@ void combineNative(void* dstv, const void* av, const void* bv, size_t count, Op 
 
 // Block size for the narrow formats: large enough to amortise the loop overheads, small
 // enough that the two fp32 buffers stay in L1.
-constexpr size_t kBlock = 64;
+constexpr size_t kBlock = 256;
 
 // Each block is read entirely before it is written, so dst may equal a or b exactly.
 template <typename Codec, typename Op, typename Post>
@@ -291,13 +303,37 @@ void combineNarrow(void* dstv, const void* av, const void* bv, size_t count, Op 
   const Bits* b = static_cast<const Bits*>(bv);
   float fa[kBlock];
   float fb[kBlock];
-  for (size_t start = 0; start < count; start += kBlock) {
-    const size_t n = std::min(kBlock, count - start);
+  // Whole blocks with a constant trip count (vector loops without remainders), then the rest.
+  auto block = [&](size_t start, auto n) {
+#ifdef __F16C__
+    // fp16 in whole blocks: the CPU's own conversions (F16C), 8 lanes at a time. They round
+    // to nearest even, keep subnormals and quiet NaNs keeping the payload's high bits, as
+    // decodeHalf and encodeHalf do (tests/kernels_test.cc compares them bit for bit).
+    if constexpr (std::is_same_v<Codec, HalfCodec> && !std::is_same_v<decltype(n), size_t>) {
+      for (size_t i = 0; i < n; i += 8) {
+        _mm256_storeu_ps(
+            fa + i,
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + start + i))));
+        _mm256_storeu_ps(
+            fb + i,
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + start + i))));
+      }
+      for (size_t i = 0; i < n; ++i) fa[i] = post(op(fa[i], fb[i]));
+      for (size_t i = 0; i < n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + start + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(fa + i), _MM_FROUND_TO_NEAREST_INT));
+      return;
+    }
+#endif
     for (size_t i = 0; i < n; ++i) fa[i] = Codec::decode(a[start + i]);
     for (size_t i = 0; i < n; ++i) fb[i] = Codec::decode(b[start + i]);
     for (size_t i = 0; i < n; ++i) fa[i] = post(op(fa[i], fb[i]));
     for (size_t i = 0; i < n; ++i) dst[start + i] = Codec::encode(fa[i]);
-  }
+  };
+  size_t start = 0;
+  for (; start + kBlock <= count; start += kBlock)
+    block(start, std::integral_constant<size_t, kBlock>{});
+  if (start < count) block(start, count - start);
 }
 
 bool isKnownType(braidDataType_t dtype) {
@@ -360,6 +396,8 @@ bool combineWithDivisor(braidDataType_t dtype, void* dst, const void* a, const v
 
 }  // namespace
 
+namespace BRAID_KERNEL_ISA {
+
 bool reduce(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, const void* b,
             size_t count, int divisor) {
   if (!isKnownType(dtype)) return false;
@@ -388,6 +426,10 @@ bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int
   return combineByType(dtype, dst, src, src, count, Keep{}, Divide{divisor});
 }
 
+}  // namespace BRAID_KERNEL_ISA
+
+#ifdef BRAID_KERNEL_GENERIC
+
 float halfToFloat(uint16_t h) { return decodeHalf(h); }
 uint16_t floatToHalf(float f) { return encodeHalf(f); }
 float bf16ToFloat(uint16_t h) { return decodeBf16(h); }
@@ -396,5 +438,6 @@ float fp8e4m3ToFloat(uint8_t v) { return kE4m3Values[v]; }
 uint8_t floatToFp8e4m3(float f) { return E4m3Codec::encode(f); }
 float fp8e5m2ToFloat(uint8_t v) { return kE5m2Values[v]; }
 uint8_t floatToFp8e5m2(float f) { return E5m2Codec::encode(f); }
+#endif
 
 }  // namespace braid::kernels

@@ -39,6 +39,24 @@ bool reduce(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, co
 /// @return false, touching nothing, for an unknown dtype or divisor < 1.
 bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int divisor);
 
+/// The instruction sets reduce() and divide() are built for (x86-64: generic SSE2, AVX2 with
+/// FMA and F16C, AVX-512 F/BW/VL; elsewhere generic only). The first call picks the widest
+/// this CPU supports, or the one BRAID_KERNEL_ISA names (generic, avx2, avx512; one the CPU
+/// lacks falls back, with a warning). Every one gives the same bits (the same loops compiled
+/// for wider vectors, floating-point contraction off), except which operand's payload the
+/// NaN made by a sum or product of two NaNs carries: IEEE 754 leaves it open, and
+/// compilers may swap the operands of + and *.
+enum class Isa { kGeneric, kAvx2, kAvx512 };
+const char* isaName(Isa isa);
+bool isaSupported(Isa isa);  // built for it and this CPU runs it
+Isa activeIsa();             // the one reduce() and divide() use
+/// reduce() and divide() on a given instruction set (tests compare them); false, touching
+/// nothing, when !isaSupported(isa).
+bool reduceWith(Isa isa, braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
+                const void* b, size_t count, int divisor = 1);
+bool divideWith(Isa isa, braidDataType_t dtype, void* dst, const void* src, size_t count,
+                int divisor);
+
 /// Conversions between fp32 and the narrow formats. Narrowing rounds to nearest, ties to
 /// even, and keeps NaN a NaN (sign kept; fp16 and bf16 keep the high payload bits and set
 /// the quiet bit). fp16 and bf16 follow IEEE 754 (overflow gives infinity). fp8 narrowing

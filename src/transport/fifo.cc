@@ -1,13 +1,16 @@
 #include "transport/fifo.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace braid {
@@ -18,6 +21,7 @@ Fifo* Fifo::init(void* at) {
   auto* f = static_cast<Fifo*>(at);
   new (&f->head) std::atomic<uint64_t>(0);
   new (&f->tail) std::atomic<uint64_t>(0);
+  new (&f->consumerPulls) std::atomic<int32_t>(0);
   return f;
 }
 
@@ -100,6 +104,20 @@ bool FifoConnection::sendRetired(uint64_t ticket) {
   return sendTailSeen_ > ticket;
 }
 
+size_t FifoConnection::inPlaceMinBytes() const {
+  if (inPlaceMin_ != SIZE_MAX) return inPlaceMin_;
+  if (pullMin_ == SIZE_MAX) return SIZE_MAX;
+  if (pullChecked_ < 0)
+    pullChecked_ = send_->consumerPulls.load(std::memory_order_acquire) != 0 ? 1 : 0;
+  return pullChecked_ ? pullMin_ : SIZE_MAX;
+}
+
+void FifoConnection::pullFrom(int producerPid) {
+  producerPid_ = producerPid;
+  producerIsMe_ = producerPid == static_cast<int>(getpid());
+  recv_->consumerPulls.store(static_cast<int32_t>(getpid()), std::memory_order_release);
+}
+
 const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   if (recvTail_ == recvHeadSeen_) {
     recvHeadSeen_ = recv_->head.load(std::memory_order_acquire);
@@ -108,10 +126,34 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   Fifo::CellHeader* c = recv_->cell(static_cast<int>(recvTail_ % recvSlots_), recvSlotBytes_);
   *bytes = c->bytes;
   *seq = c->seq;
-  return c + 1;
+  // An in-place piece, to a consumer that pulls: in this process's memory when the producer
+  // is a thread of it, else readable through recvPull only. (A cell that came over the
+  // network carries the far sender's src, which means nothing here.)
+  peekedRemote_ = nullptr;
+  if (!c->src || producerPid_ == 0) return c + 1;
+  if (producerIsMe_) return c->src;
+  peekedRemote_ = static_cast<const char*>(c->src);
+  return peekedRemote_;
+}
+
+int FifoConnection::recvPull(void* dst, size_t offset, size_t n) {
+  char* out = static_cast<char*>(dst);
+  const char* from = peekedRemote_ + offset;
+  while (n > 0) {
+    iovec local{out, n};
+    iovec remote{const_cast<char*>(from), n};
+    const ssize_t got = process_vm_readv(producerPid_, &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return got < 0 ? errno : EFAULT;
+    out += got;
+    from += got;
+    n -= static_cast<size_t>(got);
+  }
+  return 0;
 }
 
 void FifoConnection::recvRelease() {
+  peekedRemote_ = nullptr;
   ++recvTail_;
   recv_->tail.store(recvTail_, std::memory_order_release);
   peerBell_->ring();

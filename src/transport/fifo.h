@@ -26,6 +26,10 @@ constexpr size_t kFifoLine = 64;
 struct Fifo {
   alignas(kFifoLine) std::atomic<uint64_t> head;
   alignas(kFifoLine) std::atomic<uint64_t> tail;
+  // The consumer's pid when it reads in-place pieces from the producer's memory (single
+  // copy), else 0. Written by the consumer during init, before the bootstrap barrier that
+  // ends it; the producer reads it at its first send.
+  std::atomic<int32_t> consumerPulls;
   struct alignas(kFifoLine) CellHeader {
     uint64_t seq;
     uint64_t bytes;
@@ -77,13 +81,24 @@ class FifoConnection : public Connection {
   void sendCommit(size_t bytes, uint64_t seq) override;
   const void* recvPeek(size_t* bytes, uint64_t* seq) override;
   void recvRelease() override;
+  bool recvRemote() const override { return peekedRemote_ != nullptr; }
+  int recvPull(void* dst, size_t offset, size_t n) override;
   size_t maxPiece() const override { return slotBytes_; }
   const char* name() const override { return name_; }
-  // Offered only when the far end shares this address space (set by the network proxy).
-  bool inPlaceSends() const override { return inPlace_; }
+  size_t inPlaceMinBytes() const override;
   bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
   bool sendRetired(uint64_t ticket) override;
-  void offerInPlaceSends() { inPlace_ = true; }
+  // The far end is the network proxy, a thread of this process: steps of minBytes or more
+  // go in place.
+  void offerInPlaceSends(size_t minBytes) { inPlaceMin_ = minBytes; }
+  // Single copy between ranks of one host. Receive side: this rank reads the producer's
+  // in-place pieces straight from its memory, with process_vm_readv when `producerPid` is
+  // another process, directly when it is this one (ranks as threads); it says so in the
+  // FIFO. Call during init, before the barrier after which the producer sends.
+  void pullFrom(int producerPid);
+  // Send side: steps of minBytes or more go in place, once the consumer has said (pullFrom)
+  // that it reads them; until then, and if it never does, every step is copied.
+  void offerSingleCopy(size_t minBytes) { pullMin_ = minBytes; }
 
  private:
   const char* name_;
@@ -98,7 +113,15 @@ class FifoConnection : public Connection {
   uint64_t sendTailSeen_ = 0;
   uint64_t recvTail_ = 0;
   uint64_t recvHeadSeen_ = 0;
-  bool inPlace_ = false;
+  size_t inPlaceMin_ = SIZE_MAX;  // producer side, for the network proxy
+  // Producer side, single copy: the threshold offered, and the consumer's verdict, read at
+  // the first send.
+  size_t pullMin_ = SIZE_MAX;
+  mutable int pullChecked_ = -1;  // -1: not read yet, else whether the consumer pulls
+  // Consumer side, single copy: the producer's pid (0: none) and the remote piece peeked.
+  int producerPid_ = 0;
+  bool producerIsMe_ = false;
+  const char* peekedRemote_ = nullptr;
 };
 
 }  // namespace braid

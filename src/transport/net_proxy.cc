@@ -96,7 +96,7 @@ std::unique_ptr<Connection> NetProxy::addPeer(int peer) {
   auto c = std::make_unique<Conn>(backend_->name(), p->send.fifo(), p->recv.fifo(), slots_,
                                   slotBytes_, &bell_);
   p->conn = c.get();
-  if (backend_->gatherSends()) c->offerInPlaceSends();
+  if (backend_->gatherSends()) c->offerInPlaceSends(kNetInPlaceBytes);
   peers_.push_back(std::move(p));
   return c;
 }

@@ -22,6 +22,10 @@
 
 namespace braid {
 
+// Steps of at least this many bytes go to the network in place: no copy into the
+// connection, at the price of waiting for the proxy to retire them.
+constexpr size_t kNetInPlaceBytes = 32 << 10;
+
 class NetProxy {
  public:
   // rankBell: the doorbell the rank sleeps on. Each FIFO has `slots` cells of slotBytes.

@@ -31,7 +31,8 @@ class ShmSegment {
   ~ShmSegment();
 
   const std::string& name() const { return name_; }
-  void unlink();  // idempotent; only the creator unlinks
+  const void* base() const { return base_; }  // where this process mapped it
+  void unlink();                              // idempotent; only the creator unlinks
   // FIFO `index` inside this segment.
   void* fifo(int index) const;
   int slots() const;

@@ -48,14 +48,26 @@ class Connection {
   virtual const void* recvPeek(size_t* bytes, uint64_t* seq) = 0;
   // Frees the piece returned by the last recvPeek.
   virtual void recvRelease() = 0;
+  // Whether the piece the last recvPeek returned lies in another process's memory (an
+  // in-place piece of a process on this host): recvPeek's pointer is then not readable here
+  // and recvPull copies its bytes [offset, offset + n) into dst. Returns 0, or the errno of
+  // the read (ESRCH: the sender exited).
+  virtual bool recvRemote() const { return false; }
+  virtual int recvPull(void* dst, size_t offset, size_t n) {
+    (void)dst, (void)offset, (void)n;
+    return 0;
+  }
 
   // Largest piece one commit can carry.
   virtual size_t maxPiece() const = 0;
   virtual const char* name() const = 0;
-  // In-place sends, for connections whose far end is a thread of this process (the
-  // network proxy): instead of copying, publish a piece that points at src, which must stay
-  // unchanged until sendRetired(ticket). Returns false when no slot is free (try again).
-  virtual bool inPlaceSends() const { return false; }
+  // In-place sends: instead of copying, publish a piece that points at src, which must stay
+  // unchanged until sendRetired(ticket). Offered where the far end can read this process's
+  // memory: a thread of it (the network proxy, or a rank run as a thread), or a process of
+  // this host that reads with process_vm_readv (single copy). Steps of fewer bytes than
+  // inPlaceMinBytes() are copied (SIZE_MAX: never in place). sendInPlace returns false when
+  // no slot is free (try again).
+  virtual size_t inPlaceMinBytes() const { return SIZE_MAX; }
   virtual bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
     (void)src, (void)bytes, (void)seq, (void)ticket;
     return false;

@@ -1,0 +1,133 @@
+// Run-time choice among the builds of reduce.cc (one per instruction set, src/meson.build).
+#include <cstring>
+#include <string>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "kernels/reduce.h"
+
+namespace braid::kernels {
+
+// The builds of reduce.cc, each in its own namespace.
+#define BRAID_DECLARE_ISA(ns)                                                                  \
+  namespace ns {                                                                               \
+  bool reduce(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, const void* b, \
+              size_t count, int divisor);                                                      \
+  bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int divisor);   \
+  }
+BRAID_DECLARE_ISA(generic)
+#if defined(__x86_64__) && defined(BRAID_HAVE_KERNEL_ISAS)
+BRAID_DECLARE_ISA(avx2)
+BRAID_DECLARE_ISA(avx512)
+#endif
+#undef BRAID_DECLARE_ISA
+
+namespace {
+
+using ReduceFn = bool (*)(braidDataType_t, braidRedOp_t, void*, const void*, const void*, size_t,
+                          int);
+using DivideFn = bool (*)(braidDataType_t, void*, const void*, size_t, int);
+
+struct Impl {
+  ReduceFn reduce;
+  DivideFn divide;
+};
+
+Impl implOf(Isa isa) {
+  switch (isa) {
+#if defined(__x86_64__) && defined(BRAID_HAVE_KERNEL_ISAS)
+    case Isa::kAvx2:
+      return {avx2::reduce, avx2::divide};
+    case Isa::kAvx512:
+      return {avx512::reduce, avx512::divide};
+#endif
+    default:
+      return {generic::reduce, generic::divide};
+  }
+}
+
+Isa widest() {
+  for (Isa isa : {Isa::kAvx512, Isa::kAvx2})
+    if (isaSupported(isa)) return isa;
+  return Isa::kGeneric;
+}
+
+Isa pick() {
+  const char* want = getEnv("KERNEL_ISA");
+  if (!want || !*want) return widest();
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
+    if (std::strcmp(want, isaName(isa)) != 0) continue;
+    if (isaSupported(isa)) return isa;
+    BRAID_WARN("INIT", "BRAID_KERNEL_ISA=%s: this build or CPU lacks it; using %s", want,
+               isaName(widest()));
+    return widest();
+  }
+  BRAID_WARN("INIT", "BRAID_KERNEL_ISA=%s is not generic, avx2 or avx512; using %s", want,
+             isaName(widest()));
+  return widest();
+}
+
+struct Active {
+  Isa isa;
+  Impl impl;
+};
+const Active& active() {
+  static const Active a = [] {
+    const Isa isa = pick();
+    return Active{isa, implOf(isa)};
+  }();
+  return a;
+}
+
+}  // namespace
+
+const char* isaName(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    default:
+      return "generic";
+  }
+}
+
+bool isaSupported(Isa isa) {
+  switch (isa) {
+    case Isa::kGeneric:
+      return true;
+#if defined(__x86_64__) && defined(BRAID_HAVE_KERNEL_ISAS)
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      return isaSupported(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+#endif
+    default:
+      return false;
+  }
+}
+
+Isa activeIsa() { return active().isa; }
+
+bool reduce(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, const void* b,
+            size_t count, int divisor) {
+  return active().impl.reduce(dtype, op, dst, a, b, count, divisor);
+}
+
+bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int divisor) {
+  return active().impl.divide(dtype, dst, src, count, divisor);
+}
+
+bool reduceWith(Isa isa, braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
+                const void* b, size_t count, int divisor) {
+  return isaSupported(isa) && implOf(isa).reduce(dtype, op, dst, a, b, count, divisor);
+}
+
+bool divideWith(Isa isa, braidDataType_t dtype, void* dst, const void* src, size_t count,
+                int divisor) {
+  return isaSupported(isa) && implOf(isa).divide(dtype, dst, src, count, divisor);
+}
+
+}  // namespace braid::kernels
