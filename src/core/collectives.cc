@@ -123,6 +123,14 @@ braidResult_t submit(braidComm* comm, braidStream_t stream, std::function<braidR
   return record(comm, work());
 }
 
+// Work runs now on the calling thread unless a group is open or a stream is given; only
+// then is it wrapped in a std::function (an allocation), so a plain call allocates nothing.
+template <typename Work>
+braidResult_t submit(braidComm* comm, braidStream_t stream, Work&& work) {
+  if (t_groupDepth == 0 && !stream) return record(comm, work());
+  return submit(comm, stream, std::function<braidResult_t()>(std::forward<Work>(work)));
+}
+
 // A PreMulSum op as captured when the call is made: destroying or re-creating the op
 // afterwards does not change a call already queued (NCCL's rule).
 struct PreMul {
@@ -143,9 +151,9 @@ PreMul capturePreMul(braidComm* comm, braidRedOp_t op) {
 }
 
 // sum over ranks of (scalar * x): scale a copy of the input, then sum it.
+template <typename Run>
 braidResult_t withPreMulSum(const PreMul& pm, braidRedOp_t op, braidDataType_t dtype,
-                            const void* sendbuff, size_t elems,
-                            const std::function<braidResult_t(const void*, braidRedOp_t)>& run) {
+                            const void* sendbuff, size_t elems, const Run& run) {
   if (!pm.active) return run(sendbuff, op);
   const size_t size = braidTypeSize(dtype);
   const void* scalar = pm.scalarPtr ? pm.scalarPtr : pm.scalar.data();

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The instruction count of one small all-reduce on Braid's fast path (issue: host
+# performance): 2 ranks as processes on this host (braidrun); rank 0 runs under callgrind,
+# collecting only inside braidAllReduce and not while the executor waits for its peer (a
+# count of waiting says how long the peer took, not what the call costs), over ITERS calls
+# of BYTES bytes (float sum); rank 1 runs natively. Prints the instructions per call and
+# the functions that take most of them.
+#
+# Usage: perf/callgrind_allreduce.sh [BYTES=8] [ITERS=1000]
+# Env: BUILD_DIR (default build), OUT (default $BUILD_DIR/callgrind).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BYTES=${1:-8}
+ITERS=${2:-1000}
+BUILD=${BUILD_DIR:-build}
+OUT=${OUT:-$BUILD/callgrind}
+scripts/setup.sh "$BUILD" >/dev/null
+command -v valgrind >/dev/null ||
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+mkdir -p "$OUT"
+rm -f "$OUT"/callgrind.out.*
+# Two runs, ITERS and 2 x ITERS timed calls (-c 0: no checks, whose own all-reduces would be
+# counted; -w 1: one warm-up call, which compiles the plan): their difference over ITERS is
+# the cost of one call, free of the fixed costs (plan compilation, the harness's reports).
+count() {  # ITERS -> instructions inside braidAllReduce on rank 0
+  rm -f "$OUT"/callgrind.out.*
+  "$BUILD/src/braidrun" -n 2 --no-prefix -- sh -c '
+    if [ "$BRAID_RANK" = 0 ]; then
+      exec valgrind --tool=callgrind --callgrind-out-file='"$OUT"'/callgrind.out.%p \
+        --collect-atstart=no --toggle-collect=braidAllReduce \
+        --toggle-collect="*waitForProgress*" "$@"
+    else
+      exec "$@"
+    fi' sh "$BUILD/perf/all_reduce_perf" -b "$BYTES" -e "$BYTES" -n "$1" -w 1 -c 0 \
+    >"$OUT/perf.txt" 2>"$OUT/valgrind.txt"
+  file=$(ls "$OUT"/callgrind.out.* | head -1)
+  callgrind_annotate "$file" >"$OUT/annotate-$1.txt"
+  awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}' "$OUT/annotate-$1.txt"
+}
+one=$(count "$ITERS")
+two=$(count $((2 * ITERS)))
+echo "# callgrind: rank 0 of 2 processes (braidrun), all-reduce of $BYTES bytes, float sum;"
+echo "# collected inside braidAllReduce, outside the executor's waiting for its peer"
+echo "# (Run::waitForProgress: spinning, yielding and sleeping until a pass moves something)"
+echo "# instructions: $one with $ITERS calls, $two with $((2 * ITERS))"
+echo "# per call: $(( (two - one) / ITERS )) instructions"
+echo "# the functions with most instructions of their own, $((2 * ITERS)) calls:"
+awk '/file:function/ {on = 1; next} on && NF' "$OUT/annotate-$((2 * ITERS)).txt" | head -15
+echo "# annotations: $OUT/annotate-*.txt"
