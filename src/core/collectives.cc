@@ -199,6 +199,7 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
     return withPreMulSum(pm, args.op, args.dtype, sendbuff, preMulElems,
                          [&](const void* send, braidRedOp_t op) {
                            a.op = op;
+                           if (comm->checkCalls) BRAID_TRY(braid::checkCallsMatch(comm, a));
                            return braid::runCollective(comm, a, send, recvbuff);
                          });
   });

@@ -27,18 +27,20 @@ std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
          std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
-         ring + "\n" + std::to_string(shmAddr) + "\n";
+         ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr;
+  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr, check;
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
       !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
-      !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr))
+      !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr) ||
+      !std::getline(in, check))
     return false;
+  out->check = check == "1";
   out->shmAddr = std::strtoull(shmAddr.c_str(), nullptr, 10);
   out->numa = std::atoi(numa.c_str());
   out->nsocks = std::atoi(nsocks.c_str());
@@ -318,6 +320,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.nsocks = cfg.nsocksPerPeer;
   mine.transport = cfg.transport;
   mine.numa = topo::currentNumaNode();
+  mine.check = cfg.checkCalls;
   mine.ring = cfg.ring;  // newlines would split the card; they separate like spaces
   std::replace(mine.ring.begin(), mine.ring.end(), '\n', ' ');
   // Rank 0's tuning files travel with its card. A file it cannot use travels as its error
@@ -409,6 +412,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   BRAID_TRY(commFabric(comm.get()));
   // A rank with network peers has a busy second thread, its proxy.
   comm->oversubscribed = local * (comm->proxy ? 2 : 1) > sysconf(_SC_NPROCESSORS_ONLN);
+  comm->checkCalls = comm->peers[0].check;
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
   BRAID_TRY(boot->barrier());
   if (comm->segment) comm->segment->unlink();
@@ -624,7 +628,53 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
                   comm->segment ? comm->segment->doorbell() : nullptr,
                   comm->oversubscribed,
                   callTag(args)};
+  ctx.count = args.count;
   return markBroken(comm, execute(plan, ctx));
+}
+
+braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
+  LogRankScope rankScope(comm->rank);
+  constexpr int kFields = 5;
+  const uint64_t mine[kFields] = {
+      static_cast<uint64_t>(a.coll),
+      static_cast<uint64_t>(a.count),
+      static_cast<uint64_t>(a.dtype),
+      isReducing(a.coll) ? static_cast<uint64_t>(a.op) : 0,
+      isRooted(a.coll) ? static_cast<uint64_t>(static_cast<uint32_t>(a.root)) : 0,
+  };
+  const size_t n = static_cast<size_t>(comm->nranks);
+  std::vector<uint64_t> all(kFields * n);
+  CollArgs g;
+  g.coll = Collective::kAllGather;
+  g.count = kFields;
+  g.dtype = braidUint64;
+  g.op = braidSum;
+  BRAID_TRY(runCollective(comm, g, mine, all.data()));
+  bool same = true;
+  for (size_t r = 1; r < n && same; ++r)
+    same = std::equal(all.begin(), all.begin() + kFields, all.begin() + r * kFields);
+  if (same) return braidSuccess;
+  // Every rank gathered the same table, so every rank fails alike, with the same list.
+  std::string calls;
+  constexpr size_t kListed = 16;
+  for (size_t r = 0; r < n && r < kListed; ++r) {
+    const uint64_t* f = &all[r * kFields];
+    const bool known = f[0] < static_cast<uint64_t>(kNumCollectives);
+    const auto coll = static_cast<Collective>(f[0]);
+    char line[200];
+    std::snprintf(line, sizeof(line), "%srank %zu: %s count %llu %s", r ? "; " : "", r,
+                  known ? collectiveLabel(coll) : "?", static_cast<unsigned long long>(f[1]),
+                  braidTypeName(static_cast<braidDataType_t>(f[2])));
+    calls += line;
+    if (known && isReducing(coll))
+      calls += std::string(" op ") + braidOpName(static_cast<braidRedOp_t>(f[3]));
+    if (known && isRooted(coll)) calls += " root " + std::to_string(f[4]);
+  }
+  if (n > kListed) calls += "; and " + std::to_string(n - kListed) + " more";
+  return fail(braidInvalidUsage,
+              "BRAID_CHECK: the ranks made different calls at call #%llu (every rank must make "
+              "the same collective calls in the same order): %s",
+              static_cast<unsigned long long>(comm->opCount + 1), calls.c_str());
 }
 
 braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,

@@ -31,6 +31,7 @@ struct PeerCard {
   int pid = 0;
   std::string shmName;
   uint64_t shmAddr = 0;       // where this rank mapped its own segment (single copy's probe)
+  bool check = false;         // this rank's BRAID_CHECK (rank 0's applies)
   size_t chunkSize = 0;       // this rank's BRAID_CHUNKSIZE (or its default)
   bool chunkSizeSet = false;  // whether BRAID_CHUNKSIZE was given
   std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)
@@ -78,6 +79,7 @@ struct braidComm {
   braid::tuning::MeasuredTable measured;
   std::vector<uint64_t> sendSeq, recvSeq;
   bool oversubscribed = false;  // more ranks on this host than online cores
+  bool checkCalls = false;      // BRAID_CHECK (rank 0's): compare calls before each collective
   std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness
   uint64_t opCount = 0;         // collectives issued, for messages
   std::mutex mu;
@@ -105,6 +107,10 @@ struct braidComm {
 namespace braid {
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank);
 // Runs one collective on comm now (the caller holds no lock). args.op is a built-in op.
+// BRAID_CHECK: the ranks compare this call (collective, count, datatype, and op and root
+// where they matter) through an all-gather; where they differ every rank returns
+// braidInvalidUsage with a message listing each rank's call.
+braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& args);
 braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* sendbuff,
                             void* recvbuff);
 

@@ -78,6 +78,21 @@ Config load() {
     else
       badValue("BRAID_TIMEOUT", v, "is not a positive number of seconds", "300");
   }
+  if (const char* v = getEnv("STALL_WARN")) {
+    char* end = nullptr;
+    double t = std::strtod(v, &end);
+    if (end != v && *end == '\0' && t >= 0 && t < 1e9)
+      c.stallWarnSec = t;
+    else
+      badValue("BRAID_STALL_WARN", v, "is not a number of seconds (0: off)", "60");
+  }
+  if (const char* v = getEnv("CHECK")) {
+    const std::string s = v;
+    if (s == "1" || s == "0")
+      c.checkCalls = s == "1";
+    else
+      badValue("BRAID_CHECK", v, "is not 0 or 1", "0");
+  }
   if (const char* v = getEnv("SOCKET_IFNAME")) c.socketIfname = v;
   if (const char* v = std::getenv("BRAID_HOST_ID")) c.hostId = v;
   if (const char* v = getEnv("ALGO")) c.algo = v;

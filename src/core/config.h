@@ -13,12 +13,19 @@ struct Config {
   LogLevel debugLevel = LogLevel::kWarn;  // BRAID_DEBUG: WARN | INFO | TRACE | NONE
   std::string debugSubsys;                // BRAID_DEBUG_SUBSYS: comma list, ^ excludes; empty = all
   double timeoutSec = 300;                // BRAID_TIMEOUT: bound of every wait, seconds
-  std::string socketIfname;               // BRAID_SOCKET_IFNAME (NCCL syntax)
-  std::string hostId;                     // BRAID_HOST_ID: overrides hostname + boot id
-  std::string algo;                       // BRAID_ALGO
-  size_t buffSize = 2u << 20;             // BRAID_BUFFSIZE: shm bytes per peer connection
-  size_t chunkSize = 128u << 10;          // BRAID_CHUNKSIZE: bytes per pipelined step
-  bool chunkSizeSet = false;              // BRAID_CHUNKSIZE was given (else the comm picks)
+  // BRAID_STALL_WARN: seconds a call may wait without progress before the rank logs what
+  // it waits for (once per call); 0 turns the warning off.
+  double stallWarnSec = 60;
+  // BRAID_CHECK=1: before each collective the ranks compare their calls (collective, count,
+  // datatype, op, root) and all fail with braidInvalidUsage, listing them, where they
+  // differ. Rank 0's setting applies.
+  bool checkCalls = false;
+  std::string socketIfname;       // BRAID_SOCKET_IFNAME (NCCL syntax)
+  std::string hostId;             // BRAID_HOST_ID: overrides hostname + boot id
+  std::string algo;               // BRAID_ALGO
+  size_t buffSize = 2u << 20;     // BRAID_BUFFSIZE: shm bytes per peer connection
+  size_t chunkSize = 128u << 10;  // BRAID_CHUNKSIZE: bytes per pipelined step
+  bool chunkSizeSet = false;      // BRAID_CHUNKSIZE was given (else the comm picks)
   // Single copy within a host: steps of at least BRAID_SINGLE_COPY_BYTES to a rank of this
   // host are read by the receiver straight from the sender's buffer instead of going through
   // the shared FIFO (a copy in and a copy out). BRAID_SINGLE_COPY says between whom:

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "core/config.h"
@@ -56,6 +57,8 @@ class Run {
   // rank waits from the time it works.
   [[gnu::noinline]] braidResult_t waitForProgress() {
     const double timeout = config().timeoutSec;
+    const double stallWarn = config().stallWarnSec;
+    bool warned = false;
     const unsigned spins = ctx_.oversubscribed ? 32 : 4096;
     const unsigned yields = ctx_.oversubscribed ? 0 : 64;
     Clock::time_point idleSince{}, lastLivenessCheck{};
@@ -79,6 +82,14 @@ class Run {
         Clock::time_point now = Clock::now();
         double waited = std::chrono::duration<double>(now - idleSince).count();
         if (waited > timeout) return timeoutError(waited);
+        if (stallWarn > 0 && waited > stallWarn && !warned) {
+          warned = true;
+          BRAID_WARN("STALL",
+                     "%s #%llu (count %zu of %s, op %s) has made no progress for %.0f s "
+                     "(BRAID_STALL_WARN): %s",
+                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), ctx_.count,
+                     braidTypeName(ctx_.dtype), braidOpName(ctx_.op), waited, waitingFor().c_str());
+        }
         // A peer process on this host that has exited will never answer: say so now rather
         // than at the timeout.
         if (now - lastLivenessCheck > std::chrono::milliseconds(100)) {
@@ -319,30 +330,37 @@ class Run {
                 ctx_.peerPids[peer]);
   }
 
-  braidResult_t timeoutError(double waited) {
-    // Name the first queue that is stuck on its peer.
+  // What this rank waits for: the first receive stuck on its peer, else the first send
+  // whose peer has not drained it, with the step.
+  std::string waitingFor() const {
+    char buf[256];
     for (size_t q = 0; q < plan_.recvs.size(); ++q) {
       if (recvCur_[q].index < plan_.recvs[q].steps.size()) {
-        int32_t idx = plan_.recvs[q].steps[recvCur_[q].index];
-        return fail(braidTimeout,
-                    "%s #%llu timed out after %.0f s (BRAID_TIMEOUT) waiting to receive from rank "
-                    "%d (step %d of %zu, %s of %zu elements): rank %d is late, stalled or dead",
-                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount), waited,
-                    plan_.recvs[q].peer, idx, plan_.schedule.steps.size(),
-                    stepKindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count,
-                    plan_.recvs[q].peer);
+        const int32_t idx = plan_.recvs[q].steps[recvCur_[q].index];
+        std::snprintf(buf, sizeof(buf),
+                      "waiting to receive from rank %d (step %d of %zu, %s of %zu elements): "
+                      "rank %d is late, stalled or dead",
+                      plan_.recvs[q].peer, idx, plan_.schedule.steps.size(),
+                      stepKindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count,
+                      plan_.recvs[q].peer);
+        return buf;
       }
     }
     for (size_t q = 0; q < plan_.sends.size(); ++q) {
-      if (sendCur_[q].retired < plan_.sends[q].steps.size())
-        return fail(braidTimeout,
-                    "%s #%llu timed out after %.0f s (BRAID_TIMEOUT) waiting for rank %d to drain "
-                    "its receive buffer: rank %d is late, stalled or dead",
-                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount), waited,
-                    plan_.sends[q].peer, plan_.sends[q].peer);
+      if (sendCur_[q].retired < plan_.sends[q].steps.size()) {
+        std::snprintf(buf, sizeof(buf),
+                      "waiting for rank %d to drain its receive buffer: rank %d is late, "
+                      "stalled or dead",
+                      plan_.sends[q].peer, plan_.sends[q].peer);
+        return buf;
+      }
     }
-    return fail(braidTimeout, "%s #%llu timed out after %.0f s", ctx_.what,
-                static_cast<unsigned long long>(ctx_.opCount), waited);
+    return "waiting on no peer";
+  }
+
+  braidResult_t timeoutError(double waited) {
+    return fail(braidTimeout, "%s #%llu timed out after %.0f s (BRAID_TIMEOUT) %s", ctx_.what,
+                static_cast<unsigned long long>(ctx_.opCount), waited, waitingFor().c_str());
   }
 
   Plan& plan_;

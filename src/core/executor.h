@@ -62,6 +62,7 @@ struct ExecContext {
   Doorbell* doorbell;   // this rank's, for sleeping while idle; may be null
   bool oversubscribed;  // more ranks on this host than cores: sleep instead of spinning
   uint32_t callTag;     // fingerprint of (collective, count, dtype, op, root); 0 for send/recv
+  size_t count = 0;     // the call's count, for messages (0 for send/recv)
 };
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);
