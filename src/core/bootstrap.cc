@@ -177,9 +177,10 @@ class Root {
   void run() {
     Deadline joinBy = deadlineAfter(config().timeoutSec);
     std::string err;
-    if (!acceptAll(joinBy, &err)) {
+    braidResult_t code = braidInvalidUsage;
+    if (!acceptAll(joinBy, &err, &code)) {
       for (int fd : fds_)
-        if (fd >= 0) sendStatus(fd, braidInvalidUsage, err, deadlineAfter(5));
+        if (fd >= 0) sendStatus(fd, code, err, deadlineAfter(5));
       return;
     }
     ::close(listenFd_);
@@ -189,15 +190,26 @@ class Root {
   }
 
  private:
-  bool acceptAll(Deadline joinBy, std::string* err) {
+  // False, with the message and result code for the ranks that joined, when some never did
+  // (braidTimeout) or one joined with different arguments (braidInvalidUsage).
+  bool acceptAll(Deadline joinBy, std::string* err, braidResult_t* code) {
     int joined = 0;
     while (nranks_ < 0 || joined < nranks_) {
       int fd = -1;
       if (acceptBefore(listenFd_, joinBy, &fd) != braidSuccess) {
         *err = "bootstrap root: only " + std::to_string(joined) + " of " + std::to_string(nranks_) +
-               " ranks joined within BRAID_TIMEOUT; missing ranks:";
-        for (int r = 0; r < nranks_; ++r)
-          if (fds_[r] < 0) *err += " " + std::to_string(r);
+               " ranks joined within BRAID_TIMEOUT; missing:";
+        int listed = 0;
+        for (int r = 0; r < nranks_; ++r) {
+          if (fds_[r] >= 0) continue;
+          if (listed++ == 16) {
+            *err += " and " + std::to_string(nranks_ - joined - 16) + " more";
+            break;
+          }
+          *err += std::string(listed > 1 ? "," : "") + " rank " + std::to_string(r);
+        }
+        *err += " (not started, crashed, or given another unique id)";
+        *code = braidTimeout;
         return false;
       }
       Hello h{};
@@ -442,6 +454,9 @@ braidResult_t Bootstrap::allGather(const std::string& mine, std::vector<std::str
   if (res == braidSuccess) res = sendAll(fd_, mine.data(), mine.size(), d);
   Status s{};
   if (res == braidSuccess) res = recvAll(fd_, &s, sizeof(s), d);
+  // The root gives up at the same timeout, then says which ranks never joined: a little
+  // longer for its verdict.
+  if (res == braidTimeout) res = recvAll(fd_, &s, sizeof(s), deadlineAfter(3));
   if (res == braidTimeout)
     return fail(braidTimeout, "bootstrap: other ranks did not join within BRAID_TIMEOUT=%g s",
                 config().timeoutSec);

@@ -1,0 +1,116 @@
+// A rank killed with SIGKILL during init, inside a collective, or between collectives: every
+// surviving rank returns braidRemoteError or braidTimeout within BRAID_TIMEOUT (4 s here, set
+// by main),
+// naming the dead rank; nothing of the job stays in /dev/shm. Ranks as processes (a thread
+// cannot be killed alone).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace braid::test {
+namespace {
+
+constexpr int kDeadRank = 1;
+constexpr double kTimeoutSec = 4;
+
+// A survivor's verdict on its first failed call: exit 0 when it is the error the issue asks
+// for (remote error or timeout, naming the dead rank, within the timeout), else 1.
+int judge(const char* call, braidResult_t res, double seconds, const std::string& msg) {
+  std::printf("%s: %s after %.2f s: %s\n", call, braidGetErrorString(res), seconds, msg.c_str());
+  const bool kind = res == braidRemoteError || res == braidTimeout;
+  const bool named = msg.find("rank " + std::to_string(kDeadRank)) != std::string::npos;
+  const bool soon = seconds < kTimeoutSec + 3;
+  if (!kind) std::printf("wrong result code\n");
+  if (!named) std::printf("the message does not name rank %d\n", kDeadRank);
+  if (!soon) std::printf("too late: BRAID_TIMEOUT is %.0f s\n", kTimeoutSec);
+  return kind && named && soon ? 0 : 1;
+}
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// BRAID_TEST_DIE_AT = init | inside | between: where rank kDeadRank kills itself.
+int dieChild(int rank, int nranks) {
+  const std::string at = std::getenv("BRAID_TEST_DIE_AT") ? std::getenv("BRAID_TEST_DIE_AT") : "";
+  const bool dies = rank == kDeadRank;
+  if (dies && at == "init") raise(SIGKILL);
+  braidUniqueId id;
+  if (braidUniqueIdFromString(std::getenv("BRAID_UNIQUE_ID"), &id) != braidSuccess) return 2;
+  auto t0 = std::chrono::steady_clock::now();
+  braidComm_t comm = nullptr;
+  braidResult_t res = braidCommInitRank(&comm, nranks, id, rank);
+  if (res != braidSuccess) return judge("init", res, since(t0), braidGetLastError(nullptr));
+  if (at == "init") {
+    std::printf("init succeeded without rank %d\n", kDeadRank);
+    return 1;
+  }
+  std::vector<float> buf(size_t{4} << 20, 1.0f);  // 16 MiB: a call that takes a while
+  auto once = [&] {
+    return braidAllReduce(buf.data(), buf.data(), buf.size(), braidFloat32, braidSum, comm,
+                          nullptr);
+  };
+  if (dies && at == "inside") {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      raise(SIGKILL);
+    }).detach();
+    for (;;) once();
+  }
+  if (at == "between") {
+    if (once() != braidSuccess) {
+      std::printf("the first call failed: %s\n", braidGetLastError(comm));
+      return 1;
+    }
+    if (dies) raise(SIGKILL);
+  }
+  for (int i = 0; i < 1000; ++i) {
+    t0 = std::chrono::steady_clock::now();
+    res = once();
+    if (res != braidSuccess) {
+      const int verdict = judge("all-reduce", res, since(t0), braidGetLastError(comm));
+      braidCommDestroy(comm);
+      return verdict;
+    }
+  }
+  std::printf("1000 calls succeeded without rank %d\n", kDeadRank);
+  return 1;
+}
+
+class DeadRank : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DeadRank, SurvivorsFailNamingItWithinTheTimeout) {
+  auto results = runProcesses(3, "die", {std::string("BRAID_TEST_DIE_AT=") + GetParam()});
+  for (int r = 0; r < 3; ++r) {
+    if (r == kDeadRank)
+      EXPECT_EQ(results[r].status, 128 + SIGKILL) << "rank " << r << ":\n" << results[r].output;
+    else
+      EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  }
+  EXPECT_TRUE(shmLeftovers(results).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(At, DeadRank, ::testing::Values("init", "inside", "between"));
+
+}  // namespace
+}  // namespace braid::test
+
+int main(int argc, char** argv) {
+  // For the children and for this process, which runs the bootstrap root (runProcesses makes
+  // the unique id here), so that it gives up on a missing rank as soon as they do.
+  setenv("BRAID_TIMEOUT", "4", 1);
+  braid::test::registerRawChildRole("die", braid::test::dieChild);
+  const int rc = braid::test::childMain(argc, argv);
+  if (rc >= 0) return rc;
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
