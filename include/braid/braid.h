@@ -176,6 +176,21 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
 /// Frees the communicator; waits for its queued work first. NULL is refused.
 braidResult_t braidCommDestroy(braidComm_t comm);
 
+/// Aborts comm (NCCL's ncclCommAbort), from any thread, also while another thread is blocked
+/// in a call on it: that call returns braidInvalidUsage ("aborted") at its next wait; peers
+/// on this host waiting on this rank fail with braidRemoteError naming it within 0.1 s
+/// instead of at BRAID_TIMEOUT, and network peers see its sockets close. Work queued on
+/// streams fails. Then frees comm as braidCommDestroy does; comm must not be used again.
+braidResult_t braidCommAbort(braidComm_t comm);
+/// comm's asynchronous error (NCCL's ncclCommGetAsyncError): braidSuccess while it works,
+/// else the result of the call that left it unusable (a peer lost, a timeout, mismatched
+/// calls), also one run on a stream. @return braidInvalidArgument for a NULL asyncError.
+braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError);
+/// Finishes the work queued on comm's streams and finalizes it (NCCL's ncclCommFinalize):
+/// later calls fail with braidInvalidUsage, except braidCommGetAsyncError and
+/// braidCommDestroy. @return the asynchronous error, if comm failed earlier.
+braidResult_t braidCommFinalize(braidComm_t comm);
+
 /// Number of ranks in comm.
 braidResult_t braidCommCount(const braidComm_t comm, int* count);
 /// This rank's index in comm.

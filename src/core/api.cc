@@ -1,5 +1,6 @@
 // The C entry points: argument checks, then the communicator's machinery. Bad arguments
 // are refused here, before anything moves, with a message naming the argument.
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -92,6 +93,55 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
   }
   if (comm->proxy && !comm->broken.empty()) comm->proxy->abandon();
   delete comm;
+  return braidSuccess;
+}
+
+braidResult_t braidCommAbort(braidComm_t comm) {
+  BRAID_TRY(checkComm(comm, "braidCommAbort"));
+  comm->aborted.store(true);
+  // Peers on this host that wait on this rank see the connection lost at their next
+  // liveness check (within 0.1 s) instead of waiting for BRAID_TIMEOUT.
+  for (braid::Connection* c : comm->connPtrs)
+    if (c) c->abandon();
+  // Calls blocked in other threads end at their next wait: wake them until they have left.
+  while (comm->inFlight.load() > 0) {
+    if (comm->segment) comm->segment->doorbell()->ring();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  {
+    // Work queued on streams fails at once now; let it drain.
+    std::unique_lock<std::mutex> lock(comm->queueMu);
+    comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
+  }
+  {
+    std::lock_guard<std::mutex> lock(comm->mu);
+    comm->magic = 0;
+  }
+  if (comm->proxy) comm->proxy->abandon();
+  delete comm;
+  return braidSuccess;
+}
+
+braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError) {
+  BRAID_TRY(checkComm(comm, "braidCommGetAsyncError"));
+  if (!asyncError) return fail(braidInvalidArgument, "braidCommGetAsyncError: asyncError is NULL");
+  std::lock_guard<std::mutex> lock(comm->mu);
+  *asyncError = comm->brokenCode;
+  return braidSuccess;
+}
+
+braidResult_t braidCommFinalize(braidComm_t comm) {
+  BRAID_TRY(checkComm(comm, "braidCommFinalize"));
+  {
+    std::unique_lock<std::mutex> lock(comm->queueMu);
+    comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
+  }
+  std::lock_guard<std::mutex> lock(comm->mu);
+  braid::LogRankScope rankScope(comm->rank);
+  comm->finalized = true;
+  if (comm->brokenCode != braidSuccess)
+    return fail(comm->brokenCode, "braidCommFinalize: the communicator failed earlier: %s",
+                comm->broken.c_str());
   return braidSuccess;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -171,6 +172,7 @@ braidResult_t withPreMulSum(const PreMul& pm, braidRedOp_t op, braidDataType_t d
 braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, braidStream_t stream,
                          size_t preMulElems = 0, const size_t* a2avArrays[4] = nullptr) {
   BRAID_TRY(checkComm(c.comm, c.fn));
+  braid::InFlight running(c.comm);
   BRAID_TRY(record(c.comm, checkCall(c, sendbuff, recvbuff)));
   if (c.coll != Collective::kBarrier && c.coll != Collective::kAllToAllv && c.count == 0)
     return braidSuccess;  // nothing moves: a successful no-op on every rank
@@ -208,6 +210,7 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
 braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDataType_t dtype,
                   int peer, braidComm_t comm, braidStream_t stream) {
   BRAID_TRY(checkComm(comm, fn));
+  braid::InFlight running(comm);
   Call c{fn, comm, Collective::kAllToAll, dtype, count, isSend ? count : 0, isSend ? 0 : count};
   BRAID_TRY(record(comm, checkCall(c, buff, buff)));
   if (peer < 0 || peer >= comm->nranks)
@@ -410,6 +413,8 @@ braidResult_t braidGroupEnd(void) {
   std::vector<braidComm*> comms;
   for (const Pending& p : pending)
     if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
+  std::vector<std::unique_ptr<braid::InFlight>> running;
+  for (braidComm* comm : comms) running.push_back(std::make_unique<braid::InFlight>(comm));
   std::vector<braidResult_t> results(comms.size(), braidSuccess);
   std::vector<std::string> messages(comms.size());
   std::vector<std::thread> workers;

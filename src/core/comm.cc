@@ -492,11 +492,20 @@ uint32_t callTag(const CollArgs& a) {
 
 // After a failed exchange the connections hold partial messages: refuse later calls.
 braidResult_t markBroken(braidComm* comm, braidResult_t res) {
-  if (res != braidSuccess && comm->broken.empty()) comm->broken = lastError();
+  if (res != braidSuccess && comm->broken.empty()) {
+    comm->broken = lastError();
+    comm->brokenCode = res;
+  }
   return res;
 }
 
 braidResult_t checkUsable(const braidComm* comm) {
+  if (comm->aborted.load(std::memory_order_relaxed))
+    return fail(braidInvalidUsage, "this communicator was aborted (braidCommAbort)");
+  if (comm->finalized)
+    return fail(braidInvalidUsage,
+                "this communicator was finalized (braidCommFinalize): only braidCommDestroy "
+                "and braidCommGetAsyncError may follow");
   if (comm->broken.empty()) return braidSuccess;
   return fail(braidInvalidUsage,
               "this communicator failed earlier and cannot be used again (destroy it): %s",
@@ -629,6 +638,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
                   comm->oversubscribed,
                   callTag(args)};
   ctx.count = args.count;
+  ctx.aborted = &comm->aborted;
   return markBroken(comm, execute(plan, ctx));
 }
 
@@ -752,6 +762,7 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
                   comm->segment ? comm->segment->doorbell() : nullptr,
                   comm->oversubscribed,
                   0};
+  ctx.aborted = &comm->aborted;
   return markBroken(comm, execute(&plan, ctx));
 }
 

@@ -89,6 +89,13 @@ struct braidComm {
   int queued = 0;  // one collective at a time per communicator
   std::string lastError;
   std::string broken;  // why the communicator became unusable, once a call failed mid-way
+  braidResult_t brokenCode = braidSuccess;  // and the result code it failed with
+  // braidCommAbort: every wait of a call on this communicator ends at once.
+  std::atomic<bool> aborted{false};
+  // API calls running on this communicator (any thread); braidCommAbort frees it only once
+  // they have returned.
+  std::atomic<int> inFlight{0};
+  bool finalized = false;  // braidCommFinalize: only Destroy and GetAsyncError are left
   std::string forcedAlgo[braid::kNumCollectives];  // braidCommSetAlgorithm
   // Ops made by braidRedOpCreatePreMulSum: op value braidNumOps + index.
   struct PreMulSum {
@@ -105,12 +112,25 @@ struct braidComm {
 };
 
 namespace braid {
+// An API call running on a communicator, counted for braidCommAbort, which frees the
+// communicator only once every such call has returned.
+class InFlight {
+ public:
+  explicit InFlight(braidComm* comm) : comm_(comm) { comm_->inFlight.fetch_add(1); }
+  ~InFlight() { comm_->inFlight.fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  braidComm* comm_;
+};
+
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank);
-// Runs one collective on comm now (the caller holds no lock). args.op is a built-in op.
 // BRAID_CHECK: the ranks compare this call (collective, count, datatype, and op and root
 // where they matter) through an all-gather; where they differ every rank returns
 // braidInvalidUsage with a message listing each rank's call.
 braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& args);
+// Runs one collective on comm now (the caller holds no lock). args.op is a built-in op.
 braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* sendbuff,
                             void* recvbuff);
 

@@ -63,6 +63,9 @@ class Run {
     const unsigned yields = ctx_.oversubscribed ? 0 : 64;
     Clock::time_point idleSince{}, lastLivenessCheck{};
     for (unsigned idle = 1;; ++idle) {
+      if (ctx_.aborted && ctx_.aborted->load(std::memory_order_relaxed))
+        return fail(braidInvalidUsage, "%s #%llu: aborted (braidCommAbort)", ctx_.what,
+                    static_cast<unsigned long long>(ctx_.opCount));
       if (idle == spins) idleSince = lastLivenessCheck = Clock::now();
       if (idle >= spins && idle < spins + yields) {
         sched_yield();

@@ -7,6 +7,7 @@
 // Receive-reduce steps reduce straight out of the connection's buffer.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -63,6 +64,8 @@ struct ExecContext {
   bool oversubscribed;  // more ranks on this host than cores: sleep instead of spinning
   uint32_t callTag;     // fingerprint of (collective, count, dtype, op, root); 0 for send/recv
   size_t count = 0;     // the call's count, for messages (0 for send/recv)
+  // Set by braidCommAbort (from any thread): the call ends at its next wait. May be null.
+  const std::atomic<bool>* aborted = nullptr;
 };
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);

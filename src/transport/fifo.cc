@@ -22,6 +22,8 @@ Fifo* Fifo::init(void* at) {
   new (&f->head) std::atomic<uint64_t>(0);
   new (&f->tail) std::atomic<uint64_t>(0);
   new (&f->consumerPulls) std::atomic<int32_t>(0);
+  new (&f->producerGone) std::atomic<int32_t>(0);
+  new (&f->consumerGone) std::atomic<int32_t>(0);
   return f;
 }
 
@@ -102,6 +104,19 @@ bool FifoConnection::sendRetired(uint64_t ticket) {
   if (sendTailSeen_ > ticket) return true;
   sendTailSeen_ = send_->tail.load(std::memory_order_acquire);
   return sendTailSeen_ > ticket;
+}
+
+const char* FifoConnection::failure() const {
+  if (send_->consumerGone.load(std::memory_order_acquire) ||
+      recv_->producerGone.load(std::memory_order_acquire))
+    return "the peer aborted its communicator (braidCommAbort)";
+  return nullptr;
+}
+
+void FifoConnection::abandon() {
+  recv_->consumerGone.store(1, std::memory_order_release);
+  send_->producerGone.store(1, std::memory_order_release);
+  peerBell_->ring();
 }
 
 size_t FifoConnection::inPlaceMinBytes() const {

@@ -25,7 +25,11 @@ constexpr size_t kFifoLine = 64;
 
 struct Fifo {
   alignas(kFifoLine) std::atomic<uint64_t> head;
+  // Set by the producer when it abandons the connection (braidCommAbort).
+  std::atomic<int32_t> producerGone;
   alignas(kFifoLine) std::atomic<uint64_t> tail;
+  // Set by the consumer when it abandons the connection (braidCommAbort).
+  std::atomic<int32_t> consumerGone;
   // The consumer's pid when it reads in-place pieces from the producer's memory (single
   // copy), else 0. Written by the consumer during init, before the bootstrap barrier that
   // ends it; the producer reads it at its first send.
@@ -88,6 +92,8 @@ class FifoConnection : public Connection {
   size_t inPlaceMinBytes() const override;
   bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
   bool sendRetired(uint64_t ticket) override;
+  const char* failure() const override;
+  void abandon() override;
   // The far end is the network proxy, a thread of this process: steps of minBytes or more
   // go in place.
   void offerInPlaceSends(size_t minBytes) { inPlaceMin_ = minBytes; }

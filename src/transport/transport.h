@@ -81,6 +81,10 @@ class Connection {
   // Why the connection can carry nothing more (the peer's host closed or reset it), or
   // nullptr while it works. Checked by a rank that waits on the peer.
   virtual const char* failure() const { return nullptr; }
+  // This rank gives the connection up (braidCommAbort): a peer that waits on it sees
+  // failure() instead of waiting for its timeout. Connections over the network need not: their
+  // sockets close.
+  virtual void abandon() {}
 };
 
 }  // namespace braid

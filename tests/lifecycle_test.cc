@@ -1,0 +1,160 @@
+// A communicator's end: braidCommAbort from another thread while a call is blocked (the call
+// returns, peers on the host fail at once naming the aborted rank), braidCommGetAsyncError
+// after a failure, braidCommFinalize before braidCommDestroy. Ranks as threads and as
+// processes.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace braid::test {
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Rank 0 blocks in an all-reduce of 4 MiB rank 1 has not joined; after 0.3 s another thread
+// aborts rank 0's communicator: its call returns "aborted" at once. Then rank 1 calls, gets
+// what rank 0 sent before (the first half of the exchange) but not the rest, and fails within
+// 2 s (BRAID_TIMEOUT is 300) naming rank 0; its communicator reports that as its
+// asynchronous error, and braidCommFinalize returns it too.
+constexpr size_t kCount = size_t{1} << 20;
+TEST(Abort, BlockedCallReturnsAndPeersFailNamingTheRank) {
+  braidComm_t comms[2] = {nullptr, nullptr};
+  ASSERT_EQ(braidCommInitAll(comms, 2, nullptr), braidSuccess) << braidGetLastError(nullptr);
+  braidResult_t res0 = braidSuccess;
+  std::string msg0;
+  double secs0 = 0;
+  std::thread rank0([&] {
+    std::vector<float> x(kCount, 1.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    res0 = braidAllReduce(x.data(), x.data(), kCount, braidFloat32, braidSum, comms[0], nullptr);
+    secs0 = since(t0);
+    msg0 = braidGetLastError(nullptr);  // the thread's: comms[0] is freed by the abort
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(braidCommAbort(comms[0]), braidSuccess) << braidGetLastError(nullptr);
+  rank0.join();
+  EXPECT_EQ(res0, braidInvalidUsage);
+  EXPECT_NE(msg0.find("aborted"), std::string::npos) << msg0;
+  EXPECT_LT(secs0, 2.0);
+
+  std::vector<float> y(kCount, 1.0f);
+  const auto t1 = std::chrono::steady_clock::now();
+  const braidResult_t res1 =
+      braidAllReduce(y.data(), y.data(), kCount, braidFloat32, braidSum, comms[1], nullptr);
+  const std::string msg1 = braidGetLastError(comms[1]);
+  EXPECT_EQ(res1, braidRemoteError) << msg1;
+  EXPECT_NE(msg1.find("rank 0"), std::string::npos) << msg1;
+  EXPECT_NE(msg1.find("aborted"), std::string::npos) << msg1;
+  EXPECT_LT(since(t1), 2.0);
+  braidResult_t async = braidSuccess;
+  EXPECT_EQ(braidCommGetAsyncError(comms[1], &async), braidSuccess);
+  EXPECT_EQ(async, braidRemoteError);
+  EXPECT_EQ(braidCommFinalize(comms[1]), braidRemoteError);
+  EXPECT_EQ(braidCommDestroy(comms[1]), braidSuccess);
+}
+
+// Finalize waits for the work queued on streams, then refuses further calls; the
+// asynchronous error stays braidSuccess; destroy follows.
+TEST(Finalize, FinishesQueuedWorkThenRefusesCalls) {
+  braidComm_t comms[2] = {nullptr, nullptr};
+  ASSERT_EQ(braidCommInitAll(comms, 2, nullptr), braidSuccess) << braidGetLastError(nullptr);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      braidComm_t comm = comms[r];
+      braidStream_t stream = nullptr;
+      std::vector<int32_t> buf(1000, r + 1);
+      if (braidStreamCreate(&stream) != braidSuccess) {
+        errors[r] = "braidStreamCreate failed";
+        return;
+      }
+      for (int i = 0; i < 3; ++i)
+        braidAllReduce(buf.data(), buf.data(), buf.size(), braidInt32, braidSum, comm, stream);
+      if (braidCommFinalize(comm) != braidSuccess) {
+        errors[r] = std::string("finalize: ") + braidGetLastError(comm);
+        braidStreamDestroy(stream);
+        return;
+      }
+      // 1 + 2 = 3, then 6, then 12: all three calls ran before finalize returned.
+      if (buf[0] != 12)
+        errors[r] = "finalize returned before the queued work: " + std::to_string(buf[0]);
+      if (braidAllReduce(buf.data(), buf.data(), 1, braidInt32, braidSum, comm, nullptr) !=
+              braidInvalidUsage ||
+          std::string(braidGetLastError(comm)).find("finalized") == std::string::npos)
+        errors[r] += "; a call after finalize was not refused as finalized";
+      braidResult_t async = braidInProgress;
+      if (braidCommGetAsyncError(comm, &async) != braidSuccess || async != braidSuccess)
+        errors[r] += "; the asynchronous error is not braidSuccess";
+      braidStreamDestroy(stream);
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(errors[r].empty()) << "rank " << r << ": " << errors[r];
+    EXPECT_EQ(braidCommDestroy(comms[r]), braidSuccess);
+  }
+  braidResult_t async = braidSuccess;
+  EXPECT_EQ(braidCommGetAsyncError(nullptr, &async), braidInvalidArgument);
+}
+
+// The abort as processes: rank 0 aborts from a second thread while its main thread is
+// blocked; rank 1 calls 1 s later and must fail within 2 s naming rank 0.
+int abortChild(int rank, int nranks) {
+  braidUniqueId id;
+  braidComm_t comm = nullptr;
+  if (braidUniqueIdFromString(std::getenv("BRAID_UNIQUE_ID"), &id) != braidSuccess ||
+      braidCommInitRank(&comm, nranks, id, rank) != braidSuccess) {
+    std::printf("init: %s\n", braidGetLastError(nullptr));
+    return 3;
+  }
+  std::vector<float> x(kCount, 1.0f);
+  auto call = [&] {
+    return braidAllReduce(x.data(), x.data(), kCount, braidFloat32, braidSum, comm, nullptr);
+  };
+  if (rank == 0) {
+    std::thread aborter([comm] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      braidCommAbort(comm);
+    });
+    const braidResult_t res = call();
+    aborter.join();
+    std::printf("rank 0: %s: %s\n", braidGetErrorString(res), braidGetLastError(nullptr));
+    return res == braidInvalidUsage ? 0 : 1;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  const braidResult_t res = call();
+  const std::string msg = braidGetLastError(comm);
+  const double secs = since(t0);
+  std::printf("rank 1: %s after %.2f s: %s\n", braidGetErrorString(res), secs, msg.c_str());
+  braidCommDestroy(comm);
+  return res == braidRemoteError && msg.find("rank 0") != std::string::npos && secs < 2 ? 0 : 1;
+}
+
+TEST(Abort, AsProcesses) {
+  auto results = runProcesses(2, "abort", {});
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  EXPECT_TRUE(shmLeftovers(results).empty());
+}
+
+}  // namespace
+}  // namespace braid::test
+
+int main(int argc, char** argv) {
+  braid::test::registerRawChildRole("abort", braid::test::abortChild);
+  const int rc = braid::test::childMain(argc, argv);
+  if (rc >= 0) return rc;
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
