@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
-PACKAGES=(g++ meson ninja-build pkg-config libgtest-dev libopenmpi-dev openmpi-bin clang-format libucx-dev libtinyxml2-dev libhwloc-dev libibverbs-dev libarchive-dev nlohmann-json3-dev)
+PACKAGES=(g++ meson ninja-build pkg-config libgtest-dev libopenmpi-dev openmpi-bin clang-format libucx-dev libtinyxml2-dev libhwloc-dev libibverbs-dev libarchive-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,100 @@
+// Vision-transformer pieces: patch embedding and multi-head self-attention (Dosovitskiy et
+// al., "An Image is Worth 16x16 Words", ICLR 2021; Vaswani et al., "Attention Is All You
+// Need", 2017). Activations are [batch * tokens, dim]: token t of image b is row b * T + t.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "training/layers.h"
+#include "training/model.h"
+
+namespace braid::training {
+
+/// Cuts each single-channel image x [batch, height * width] (row-major pixels) into
+/// non-overlapping patch x patch squares, T = (height / patch) * (width / patch) tokens in
+/// row-major patch order, and maps each to dim features: y[b * T + t] = W p(b, t) + bias +
+/// position[t], W [dim, patch * patch], position [T, dim] (learned; initialised N(0, 0.02^2)
+/// as in ViT, W and bias as Linear). Throws std::invalid_argument if patch does not divide
+/// height and width.
+class PatchEmbedding : public Layer {
+ public:
+  PatchEmbedding(size_t height, size_t width, size_t patch, size_t dim,
+                 std::string name = "patch_embed");
+  std::string name() const override { return name_; }
+  void forward(const Tensor& x, Tensor& y) override;
+  void backward(const Tensor& dy, Tensor& dx) override;
+  std::vector<Parameter*> parameters() override { return {&weight_, &bias_, &position_}; }
+  void initialize(std::mt19937_64& rng) override;
+  size_t tokens() const { return tokens_; }
+
+ private:
+  // Pixel index (in an image) of element k of patch t.
+  size_t pixel(size_t t, size_t k) const;
+  size_t height_, width_, patch_, dim_, tokens_;
+  std::string name_;
+  Parameter weight_, bias_, position_;
+  Tensor patches_;  // [batch * T, patch * patch]
+};
+
+/// Multi-head self-attention over sequences of `tokens` rows: x [batch * tokens, dim] ->
+/// [q k v] = x Wqkv^T + bqkv (Wqkv [3 dim, dim]); per head h (dim / heads features each)
+/// O_h = softmax(Q_h K_h^T / sqrt(dim / heads)) V_h; y = O Wo^T + bo (Wo [dim, dim]).
+/// No mask and no dropout. Throws std::invalid_argument if heads does not divide dim or the
+/// input's rows are not a multiple of tokens.
+class MultiHeadSelfAttention : public Layer {
+ public:
+  MultiHeadSelfAttention(size_t dim, size_t heads, size_t tokens, std::string name = "attn");
+  std::string name() const override { return name_; }
+  void forward(const Tensor& x, Tensor& y) override;
+  void backward(const Tensor& dy, Tensor& dx) override;
+  std::vector<Parameter*> parameters() override { return {&wqkv_, &bqkv_, &wo_, &bo_}; }
+  void initialize(std::mt19937_64& rng) override;
+
+ private:
+  size_t dim_, heads_, tokens_, head_dim_;
+  std::string name_;
+  Parameter wqkv_, bqkv_, wo_, bo_;
+  Tensor x_, qkv_, o_;
+  std::vector<float> probs_;  // [batch, heads, T, T]
+};
+
+/// y = x + f(x), f the given layers applied in order (a pre-norm transformer sub-block when f
+/// starts with LayerNorm). f must keep the shape. Its parameters are the layers' parameters.
+/// Throws std::invalid_argument for no layers, or (in forward) layers that change the shape.
+class Residual : public Layer {
+ public:
+  explicit Residual(std::vector<std::unique_ptr<Layer>> layers, std::string name = "residual");
+  std::string name() const override { return name_; }
+  void forward(const Tensor& x, Tensor& y) override;
+  void backward(const Tensor& dy, Tensor& dx) override;
+  std::vector<Parameter*> parameters() override;
+  void initialize(std::mt19937_64& rng) override;
+
+ private:
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::string name_;
+  std::vector<Tensor> outputs_;
+};
+
+/// Mean over each sequence's `tokens` rows: [batch * tokens, dim] -> [batch, dim] (the
+/// classification read-out of a ViT without a class token).
+class TokenMeanPool : public Layer {
+ public:
+  explicit TokenMeanPool(size_t tokens) : tokens_(tokens) {}
+  std::string name() const override { return "token_mean_pool"; }
+  void forward(const Tensor& x, Tensor& y) override;
+  void backward(const Tensor& dy, Tensor& dx) override;
+
+ private:
+  size_t tokens_;
+};
+
+/// A small ViT for single-channel images: patch embedding (patch x patch, dim features), then
+/// `depth` pre-norm blocks [x + MHSA(LN(x)); x + MLP(LN(x)), MLP = Linear(dim, 2 dim) GELU
+/// Linear(2 dim, dim)], LayerNorm, mean over tokens, Linear(dim, classes).
+std::unique_ptr<Sequential> makeVit(size_t height, size_t width, size_t patch, size_t dim,
+                                    size_t heads, size_t depth, size_t classes);
+
+}  // namespace braid::training

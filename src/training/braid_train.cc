@@ -1,0 +1,408 @@
+// braid-train: trains the reference MLP (784-256-128-10), or a small ViT, on Fashion-MNIST with
+// data parallelism over Braid: DDP (--zero 0) or ZeRO stages 1-3. Ranks are threads of this process
+// (--dp N), or processes started by braidrun / mpirun / torchrun, one rank each (then --dp
+// must equal the job's size). Prints, per epoch, the mean training loss, test accuracy,
+// samples/s, the share of training time spent waiting for communication, and the bytes of
+// parameters, gradients and optimizer state this rank holds; --json prints one JSON object per
+// epoch instead.
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "training/attention.h"
+#include "training/data.h"
+#include "training/data_parallel.h"
+#include "training/model.h"
+#include "training/optimizer.h"
+
+namespace {
+
+using namespace braid::training;
+
+struct Options {
+  std::string model = "mlp";
+  std::string data = "/usr/share/datasets/fashion-mnist";
+  int dp = 0;  // 0: the job's size (processes) or 1 (no launcher)
+  int zero = 0;
+  std::string precision = "fp32";
+  int epochs = 8;
+  long batch_size = 128;
+  double lr = -1.0;  // < 0: the optimizer's default
+  uint64_t seed = 42;
+  std::string optimizer = "adamw";
+  bool json = false;
+  double first_bucket_mb = 1.0;
+  double bucket_cap_mb = 25.0;
+  bool overlap = true;
+  long max_steps = 0;  // per epoch; 0: the whole epoch
+  long train_limit = 0;
+  bool cosine = true;
+};
+
+const char* kUsage =
+    "usage: braid-train [--model mlp|vit] [--data DIR] [--dp N] [--zero 0|1|2|3] [--precision "
+    "fp32|bf16]\n"
+    "                   [--epochs N] [--batch-size GLOBAL] [--lr LR] [--seed S]\n"
+    "                   [--optimizer sgd|adamw|adafactor] [--json] [--first-bucket-mb MB]\n"
+    "                   [--bucket-cap-mb MB] [--no-overlap] [--max-steps N] [--train-limit N]\n"
+    "                   [--constant-lr]\n"
+    "  --model M           mlp (784-256-128-10) or vit (7x7 patches, dim 64, 4 heads, 2 blocks)\n"
+    "  --data DIR          Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)\n"
+    "  --dp N              data-parallel ranks: threads of this process, or the job's size\n"
+    "                      under braidrun/mpirun/torchrun (must match it)\n"
+    "  --zero S            0: DDP all-reduce; 1: optimizer state, 2: + gradients, 3: + params\n"
+    "                      partitioned (ZeRO, Rajbhandari et al. 2020)\n"
+    "  --precision P       fp32, or bf16: gradients travel as bf16 (compute, parameters and\n"
+    "                      optimizer state stay fp32)\n"
+    "  --epochs N          passes over the training set (default 8)\n"
+    "  --batch-size B      global batch (split evenly over ranks; default 128)\n"
+    "  --lr LR             default 1e-3 (adamw), 0.05 (sgd, momentum 0.9) or 1e-2 (adafactor's\n"
+    "                      relative step; --zero 0 only); decayed to 0 over the run by a\n"
+    "                      cosine schedule unless --constant-lr\n"
+    "  --seed S            initial parameters and shuffling (default 42)\n"
+    "  --optimizer O       adamw (default), sgd or adafactor\n"
+    "  --json              one JSON object per epoch instead of the table\n"
+    "  --first-bucket-mb, --bucket-cap-mb   gradient bucket caps (default 1 and 25 MiB)\n"
+    "  --no-overlap        queue gradient collectives only after backward has finished\n"
+    "  --max-steps N       stop each epoch after N steps (measurements)\n"
+    "  --train-limit N     use only the first N training images\n";
+
+[[noreturn]] void usageError(const std::string& msg) {
+  fprintf(stderr, "braid-train: %s (braid-train --help lists the flags)\n", msg.c_str());
+  exit(2);
+}
+
+long parseLong(const std::string& flag, const char* v, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long x = strtol(v, &end, 10);
+  if (errno || end == v || *end || x < lo || x > hi) {
+    usageError(flag + " " + v + ": expected an integer in [" + std::to_string(lo) + ", " +
+               std::to_string(hi) + "]");
+  }
+  return x;
+}
+
+// A finite number above 0.
+double parsePositive(const std::string& flag, const char* v) {
+  char* end = nullptr;
+  errno = 0;
+  const double x = strtod(v, &end);
+  if (errno || end == v || *end || !(x > 0.0) || !std::isfinite(x)) {
+    usageError(flag + " " + v + ": expected a positive number");
+  }
+  return x;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      fputs(kUsage, stdout);
+      exit(0);
+    } else if (a == "--model") {
+      o.model = value();
+      if (o.model != "mlp" && o.model != "vit") {
+        usageError("--model " + o.model + ": expected mlp or vit");
+      }
+    } else if (a == "--data") {
+      o.data = value();
+    } else if (a == "--dp") {
+      o.dp = static_cast<int>(parseLong(a, value(), 1, 1024));
+    } else if (a == "--zero") {
+      o.zero = static_cast<int>(parseLong(a, value(), 0, 3));
+    } else if (a == "--precision") {
+      o.precision = value();
+      if (o.precision != "fp32" && o.precision != "bf16") {
+        usageError("--precision " + o.precision + ": expected fp32 or bf16");
+      }
+    } else if (a == "--epochs") {
+      o.epochs = static_cast<int>(parseLong(a, value(), 1, 100000));
+    } else if (a == "--batch-size") {
+      o.batch_size = parseLong(a, value(), 1, 1 << 24);
+    } else if (a == "--lr") {
+      o.lr = parsePositive(a, value());
+    } else if (a == "--seed") {
+      o.seed = static_cast<uint64_t>(parseLong(a, value(), 0, 1L << 62));
+    } else if (a == "--optimizer") {
+      o.optimizer = value();
+      if (o.optimizer != "sgd" && o.optimizer != "adamw" && o.optimizer != "adafactor") {
+        usageError("--optimizer " + o.optimizer + ": expected sgd, adamw or adafactor");
+      }
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (a == "--first-bucket-mb") {
+      o.first_bucket_mb = parsePositive(a, value());
+    } else if (a == "--bucket-cap-mb") {
+      o.bucket_cap_mb = parsePositive(a, value());
+    } else if (a == "--constant-lr") {
+      o.cosine = false;
+    } else if (a == "--no-overlap") {
+      o.overlap = false;
+    } else if (a == "--max-steps") {
+      o.max_steps = parseLong(a, value(), 1, 1L << 40);
+    } else if (a == "--train-limit") {
+      o.train_limit = parseLong(a, value(), 1, 1L << 40);
+    } else {
+      usageError("unknown argument " + a);
+    }
+  }
+  if (o.lr < 0) o.lr = o.optimizer == "sgd" ? 0.05 : o.optimizer == "adafactor" ? 1e-2 : 1e-3;
+  if (o.optimizer == "adafactor" && o.zero != 0) {
+    usageError("--optimizer adafactor factors whole matrices, which --zero " +
+               std::to_string(o.zero) + " shards: use --zero 0");
+  }
+  return o;
+}
+
+// A launcher that starts one process per rank leaves one of these set.
+bool launchedAsRanks() {
+  for (const char* v : {"BRAID_UNIQUE_ID", "BRAID_COMM_ID", "BRAID_NRANKS", "MASTER_ADDR",
+                        "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    if (getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+std::mutex print_mutex;
+
+// A failed rank ends the whole job: its peers would otherwise wait in a collective until
+// BRAID_TIMEOUT. braidrun stops the other processes when one exits non-zero.
+[[noreturn]] void fail(int rank, const std::string& msg) {
+  {
+    std::lock_guard<std::mutex> lock(print_mutex);
+    fprintf(stderr, "braid-train: rank %d: %s\n", rank, msg.c_str());
+    fflush(stderr);
+  }
+  std::quick_exit(1);
+}
+
+std::string mib(size_t bytes) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%.3f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const ImageDataset& train,
+               const ImageDataset& test) {
+  if (o.model == "vit" && train.features != 28 * 28) {
+    throw std::invalid_argument("--model vit expects 28x28 images; " + o.data + " holds " +
+                                std::to_string(train.features) + " pixels per image");
+  }
+  auto model =
+      o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10) : makeMlp({train.features, 256, 128, 10});
+  model->initialize(o.seed);
+  auto optimizer = makeOptimizer(o.optimizer, static_cast<float>(o.lr));
+  DataParallelOptions dpo;
+  dpo.zero_stage = o.zero;
+  dpo.first_bucket_bytes = static_cast<size_t>(std::max(1.0, o.first_bucket_mb * (1 << 20)));
+  dpo.bucket_cap_bytes = static_cast<size_t>(std::max(1.0, o.bucket_cap_mb * (1 << 20)));
+  dpo.overlap = o.overlap;
+  dpo.grad_dtype = o.precision == "bf16" ? braidBfloat16 : braidFloat32;
+  DataParallel engine(*model, *optimizer, comm, dpo);
+  const size_t psi = engine.numParameters();
+  const size_t n = static_cast<size_t>(nranks);
+  const size_t local_batch = static_cast<size_t>(o.batch_size) / n;
+  const bool adam = o.optimizer == "adamw";
+  if (rank == 0 && !o.json) {
+    const size_t k = adam ? 8 : 4;  // optimizer state bytes per parameter
+    // AdaFactor's state is sublinear (rows + cols per matrix): its own count, not k psi.
+    const bool factored = o.optimizer == "adafactor";
+    const size_t p = 4 * psi, g = 4 * psi, s = factored ? optimizer->stateBytes() : k * psi;
+    const size_t want_p = o.zero >= 3 ? p / n : p, want_g = o.zero >= 2 ? g / n : g,
+                 want_s = o.zero >= 1 ? s / n : s;
+    printf(
+        "# braid-train: model %s, psi = %zu parameters, dp %d, zero %d, %s, %s gradients, "
+        "global batch %ld (%zu per rank), lr %g, %zu %s\n",
+        o.model == "vit" ? "vit (28x28, patch 7, dim 64, 4 heads, 2 blocks)" : "mlp 784-256-128-10",
+        psi, nranks, o.zero, o.optimizer.c_str(), o.precision.c_str(), o.batch_size, local_batch,
+        o.lr, engine.numUnits(), o.zero == 3 ? "layer units" : "gradient buckets");
+    const std::string state = factored ? "factored state" : std::to_string(k) + "psi state";
+    printf(
+        "# per-rank memory, paper's formulas (fp32, %s: 4psi params, 4psi grads, %s): params %s, "
+        "grads %s, optimizer %s, total %s\n",
+        o.optimizer.c_str(), state.c_str(), mib(want_p).c_str(), mib(want_g).c_str(),
+        mib(want_s).c_str(), mib(want_p + want_g + want_s).c_str());
+    printf("%6s %10s %10s %12s %10s %14s %14s %14s %12s\n", "epoch", "loss", "test_acc",
+           "samples/s", "comm_frac", "param_bytes", "grad_bytes", "optim_bytes", "comm_B/step");
+    fflush(stdout);
+  }
+  SoftmaxCrossEntropy loss;
+  Tensor x;
+  std::vector<int32_t> labels;
+  const size_t train_count =
+      o.train_limit > 0 ? std::min(train.count, static_cast<size_t>(o.train_limit)) : train.count;
+  const size_t steps_per_epoch = [&] {
+    const size_t per_rank = (train_count + n - 1) / n;
+    const size_t s = (per_rank + local_batch - 1) / local_batch;
+    return o.max_steps > 0 ? std::min(s, static_cast<size_t>(o.max_steps)) : s;
+  }();
+  const size_t total_steps = steps_per_epoch * static_cast<size_t>(o.epochs);
+  size_t global_step = 0;
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    const std::vector<size_t> idx =
+        distributedIndices(train_count, rank, nranks, o.seed, static_cast<uint64_t>(epoch));
+    size_t steps = (idx.size() + local_batch - 1) / local_batch;
+    if (o.max_steps > 0) steps = std::min(steps, static_cast<size_t>(o.max_steps));
+    engine.resetCounters();
+    double loss_sum = 0.0;
+    size_t samples = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t s = 0; s < steps; ++s) {
+      const size_t begin = s * local_batch, end = std::min(idx.size(), begin + local_batch);
+      gatherBatch(train, idx, begin, end, x, labels);
+      if (o.cosine) {
+        optimizer->setLearningRate(
+            cosineLearningRate(static_cast<float>(o.lr), global_step, total_steps));
+      }
+      ++global_step;
+      loss_sum += engine.step(x, labels, loss);
+      samples += end - begin;
+    }
+    const double train_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double comm_s = engine.commSeconds();
+    const uint64_t comm_bytes = engine.commVolumeBytes();
+
+    // Test accuracy: rank r evaluates a contiguous share of the test set; every rank runs the
+    // same number of batches (ZeRO-3's forward is collective), some maybe empty.
+    const size_t per_rank = (test.count + n - 1) / n;
+    const size_t lo = std::min(test.count, static_cast<size_t>(rank) * per_rank);
+    const size_t hi = std::min(test.count, lo + per_rank);
+    std::vector<size_t> test_idx(test.count);
+    for (size_t i = 0; i < test.count; ++i) test_idx[i] = i;
+    const size_t eval_batch = 1000;
+    size_t correct = 0;
+    for (size_t b = 0; b < (per_rank + eval_batch - 1) / eval_batch; ++b) {
+      const size_t begin = std::min(hi, lo + b * eval_batch);
+      const size_t end = std::min(hi, begin + eval_batch);
+      gatherBatch(test, test_idx, begin, end, x, labels);
+      const Tensor& logits = engine.forward(x);
+      if (end > begin) {
+        loss.forward(logits, labels);
+        correct += loss.correct();
+      }
+    }
+    std::vector<double> totals = {loss_sum / std::max<size_t>(steps, 1),
+                                  static_cast<double>(correct), static_cast<double>(samples),
+                                  train_s, comm_s};
+    engine.allReduceSum(totals);
+    const MemoryAccount mem = engine.memory();
+    if (rank == 0) {
+      const double mean_loss = totals[0] / nranks;
+      const double accuracy = totals[1] / static_cast<double>(test.count);
+      const double train_time = totals[3] / nranks;
+      const double samples_per_s = totals[2] / train_time;
+      const double comm_fraction = totals[4] / totals[3];
+      const double bytes_per_step = steps ? static_cast<double>(comm_bytes) / steps : 0.0;
+      if (o.json) {
+        nlohmann::json j = {{"epoch", epoch + 1},
+                            {"loss", mean_loss},
+                            {"test_accuracy", accuracy},
+                            {"samples_per_s", samples_per_s},
+                            {"comm_fraction", comm_fraction},
+                            {"param_bytes", mem.param_bytes},
+                            {"grad_bytes", mem.grad_bytes},
+                            {"optim_bytes", mem.optim_bytes},
+                            {"comm_bytes_per_step", bytes_per_step},
+                            {"step_ms", 1e3 * train_time / std::max<size_t>(steps, 1)},
+                            {"psi", psi},
+                            {"dp", nranks},
+                            {"zero", o.zero},
+                            {"precision", o.precision},
+                            {"model", o.model}};
+        printf("%s\n", j.dump().c_str());
+      } else {
+        printf("%6d %10.4f %10.4f %12.0f %10.3f %14zu %14zu %14zu %12.0f\n", epoch + 1, mean_loss,
+               accuracy, samples_per_s, comm_fraction, mem.param_bytes, mem.grad_bytes,
+               mem.optim_bytes, bytes_per_step);
+      }
+      fflush(stdout);
+    }
+  }
+}
+
+void runRank(braidComm_t comm, int rank, int nranks, const Options& o, const ImageDataset& train,
+             const ImageDataset& test) {
+  try {
+    trainRank(comm, rank, nranks, o, train, test);
+  } catch (const std::exception& e) {
+    fail(rank, e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  ImageDataset train, test;
+  try {
+    train = loadFashionMnist(o.data, true);
+    test = loadFashionMnist(o.data, false);
+    standardize(train, 0.2860f, 0.3530f);
+    standardize(test, 0.2860f, 0.3530f);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "braid-train: --data %s: %s\n", o.data.c_str(), e.what());
+    return 1;
+  }
+  if (launchedAsRanks()) {
+    braidComm_t comm = nullptr;
+    braidResult_t r = braidCommInitFromEnv(&comm);
+    if (r != braidSuccess) {
+      fprintf(stderr, "braid-train: braidCommInitFromEnv failed: %s: %s\n", braidGetErrorString(r),
+              braidGetLastError(nullptr));
+      return 1;
+    }
+    int rank = 0, nranks = 1;
+    braidCommUserRank(comm, &rank);
+    braidCommCount(comm, &nranks);
+    if (o.dp != 0 && o.dp != nranks) {
+      fail(rank, "--dp " + std::to_string(o.dp) + " differs from the job's " +
+                     std::to_string(nranks) + " ranks (data parallelism spans the whole job)");
+    }
+    if (o.batch_size % nranks != 0) {
+      fail(rank, "--batch-size " + std::to_string(o.batch_size) + " is not a multiple of the " +
+                     std::to_string(nranks) + " data-parallel ranks");
+    }
+    // One BLAS thread per rank process: ranks share the host's cores.
+    if (nranks > 1) setBlasThreads(1);
+    runRank(comm, rank, nranks, o, train, test);
+    braidCommDestroy(comm);
+    return 0;
+  }
+  const int nranks = o.dp == 0 ? 1 : o.dp;
+  if (o.batch_size % nranks != 0) {
+    usageError("--batch-size " + std::to_string(o.batch_size) + " is not a multiple of --dp " +
+               std::to_string(nranks));
+  }
+  if (nranks > 1) setBlasThreads(1);
+  std::vector<braidComm_t> comms(nranks, nullptr);
+  braidResult_t r = braidCommInitAll(comms.data(), nranks, nullptr);
+  if (r != braidSuccess) {
+    fprintf(stderr, "braid-train: braidCommInitAll(%d) failed: %s: %s\n", nranks,
+            braidGetErrorString(r), braidGetLastError(nullptr));
+    return 1;
+  }
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < nranks; ++rank) {
+    threads.emplace_back([&, rank] { runRank(comms[rank], rank, nranks, o, train, test); });
+  }
+  for (auto& t : threads) t.join();
+  for (braidComm_t c : comms) braidCommDestroy(c);
+  return 0;
+}

@@ -1,0 +1,416 @@
+#include "training/data_parallel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace braid::training {
+
+struct DataParallel::Unit {
+  std::vector<size_t> params;   // model parameter indices, in the order they are laid out
+  std::vector<size_t> offsets;  // each one's offset within the unit
+  size_t numel = 0, padded = 0, slice = 0;
+  size_t flat_offset = 0, shard_offset = 0;
+  size_t pending = 0;              // gradients still to come in this backward
+  std::vector<float> full_params;  // stage 3: the gathered values while a layer runs
+  std::vector<float> full_grads;   // stages 2-3: the unit's gradients during backward
+  std::vector<Bf16> wire;          // bf16 gradients while their collective is queued
+};
+
+namespace {
+size_t roundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
+}  // namespace
+
+void DataParallel::check(braidResult_t r, const char* call) {
+  if (r != braidSuccess) {
+    throw std::runtime_error(std::string(call) + " failed on rank " + std::to_string(rank_) + ": " +
+                             braidGetErrorString(r) + ": " + braidGetLastError(comm_));
+  }
+}
+
+void DataParallel::synchronize() {
+  const auto t0 = std::chrono::steady_clock::now();
+  check(braidStreamSynchronize(stream_), "braidStreamSynchronize");
+  comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+DataParallel::DataParallel(Sequential& model, Optimizer& optimizer, braidComm_t comm,
+                           DataParallelOptions options)
+    : model_(model), optimizer_(optimizer), comm_(comm), options_(options) {
+  if (options_.zero_stage < 0 || options_.zero_stage > 3) {
+    throw std::invalid_argument("DataParallel: ZeRO stage " + std::to_string(options_.zero_stage) +
+                                " is not one of 0, 1, 2, 3");
+  }
+  if (options_.grad_dtype != braidFloat32 && options_.grad_dtype != braidBfloat16) {
+    throw std::invalid_argument(
+        std::string("DataParallel: gradients travel as float or bfloat16, not ") +
+        braidTypeName(options_.grad_dtype));
+  }
+  if (options_.first_bucket_bytes == 0 || options_.bucket_cap_bytes == 0) {
+    throw std::invalid_argument("DataParallel: bucket caps must be at least 1 byte");
+  }
+  if (optimizer_.needsWholeParameters() && options_.zero_stage != 0) {
+    throw std::invalid_argument("DataParallel: " + optimizer_.name() +
+                                " steps whole parameters (it factors matrices); ZeRO stage " +
+                                std::to_string(options_.zero_stage) + " shards them: use stage 0");
+  }
+  check(braidCommCount(comm_, &nranks_), "braidCommCount");
+  check(braidCommUserRank(comm_, &rank_), "braidCommUserRank");
+  check(braidStreamCreate(&stream_), "braidStreamCreate");
+  try {
+    layOut();
+  } catch (...) {
+    braidStreamDestroy(stream_);
+    throw;
+  }
+}
+
+// Builds the units, moves the parameters into them and installs the layer hooks.
+void DataParallel::layOut() {
+  const size_t n = static_cast<size_t>(nranks_);
+  const int stage = options_.zero_stage;
+
+  model_params_ = model_.parameters();
+  const std::vector<Parameter*>& params = model_params_;
+  std::vector<size_t> param_order_offset(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    param_order_offset[i] = psi_;
+    psi_ += params[i]->numel;
+  }
+  layer_params_.resize(model_.numLayers());
+  auto& layer_params = layer_params_;
+  for (size_t l = 0, i = 0; l < model_.numLayers(); ++l) {
+    for (size_t k = 0; k < model_.layer(l).parameters().size(); ++k) layer_params[l].push_back(i++);
+  }
+
+  // Units in reverse parameter order: buckets (stages 0-2) or layers (stage 3).
+  if (stage < 3) {
+    Unit cur;
+    for (size_t i = params.size(); i-- > 0;) {
+      cur.params.push_back(i);
+      cur.numel += params[i]->numel;
+      const size_t cap = units_.empty() ? options_.first_bucket_bytes : options_.bucket_cap_bytes;
+      if (cur.numel * sizeof(float) >= cap) units_.push_back(std::exchange(cur, Unit{}));
+    }
+    if (!cur.params.empty()) units_.push_back(std::move(cur));
+  } else {
+    for (size_t l = model_.numLayers(); l-- > 0;) {
+      if (layer_params[l].empty()) continue;
+      Unit u;
+      for (size_t i : layer_params[l]) {
+        u.params.push_back(i);
+        u.numel += params[i]->numel;
+      }
+      units_.push_back(std::move(u));
+    }
+  }
+  size_t flat = 0, shard = 0;
+  param_unit_.assign(params.size(), 0);
+  for (size_t u = 0; u < units_.size(); ++u) {
+    Unit& unit = units_[u];
+    size_t off = 0;
+    for (size_t i : unit.params) {
+      unit.offsets.push_back(off);
+      off += params[i]->numel;
+      param_unit_[i] = u;
+    }
+    unit.padded = roundUp(unit.numel, n);
+    unit.slice = unit.padded / n;
+    unit.flat_offset = flat;
+    unit.shard_offset = shard;
+    flat += unit.padded;
+    shard += unit.slice;
+  }
+  layer_units_.resize(model_.numLayers());
+  for (size_t l = 0; l < model_.numLayers(); ++l) {
+    for (size_t i : layer_params[l]) {
+      auto& lu = layer_units_[l];
+      if (std::find(lu.begin(), lu.end(), param_unit_[i]) == lu.end()) lu.push_back(param_unit_[i]);
+    }
+  }
+
+  // Rank 0's initial values, laid out in units.
+  std::vector<float> initial = model_.flatValues();
+  check(braidBroadcast(initial.data(), initial.data(), initial.size(), braidFloat32, 0, comm_,
+                       stream_),
+        "braidBroadcast");
+  synchronize();
+  std::vector<float> laid_out(flat, 0.0f);
+  for (const Unit& unit : units_) {
+    for (size_t k = 0; k < unit.params.size(); ++k) {
+      const size_t i = unit.params[k];
+      std::copy_n(initial.data() + param_order_offset[i], params[i]->numel,
+                  laid_out.data() + unit.flat_offset + unit.offsets[k]);
+    }
+  }
+  model_.releaseStorage();
+  for (Parameter* p : params) p->value = p->grad = nullptr;
+
+  if (stage < 3) {
+    params_ = std::move(laid_out);
+    for (const Unit& unit : units_) {
+      for (size_t k = 0; k < unit.params.size(); ++k) {
+        params[unit.params[k]]->value = params_.data() + unit.flat_offset + unit.offsets[k];
+      }
+    }
+  } else {
+    param_shard_.assign(shard, 0.0f);
+    for (const Unit& unit : units_) {
+      std::copy_n(laid_out.data() + unit.flat_offset + static_cast<size_t>(rank_) * unit.slice,
+                  unit.slice, param_shard_.data() + unit.shard_offset);
+    }
+  }
+  if (stage < 2) {
+    grads_.assign(flat, 0.0f);
+    for (const Unit& unit : units_) {
+      for (size_t k = 0; k < unit.params.size(); ++k) {
+        params[unit.params[k]]->grad = grads_.data() + unit.flat_offset + unit.offsets[k];
+      }
+    }
+  } else {
+    grad_shard_.assign(shard, 0.0f);
+  }
+  optimizer_.resize(stage == 0 ? flat : shard);
+  if (optimizer_.needsWholeParameters()) {
+    std::vector<ParameterSlot> slots;
+    for (const Unit& unit : units_) {
+      for (size_t k = 0; k < unit.params.size(); ++k) {
+        const Parameter& p = *params[unit.params[k]];
+        const size_t rows = p.shape.size() >= 2 ? p.shape[0] : 1;
+        slots.push_back(ParameterSlot{unit.flat_offset + unit.offsets[k], rows, p.numel / rows});
+      }
+    }
+    optimizer_.setSlots(slots);
+  }
+
+  model_.hooks.before_forward = [this](size_t l) {
+    if (options_.zero_stage == 3) {
+      for (size_t u : layer_units_[l]) gatherParameters(u);
+    }
+  };
+  model_.hooks.after_forward = [this](size_t l) {
+    if (options_.zero_stage == 3) {
+      for (size_t u : layer_units_[l]) releaseParameters(u);
+    }
+  };
+  model_.hooks.before_backward = [this](size_t l) {
+    for (size_t u : layer_units_[l]) {
+      if (options_.zero_stage == 3) gatherParameters(u);
+      if (options_.zero_stage >= 2) ensureGradients(u);
+    }
+  };
+  model_.hooks.after_backward = [this](size_t l) { onAfterBackward(l); };
+}
+
+DataParallel::~DataParallel() {
+  model_.hooks = LayerHooks{};
+  if (stream_) braidStreamDestroy(stream_);
+}
+
+void DataParallel::gatherParameters(size_t u) {
+  Unit& unit = units_[u];
+  unit.full_params.assign(unit.padded, 0.0f);
+  check(braidAllGather(param_shard_.data() + unit.shard_offset, unit.full_params.data(), unit.slice,
+                       braidFloat32, comm_, stream_),
+        "braidAllGather");
+  comm_volume_bytes_ += unit.padded * sizeof(float);
+  synchronize();
+  const std::vector<Parameter*>& params = model_params_;
+  for (size_t k = 0; k < unit.params.size(); ++k) {
+    params[unit.params[k]]->value = unit.full_params.data() + unit.offsets[k];
+  }
+}
+
+void DataParallel::releaseParameters(size_t u) {
+  Unit& unit = units_[u];
+  const std::vector<Parameter*>& params = model_params_;
+  for (size_t i : unit.params) params[i]->value = nullptr;
+  std::vector<float>().swap(unit.full_params);
+}
+
+void DataParallel::ensureGradients(size_t u) {
+  Unit& unit = units_[u];
+  if (!unit.full_grads.empty()) return;
+  unit.full_grads.assign(unit.padded, 0.0f);
+  const std::vector<Parameter*>& params = model_params_;
+  for (size_t k = 0; k < unit.params.size(); ++k) {
+    params[unit.params[k]]->grad = unit.full_grads.data() + unit.offsets[k];
+  }
+}
+
+void DataParallel::launchGradients(size_t u) {
+  Unit& unit = units_[u];
+  const size_t r = static_cast<size_t>(rank_);
+  if (options_.grad_dtype == braidBfloat16) {
+    // Round into the wire buffer; the collective runs on it in place.
+    const float* g =
+        options_.zero_stage < 2 ? grads_.data() + unit.flat_offset : unit.full_grads.data();
+    unit.wire.resize(unit.padded);
+    toBf16(g, unit.wire.data(), unit.padded);
+    if (options_.zero_stage >= 2) {
+      for (size_t i : unit.params) model_params_[i]->grad = nullptr;
+      std::vector<float>().swap(unit.full_grads);
+    }
+    if (options_.zero_stage == 0) {
+      check(braidAllReduce(unit.wire.data(), unit.wire.data(), unit.numel, braidBfloat16, braidAvg,
+                           comm_, stream_),
+            "braidAllReduce");
+      comm_volume_bytes_ += 2 * unit.numel * sizeof(Bf16);
+    } else {
+      check(braidReduceScatter(unit.wire.data(), unit.wire.data() + r * unit.slice, unit.slice,
+                               braidBfloat16, braidAvg, comm_, stream_),
+            "braidReduceScatter");
+      comm_volume_bytes_ += unit.padded * sizeof(Bf16);
+    }
+    return;
+  }
+  switch (options_.zero_stage) {
+    case 0:
+      check(braidAllReduce(grads_.data() + unit.flat_offset, grads_.data() + unit.flat_offset,
+                           unit.numel, braidFloat32, braidAvg, comm_, stream_),
+            "braidAllReduce");
+      comm_volume_bytes_ += 2 * unit.numel * sizeof(float);
+      break;
+    case 1:
+      check(braidReduceScatter(grads_.data() + unit.flat_offset,
+                               grads_.data() + unit.flat_offset + r * unit.slice, unit.slice,
+                               braidFloat32, braidAvg, comm_, stream_),
+            "braidReduceScatter");
+      comm_volume_bytes_ += unit.padded * sizeof(float);
+      break;
+    default:
+      check(braidReduceScatter(unit.full_grads.data(), grad_shard_.data() + unit.shard_offset,
+                               unit.slice, braidFloat32, braidAvg, comm_, stream_),
+            "braidReduceScatter");
+      comm_volume_bytes_ += unit.padded * sizeof(float);
+      break;
+  }
+}
+
+void DataParallel::onAfterBackward(size_t l) {
+  for (size_t u : layer_units_[l]) {
+    Unit& unit = units_[u];
+    size_t mine = 0;
+    for (size_t i : layer_params_[l]) mine += param_unit_[i] == u ? 1 : 0;
+    unit.pending -= std::min(unit.pending, mine);
+    if (options_.zero_stage == 3) releaseParameters(u);
+    if (unit.pending == 0 && syncing_ && options_.overlap) launchGradients(u);
+  }
+}
+
+float DataParallel::forwardBackward(const Tensor& x, const std::vector<int32_t>& labels,
+                                    SoftmaxCrossEntropy& loss, bool sync) {
+  if (!sync && options_.zero_stage >= 2) {
+    throw std::invalid_argument(
+        "DataParallel: no-sync gradient accumulation needs whole gradients (stages 0 and 1); "
+        "stage " +
+        std::to_string(options_.zero_stage) + " keeps only a shard");
+  }
+  syncing_ = sync;
+  for (Unit& unit : units_) unit.pending = unit.params.size();
+  const Tensor& logits = model_.forward(x);
+  const float l = loss.forward(logits, labels);
+  Tensor dlogits;
+  loss.backward(dlogits);
+  model_.backward(dlogits);
+  if (sync && !options_.overlap) {
+    for (size_t u = 0; u < units_.size(); ++u) launchGradients(u);
+  }
+  return l;
+}
+
+// bf16 gradients back into the fp32 buffers the optimizer reads: the whole unit (stage 0) or
+// this rank's slice.
+void DataParallel::widenGradients() {
+  const size_t r = static_cast<size_t>(rank_);
+  for (Unit& unit : units_) {
+    if (unit.wire.empty()) continue;
+    switch (options_.zero_stage) {
+      case 0:
+        fromBf16(unit.wire.data(), grads_.data() + unit.flat_offset, unit.numel);
+        break;
+      case 1:
+        fromBf16(unit.wire.data() + r * unit.slice,
+                 grads_.data() + unit.flat_offset + r * unit.slice, unit.slice);
+        break;
+      default:
+        fromBf16(unit.wire.data() + r * unit.slice, grad_shard_.data() + unit.shard_offset,
+                 unit.slice);
+        break;
+    }
+    std::vector<Bf16>().swap(unit.wire);
+  }
+}
+
+void DataParallel::optimizerStep() {
+  synchronize();
+  widenGradients();
+  optimizer_.beginStep();
+  const size_t r = static_cast<size_t>(rank_);
+  switch (options_.zero_stage) {
+    case 0:
+      optimizer_.update(params_.data(), grads_.data(), params_.size(), 0);
+      break;
+    case 1:
+    case 2:
+      for (const Unit& unit : units_) {
+        float* p = params_.data() + unit.flat_offset + r * unit.slice;
+        const float* g = options_.zero_stage == 1
+                             ? grads_.data() + unit.flat_offset + r * unit.slice
+                             : grad_shard_.data() + unit.shard_offset;
+        optimizer_.update(p, g, unit.slice, unit.shard_offset);
+      }
+      for (const Unit& unit : units_) {
+        check(braidAllGather(params_.data() + unit.flat_offset + r * unit.slice,
+                             params_.data() + unit.flat_offset, unit.slice, braidFloat32, comm_,
+                             stream_),
+              "braidAllGather");
+        comm_volume_bytes_ += unit.padded * sizeof(float);
+      }
+      synchronize();
+      break;
+    case 3:
+      optimizer_.update(param_shard_.data(), grad_shard_.data(), param_shard_.size(), 0);
+      break;
+  }
+  if (options_.zero_stage < 2) {
+    std::fill(grads_.begin(), grads_.end(), 0.0f);
+  } else {
+    const std::vector<Parameter*>& params = model_params_;
+    for (Unit& unit : units_) {
+      for (size_t i : unit.params) params[i]->grad = nullptr;
+      std::vector<float>().swap(unit.full_grads);
+    }
+  }
+}
+
+const Tensor& DataParallel::forward(const Tensor& x) { return model_.forward(x); }
+
+std::vector<float> DataParallel::fullParameters() {
+  if (options_.zero_stage < 3) return model_.flatValues();
+  for (size_t u = 0; u < units_.size(); ++u) gatherParameters(u);
+  std::vector<float> out = model_.flatValues();
+  for (size_t u = 0; u < units_.size(); ++u) releaseParameters(u);
+  return out;
+}
+
+void DataParallel::allReduceSum(std::vector<double>& values) {
+  check(braidAllReduce(values.data(), values.data(), values.size(), braidFloat64, braidSum, comm_,
+                       stream_),
+        "braidAllReduce");
+  synchronize();
+}
+
+size_t DataParallel::numUnits() const { return units_.size(); }
+
+MemoryAccount DataParallel::memory() const {
+  MemoryAccount m;
+  m.param_bytes = (params_.size() + param_shard_.size()) * sizeof(float);
+  m.grad_bytes = (grads_.size() + grad_shard_.size()) * sizeof(float);
+  m.optim_bytes = optimizer_.stateBytes();
+  return m;
+}
+
+}  // namespace braid::training

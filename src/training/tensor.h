@@ -1,0 +1,61 @@
+// Host tensors for the training layer: a row-major fp32 array with a shape, bf16 storage
+// conversions, and the matrix product through BLAS (cblas_sgemm).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid::training {
+
+/// A dense row-major fp32 tensor on the host. Shape [d0, d1, ...]; numel() elements.
+/// A 2-D tensor [rows, cols] is the usual activation layout [batch, features].
+class Tensor {
+ public:
+  Tensor() = default;
+  /// Zero-filled tensor of the given shape.
+  explicit Tensor(std::vector<size_t> shape);
+  Tensor(std::vector<size_t> shape, std::vector<float> values);
+
+  const std::vector<size_t>& shape() const { return shape_; }
+  size_t dim(size_t i) const { return shape_.at(i); }
+  size_t rank() const { return shape_.size(); }
+  size_t numel() const { return data_.size(); }
+  /// Rows and columns of a 2-D view: the last dimension is the columns, the others rows.
+  size_t rows() const { return shape_.empty() ? 0 : numel() / shape_.back(); }
+  size_t cols() const { return shape_.empty() ? 0 : shape_.back(); }
+  float* data() { return data_.data(); }
+  const float* data() const { return data_.data(); }
+  float& operator[](size_t i) { return data_[i]; }
+  float operator[](size_t i) const { return data_[i]; }
+  /// Reshapes to `shape` (same numel) or, when numel differs, reallocates zero-filled.
+  void resize(std::vector<size_t> shape);
+  void fill(float v);
+  std::string shapeString() const;
+
+ private:
+  std::vector<size_t> shape_;
+  std::vector<float> data_;
+};
+
+/// bfloat16 storage: the upper 16 bits of an fp32 (8-bit exponent, 7-bit mantissa).
+struct Bf16 {
+  uint16_t bits = 0;
+};
+/// fp32 -> bf16, rounding to nearest even; NaN stays NaN (quiet).
+Bf16 toBf16(float x);
+float fromBf16(Bf16 x);
+void toBf16(const float* in, Bf16* out, size_t n);
+void fromBf16(const Bf16* in, float* out, size_t n);
+
+/// C[m, n] = alpha * op(A) op(B) + beta * C, row-major, op = transpose when transA/transB.
+/// A is [m, k] ([k, m] when transA), B is [k, n] ([n, k] when transB). Uses cblas_sgemm.
+void gemm(bool transA, bool transB, size_t m, size_t n, size_t k, float alpha, const float* a,
+          const float* b, float beta, float* c);
+
+/// Sets BLAS to `threads` threads (OpenBLAS's own pool). Ranks sharing a host's cores call it
+/// with 1 so that they do not oversubscribe them.
+void setBlasThreads(int threads);
+
+}  // namespace braid::training
