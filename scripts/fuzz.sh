@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang and runs each for SECONDS (default 60), seeded with
-# the topology files in ../shared/topologies (copied into a temporary corpus; the repository and
-# ../shared are not written). Exits non-zero when a target crashes, leaks or times out; the
+# Builds the libFuzzer targets with clang and runs each for SECONDS (default 60): the topology
+# XML loaders seeded with the files in ../shared/topologies (copied into a temporary corpus; the
+# repository and ../shared are not written), the BRAID_ALGO parser and the init decoders (unique
+# id, peer cards, tuning figures and table) seeded with texts written here. Exits non-zero when a target crashes, leaks or times out; the
 # reproducer (crash-*, leak-*, timeout-*) is kept in the artifact directory it prints.
 #   scripts/fuzz.sh [SECONDS]
-# Environment: BRAID_FUZZ_BUILD (build dir, default /tmp/braid-fuzz-build), BRAID_SHARED_DIR
+# Environment: BRAID_FUZZ_BUILD (build dir, default build-fuzz in the repository), BRAID_SHARED_DIR
 # (default ../shared next to the repository), CC/CXX (default clang/clang++).
 # Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
 set -euo pipefail
@@ -13,11 +14,17 @@ secs="${1:-60}"
 case "$secs" in '' | *[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${BRAID_SHARED_DIR:-$root/../shared}"
-build="${BRAID_FUZZ_BUILD:-/tmp/braid-fuzz-build}"
+build="${BRAID_FUZZ_BUILD:-$root/build-fuzz}"
 export CC="${CC:-clang}" CXX="${CXX:-clang++}"
 # libbraid links UCX, whose signal handler would catch a crash before libFuzzer saves it.
 export UCX_HANDLE_ERRORS=none UCX_ERROR_SIGNALS=
 
+if ! command -v "$CXX" >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null |
+    grep -q 'install ok installed'; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang \
+    libclang-rt-14-dev >/dev/null || true
+fi
 if ! command -v "$CXX" >/dev/null; then
   echo "fuzz.sh: $CXX not found (apt-get install clang libclang-rt-14-dev)" >&2
   exit 2
@@ -29,18 +36,36 @@ if ! ninja -C "$build" -t targets all 2>/dev/null | grep -q '^tests/fuzz_hwloc_x
   echo "fuzz.sh: $build has no fuzz targets (configured without clang?); remove it or set BRAID_FUZZ_BUILD" >&2
   exit 2
 fi
-ninja -C "$build" tests/fuzz_topo_xml tests/fuzz_hwloc_xml
+ninja -C "$build" tests/fuzz_topo_xml tests/fuzz_hwloc_xml tests/fuzz_algo_spec tests/fuzz_bootstrap
 
 work="$(mktemp -d /tmp/braid-fuzz.XXXXXX)"
 echo "fuzz.sh: corpora and artifacts in $work"
-# target:seed directory
-targets=("fuzz_topo_xml:topologies/nccl" "fuzz_hwloc_xml:topologies/hwloc")
+# target:seed directory under ../shared, or :inline for the seeds written below
+targets=("fuzz_topo_xml:topologies/nccl" "fuzz_hwloc_xml:topologies/hwloc"
+  "fuzz_algo_spec:inline" "fuzz_bootstrap:inline")
+# Seeds of the targets whose inputs are short texts: valid and nearly valid ones.
+inline_seeds() {  # TARGET DIR
+  case "$1" in
+    fuzz_algo_spec)
+      printf 'ring' >"$2/1"
+      printf 'allreduce:ring@0-64K,rhd@64K-;broadcast:tree' >"$2/2"
+      printf 'allgather:bruck@1M-2G;reducescatter:ring' >"$2/3"
+      printf 'allreduce:nosuch@0-1' >"$2/4" ;;
+    fuzz_bootstrap)
+      printf 'host\nmachine/boot\n1234\n/braid-1234-00\n131072\n0\n\n2\n0\n\n\n0 1\n140000000\n0\n' >"$2/1"
+      printf 'intra_latency_us = 1.5\nintra_bw_gbs = 10\nnics_per_host = 2\ncache_bytes = 1048576\n' >"$2/2"
+      printf 'allreduce 8 rhd;allgather 1048576 ring' >"$2/3"
+      printf '%0256d' 0 >"$2/4" ;;
+  esac
+}
 status=0
 for t in "${targets[@]}"; do
   name="${t%%:*}" seeds="$shared/${t#*:}"
   corpus="$work/$name/corpus" artifacts="$work/$name/artifacts"
   mkdir -p "$corpus" "$artifacts"
-  if [ -d "$seeds" ]; then
+  if [ "${t#*:}" = inline ]; then
+    inline_seeds "$name" "$corpus"
+  elif [ -d "$seeds" ]; then
     cp "$seeds"/*.xml "$corpus"/ 2>/dev/null || true
   else
     echo "fuzz.sh: no seeds at $seeds, starting from an empty corpus" >&2

@@ -2,6 +2,10 @@
 #include <cstring>
 #include <string>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "core/config.h"
 #include "core/error.h"
 #include "kernels/reduce.h"
@@ -97,9 +101,12 @@ bool isaSupported(Isa isa) {
     case Isa::kGeneric:
       return true;
 #if defined(__x86_64__) && defined(BRAID_HAVE_KERNEL_ISAS)
-    case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+    case Isa::kAvx2: {
+      // F16C through cpuid: clang's __builtin_cpu_supports does not know it.
+      unsigned a = 0, b = 0, c = 0, d = 0;
+      const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+      return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
     case Isa::kAvx512:
       return isaSupported(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");

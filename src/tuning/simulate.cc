@@ -461,8 +461,9 @@ std::string Simulation::run() {
     steps_[g].state = kDone;
     ++done;
     res_.time_us = std::max(res_.time_us, t);
+    const double at = t;  // a structured binding cannot be captured before C++20 (clang 14)
     auto release = [&](int32_t d) {
-      if (--steps_[d].waits == 0) ready(d, t);
+      if (--steps_[d].waits == 0) ready(d, at);
     };
     for (int64_t k = revBegin_[g]; k < revBegin_[g + 1]; ++k) release(rev_[k]);
     if (steps_[g].next >= 0) release(steps_[g].next);
