@@ -15,8 +15,9 @@ ITERS=${2:-1000}
 BUILD=${BUILD_DIR:-build}
 OUT=${OUT:-$BUILD/callgrind}
 scripts/setup.sh "$BUILD" >/dev/null
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 command -v valgrind >/dev/null ||
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends valgrind >/dev/null
 mkdir -p "$OUT"
 rm -f "$OUT"/callgrind.out.*
 # Two runs, ITERS and 2 x ITERS timed calls (-c 0: no checks, whose own all-reduces would be

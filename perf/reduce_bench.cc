@@ -55,6 +55,10 @@ bool parseSize(const char* text, size_t* out) {
 int main(int argc, char** argv) {
   std::vector<size_t> sizes;
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+      std::printf("usage: reduce_bench [SIZE ...]  (bytes, K/M/G suffixes; default 64K 64M)\n");
+      return 0;
+    }
     size_t s = 0;
     if (!parseSize(argv[i], &s)) {
       std::fprintf(stderr, "reduce_bench: SIZE %s: give bytes (K/M/G suffixes), 1 .. 16G\n",

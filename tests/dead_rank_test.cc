@@ -49,7 +49,11 @@ int dieChild(int rank, int nranks) {
   auto t0 = std::chrono::steady_clock::now();
   braidComm_t comm = nullptr;
   braidResult_t res = braidCommInitRank(&comm, nranks, id, rank);
-  if (res != braidSuccess) return judge("init", res, since(t0), braidGetLastError(nullptr));
+  if (res != braidSuccess) {
+    const int verdict = judge("init", res, since(t0), braidGetLastError(nullptr));
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // as below
+    return verdict;
+  }
   if (at == "init") {
     std::printf("init succeeded without rank %d\n", kDeadRank);
     return 1;
@@ -78,6 +82,9 @@ int dieChild(int rank, int nranks) {
     res = once();
     if (res != braidSuccess) {
       const int verdict = judge("all-reduce", res, since(t0), braidGetLastError(comm));
+      // Stay until the other survivor has judged too: a survivor that exits becomes, to a
+      // rank still waiting, one more peer gone, and may be the one it names.
+      std::this_thread::sleep_for(std::chrono::seconds(2));
       braidCommDestroy(comm);
       return verdict;
     }

@@ -115,6 +115,38 @@ braidResult_t braidGetUniqueId(braidUniqueId* uniqueId);
 ///         an id whose root refuses it, braidRemoteError/braidTimeout if peers vanish.
 braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank);
 
+/// Per-communicator settings, given to braidCommInitRankConfig (NCCL's ncclConfig_t: the same
+/// leading fields; initialise with BRAID_CONFIG_INITIALIZER, then set what you need).
+/// Host communicators ignore the GPU fields (cgaClusterSize, minCTAs, maxCTAs, netName,
+/// splitShare); `blocking` = 0 is accepted, but Braid's calls always return when done.
+typedef struct {
+  size_t size;         ///< sizeof(braidConfig_t), set by the initializer
+  unsigned int magic;  ///< set by the initializer
+  unsigned int version;
+  int blocking;
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char* netName;
+  int splitShare;
+  /// Braid: the bound of every wait of this communicator, init included, in seconds (as
+  /// BRAID_TIMEOUT, which applies when this is 0). Must be >= 0 and finite.
+  double timeoutSec;
+  /// Braid: BRAID_STALL_WARN for this communicator, in seconds (0 turns the warning off);
+  /// negative: the environment's.
+  double stallWarnSec;
+} braidConfig_t;
+#define BRAID_CONFIG_MAGIC 0xcafebeefu
+#define BRAID_CONFIG_INITIALIZER \
+  { sizeof(braidConfig_t), BRAID_CONFIG_MAGIC, BRAID_VERSION_CODE, 1, 0, 0, 0, 0, 0, 0.0, -1.0 }
+
+/// braidCommInitRank with per-communicator settings (NCCL's ncclCommInitRankConfig). A NULL
+/// config is braidCommInitRank.
+/// @return what braidCommInitRank returns; braidInvalidArgument, naming the field, for a
+///         config not made by BRAID_CONFIG_INITIALIZER (size, magic) or a bad timeoutSec.
+braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId, int rank,
+                                      braidConfig_t* config);
+
 /// Braid extension: braidCommInitRank with rank, size and rendezvous read from the
 /// environment of the launcher that started this process, so that no unique id has to be
 /// shared by hand (torch's init_method="env://", NCCL's NCCL_COMM_ID). Collective: every
@@ -180,7 +212,8 @@ braidResult_t braidCommDestroy(braidComm_t comm);
 /// in a call on it: that call returns braidInvalidUsage ("aborted") at its next wait; peers
 /// on this host waiting on this rank fail with braidRemoteError naming it within 0.1 s
 /// instead of at BRAID_TIMEOUT, and network peers see its sockets close. Work queued on
-/// streams fails. Then frees comm as braidCommDestroy does; comm must not be used again.
+/// streams fails. Then frees comm as braidCommDestroy does; comm must not be used again,
+/// and a call that starts on comm while braidCommAbort runs is undefined (as in NCCL).
 braidResult_t braidCommAbort(braidComm_t comm);
 /// comm's asynchronous error (NCCL's ncclCommGetAsyncError): braidSuccess while it works,
 /// else the result of the call that left it unusable (a peer lost, a timeout, mismatched

@@ -23,6 +23,12 @@ braidResult_t checkComm(const braidComm* comm, const char* fn) {
   return braidSuccess;
 }
 
+// Returns once the work queued on comm's streams has run.
+void waitForQueuedWork(braidComm* comm) {
+  std::unique_lock<std::mutex> lock(comm->queueMu);
+  comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
+}
+
 }  // namespace
 
 extern "C" {
@@ -39,7 +45,30 @@ braidResult_t braidGetUniqueId(braidUniqueId* uniqueId) {
 }
 
 braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank) {
+  return braidCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId, int rank,
+                                      braidConfig_t* config) {
   if (!comm) return fail(braidInvalidArgument, "braidCommInitRank: comm is NULL");
+  if (config) {
+    if (config->size != sizeof(braidConfig_t) || config->magic != BRAID_CONFIG_MAGIC)
+      return fail(braidInvalidArgument,
+                  "braidCommInitRankConfig: config was not initialised with "
+                  "BRAID_CONFIG_INITIALIZER (config->size %zu, expected %zu; config->magic "
+                  "0x%x)",
+                  config->size, sizeof(braidConfig_t), config->magic);
+    if (!(config->timeoutSec >= 0) || config->timeoutSec > 1e9)
+      return fail(braidInvalidArgument,
+                  "braidCommInitRankConfig: config->timeoutSec is %g; give seconds in [0, 1e9] "
+                  "(0: BRAID_TIMEOUT)",
+                  config->timeoutSec);
+    if (config->stallWarnSec != config->stallWarnSec || config->stallWarnSec > 1e9)
+      return fail(braidInvalidArgument,
+                  "braidCommInitRankConfig: config->stallWarnSec is %g; give seconds up to 1e9 "
+                  "(0: off, negative: BRAID_STALL_WARN)",
+                  config->stallWarnSec);
+  }
   *comm = nullptr;
   if (nranks < 1)
     return fail(braidInvalidArgument, "braidCommInitRank: nranks is %d; it must be >= 1", nranks);
@@ -49,7 +78,7 @@ braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId com
                 nranks);
   braid::UniqueIdData data;
   BRAID_TRY(braid::decodeUniqueId(commId, &data));
-  return braid::commInit(comm, nranks, commId, rank);
+  return braid::commInit(comm, nranks, commId, rank, config);
 }
 
 braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist) {
@@ -82,11 +111,7 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
 
 braidResult_t braidCommDestroy(braidComm_t comm) {
   BRAID_TRY(checkComm(comm, "braidCommDestroy"));
-  {
-    // Work still queued on streams would run on freed memory: let it finish first.
-    std::unique_lock<std::mutex> lock(comm->queueMu);
-    comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
-  }
+  waitForQueuedWork(comm);  // it would run on freed memory
   {
     std::lock_guard<std::mutex> lock(comm->mu);  // waits for a running collective
     comm->magic = 0;
@@ -108,11 +133,7 @@ braidResult_t braidCommAbort(braidComm_t comm) {
     if (comm->segment) comm->segment->doorbell()->ring();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  {
-    // Work queued on streams fails at once now; let it drain.
-    std::unique_lock<std::mutex> lock(comm->queueMu);
-    comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
-  }
+  waitForQueuedWork(comm);  // it fails at once now
   {
     std::lock_guard<std::mutex> lock(comm->mu);
     comm->magic = 0;
@@ -125,17 +146,13 @@ braidResult_t braidCommAbort(braidComm_t comm) {
 braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError) {
   BRAID_TRY(checkComm(comm, "braidCommGetAsyncError"));
   if (!asyncError) return fail(braidInvalidArgument, "braidCommGetAsyncError: asyncError is NULL");
-  std::lock_guard<std::mutex> lock(comm->mu);
-  *asyncError = comm->brokenCode;
+  *asyncError = comm->brokenCode.load();  // no lock: a watchdog polls while a call runs
   return braidSuccess;
 }
 
 braidResult_t braidCommFinalize(braidComm_t comm) {
   BRAID_TRY(checkComm(comm, "braidCommFinalize"));
-  {
-    std::unique_lock<std::mutex> lock(comm->queueMu);
-    comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
-  }
+  waitForQueuedWork(comm);
   std::lock_guard<std::mutex> lock(comm->mu);
   braid::LogRankScope rankScope(comm->rank);
   comm->finalized = true;

@@ -111,7 +111,7 @@ braidResult_t connectRetrying(const sockaddr_in& sa, Deadline deadline, int* fd)
                   "no bootstrap root accepted a connection at %s within BRAID_TIMEOUT=%g s "
                   "(%d attempts, last: %s); rank 0 starts it there: is rank 0 running, on the "
                   "host BRAID_COMM_ID or MASTER_ADDR names, with the same variables?",
-                  addressString(sa).c_str(), config().timeoutSec, attempts, strerror(err));
+                  addressString(sa).c_str(), waitTimeoutSec(), attempts, strerror(err));
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
@@ -175,7 +175,7 @@ class Root {
   }
 
   void run() {
-    Deadline joinBy = deadlineAfter(config().timeoutSec);
+    Deadline joinBy = deadlineAfter(waitTimeoutSec());
     std::string err;
     braidResult_t code = braidInvalidUsage;
     if (!acceptAll(joinBy, &err, &code)) {
@@ -252,7 +252,7 @@ class Root {
   // the ranks have closed (init finished) or on error.
   bool serveRound() {
     std::vector<std::string> blobs(nranks_);
-    Deadline d = deadlineAfter(config().timeoutSec);
+    Deadline d = deadlineAfter(waitTimeoutSec());
     int closed = 0;
     for (int r = 0; r < nranks_; ++r) {
       uint64_t len = 0;
@@ -422,7 +422,7 @@ braidResult_t Bootstrap::join(const braidUniqueId& id, int rank, int nranks,
                               std::unique_ptr<Bootstrap>* out) {
   UniqueIdData data;
   BRAID_TRY(decodeUniqueId(id, &data));
-  Deadline d = deadlineAfter(config().timeoutSec);
+  Deadline d = deadlineAfter(waitTimeoutSec());
   int fd = -1;
   if (data.flags & UniqueIdData::kRetryConnect)
     BRAID_TRY(connectRetrying(data.root, d, &fd));
@@ -448,7 +448,7 @@ void Bootstrap::close() {
 
 braidResult_t Bootstrap::allGather(const std::string& mine, std::vector<std::string>* all) {
   if (fd_ < 0) return fail(braidInternalError, "bootstrap used after close");
-  Deadline d = deadlineAfter(config().timeoutSec);
+  Deadline d = deadlineAfter(waitTimeoutSec());
   uint64_t len = mine.size();
   braidResult_t res = sendAll(fd_, &len, sizeof(len), d);
   if (res == braidSuccess) res = sendAll(fd_, mine.data(), mine.size(), d);
@@ -456,10 +456,13 @@ braidResult_t Bootstrap::allGather(const std::string& mine, std::vector<std::str
   if (res == braidSuccess) res = recvAll(fd_, &s, sizeof(s), d);
   // The root gives up at the same timeout, then says which ranks never joined: a little
   // longer for its verdict.
-  if (res == braidTimeout) res = recvAll(fd_, &s, sizeof(s), deadlineAfter(3));
+  if (res == braidTimeout) {
+    d = deadlineAfter(3);
+    res = recvAll(fd_, &s, sizeof(s), d);
+  }
   if (res == braidTimeout)
     return fail(braidTimeout, "bootstrap: other ranks did not join within BRAID_TIMEOUT=%g s",
-                config().timeoutSec);
+                waitTimeoutSec());
   if (res != braidSuccess)
     return fail(braidRemoteError,
                 "bootstrap root closed the connection: it refused this rank's secret (a unique id "

@@ -174,8 +174,10 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
   BRAID_TRY(checkComm(c.comm, c.fn));
   braid::InFlight running(c.comm);
   BRAID_TRY(record(c.comm, checkCall(c, sendbuff, recvbuff)));
-  if (c.coll != Collective::kBarrier && c.coll != Collective::kAllToAllv && c.count == 0)
-    return braidSuccess;  // nothing moves: a successful no-op on every rank
+  // Nothing moves: a successful no-op on every rank (after BRAID_CHECK's comparison).
+  const bool nothing =
+      c.coll != Collective::kBarrier && c.coll != Collective::kAllToAllv && c.count == 0;
+  if (nothing && !c.comm->checkCalls) return braidSuccess;
   braid::CollArgs args;
   args.coll = c.coll;
   args.count = c.count;
@@ -202,6 +204,7 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
                          [&](const void* send, braidRedOp_t op) {
                            a.op = op;
                            if (comm->checkCalls) BRAID_TRY(braid::checkCallsMatch(comm, a));
+                           if (nothing) return braidSuccess;
                            return braid::runCollective(comm, a, send, recvbuff);
                          });
   });

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -27,19 +28,21 @@ std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
          std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
-         ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n";
+         ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n" +
+         std::to_string(procToken) + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr, check;
+  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr, check, token;
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
       !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
       !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr) ||
-      !std::getline(in, check))
+      !std::getline(in, check) || !std::getline(in, token))
     return false;
+  out->procToken = std::strtoull(token.c_str(), nullptr, 10);
   out->check = check == "1";
   out->shmAddr = std::strtoull(shmAddr.c_str(), nullptr, 10);
   out->numa = std::atoi(numa.c_str());
@@ -97,13 +100,26 @@ braidResult_t pickTransport(const braidComm& comm, int r, const std::string& rul
   return braidSuccess;
 }
 
+// A random number drawn once per process, sent in the cards.
+uint64_t processToken() {
+  static const uint64_t token = [] {
+    uint64_t t = 0;
+    if (randomBytes(&t, sizeof(t)) != braidSuccess)
+      t = static_cast<uint64_t>(getpid()) * 0x9e3779b97f4a7c15ull ^
+          static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return t;
+  }();
+  return token;
+}
+
 // Whether this process can read rank r's memory (single copy): r itself, or a process whose
 // own mapping of its segment (at the address its card gives) reads back, through
 // process_vm_readv, as this process's mapping of it does. Fails where ptrace rules forbid it
 // (another user, Yama's ptrace_scope, a container without the capability); *why says so.
 bool canReadPeer(const braidComm& comm, int r, std::string* why) {
   const PeerCard& p = comm.peers[r];
-  if (p.pid == static_cast<int>(getpid())) {
+  // A pid alone does not say "this process": ranks in other pid namespaces share pids.
+  if (p.pid == static_cast<int>(getpid()) && p.procToken == processToken()) {
     *why = "a thread of this process";
     return true;
   }
@@ -130,8 +146,8 @@ bool canReadPeer(const braidComm& comm, int r, std::string* why) {
   return true;
 }
 
-// The shared-memory connection to same-host peer r; single copy where this rank can read r's
-// memory and BRAID_SINGLE_COPY_BYTES is not 0.
+// The shared-memory connection to same-host peer r; single copy where BRAID_SINGLE_COPY
+// allows it and this rank can read r's memory.
 braidResult_t connectShm(braidComm* comm, int r) {
   BRAID_TRY(ShmSegment::open(comm->peers[r].shmName, &comm->peerSegments[r]));
   const ShmSegment& peerSeg = *comm->peerSegments[r];
@@ -180,7 +196,7 @@ braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string
                   "BRAID_SOCKET_IFNAME to an interface both hosts share",
                   r, handles[r].c_str(), comm->peers[r].machineId.c_str());
   }
-  BRAID_TRY(backend->connect(handles, remote, deadlineAfter(config().timeoutSec)));
+  BRAID_TRY(backend->connect(handles, remote, deadlineAfter(waitTimeoutSec())));
   const int slots = static_cast<int>(std::clamp<size_t>(
       std::max<size_t>(config().buffSize / comm->chunkSize, 2 * comm->peers[0].nsocks), 4, 64));
   const size_t slotBytes = (comm->chunkSize + kFifoLine - 1) / kFifoLine * kFifoLine;
@@ -298,11 +314,17 @@ braidResult_t chooseRing(braidComm* comm) {
 
 }  // namespace
 
-braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank) {
+braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
+                       const braidConfig_t* userConfig) {
   LogRankScope rankScope(rank);
   auto comm = std::make_unique<braidComm>();
   comm->rank = rank;
   comm->nranks = nranks;
+  comm->timeoutSec =
+      userConfig && userConfig->timeoutSec > 0 ? userConfig->timeoutSec : config().timeoutSec;
+  comm->stallWarnSec = userConfig && userConfig->stallWarnSec >= 0 ? userConfig->stallWarnSec
+                                                                   : config().stallWarnSec;
+  WaitTimeoutScope initBound(comm->timeoutSec);
   UniqueIdData idData;
   BRAID_TRY(decodeUniqueId(id, &idData));
   BRAID_TRY(loadTopology(comm.get()));
@@ -315,6 +337,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.hostId = localHostId();
   mine.machineId = localMachineId();
   mine.pid = getpid();
+  mine.procToken = processToken();
   mine.chunkSize = cfg.chunkSize;
   mine.chunkSizeSet = cfg.chunkSizeSet;
   mine.nsocks = cfg.nsocksPerPeer;
@@ -495,6 +518,10 @@ braidResult_t markBroken(braidComm* comm, braidResult_t res) {
   if (res != braidSuccess && comm->broken.empty()) {
     comm->broken = lastError();
     comm->brokenCode = res;
+    // Pieces this rank published in place point into buffers its caller may now free or
+    // reuse: its peers must not read them (nor wait for this rank any longer).
+    for (Connection* c : comm->connPtrs)
+      if (c) c->abandon();
   }
   return res;
 }
@@ -639,6 +666,8 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
                   callTag(args)};
   ctx.count = args.count;
   ctx.aborted = &comm->aborted;
+  ctx.timeoutSec = comm->timeoutSec;
+  ctx.stallWarnSec = comm->stallWarnSec;
   return markBroken(comm, execute(plan, ctx));
 }
 
@@ -647,7 +676,8 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
   constexpr int kFields = 5;
   const uint64_t mine[kFields] = {
       static_cast<uint64_t>(a.coll),
-      static_cast<uint64_t>(a.count),
+      // All-to-all-v's count is a per-rank maximum that may differ (as in callTag).
+      a.coll == Collective::kAllToAllv ? 0 : static_cast<uint64_t>(a.count),
       static_cast<uint64_t>(a.dtype),
       isReducing(a.coll) ? static_cast<uint64_t>(a.op) : 0,
       isRooted(a.coll) ? static_cast<uint64_t>(static_cast<uint32_t>(a.root)) : 0,
@@ -659,7 +689,14 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
   g.count = kFields;
   g.dtype = braidUint64;
   g.op = braidSum;
-  BRAID_TRY(runCollective(comm, g, mine, all.data()));
+  // The exchange is not one of the user's calls: it keeps their numbering.
+  const uint64_t userCalls = comm->opCount;
+  const braidResult_t res = runCollective(comm, g, mine, all.data());
+  comm->opCount = userCalls;
+  if (res != braidSuccess)
+    return fail(res, "BRAID_CHECK's exchange before call #%llu (%s) failed: %s",
+                static_cast<unsigned long long>(userCalls + 1), collectiveLabel(a.coll),
+                std::string(lastError()).c_str());
   bool same = true;
   for (size_t r = 1; r < n && same; ++r)
     same = std::equal(all.begin(), all.begin() + kFields, all.begin() + r * kFields);
@@ -684,7 +721,7 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
   return fail(braidInvalidUsage,
               "BRAID_CHECK: the ranks made different calls at call #%llu (every rank must make "
               "the same collective calls in the same order): %s",
-              static_cast<unsigned long long>(comm->opCount + 1), calls.c_str());
+              static_cast<unsigned long long>(userCalls + 1), calls.c_str());
 }
 
 braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
@@ -763,6 +800,8 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
                   comm->oversubscribed,
                   0};
   ctx.aborted = &comm->aborted;
+  ctx.timeoutSec = comm->timeoutSec;
+  ctx.stallWarnSec = comm->stallWarnSec;
   return markBroken(comm, execute(&plan, ctx));
 }
 

@@ -32,6 +32,7 @@ struct PeerCard {
   std::string shmName;
   uint64_t shmAddr = 0;       // where this rank mapped its own segment (single copy's probe)
   bool check = false;         // this rank's BRAID_CHECK (rank 0's applies)
+  uint64_t procToken = 0;     // random per process: same pid and token = same process
   size_t chunkSize = 0;       // this rank's BRAID_CHUNKSIZE (or its default)
   bool chunkSizeSet = false;  // whether BRAID_CHUNKSIZE was given
   std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)
@@ -80,6 +81,8 @@ struct braidComm {
   std::vector<uint64_t> sendSeq, recvSeq;
   bool oversubscribed = false;  // more ranks on this host than online cores
   bool checkCalls = false;      // BRAID_CHECK (rank 0's): compare calls before each collective
+  double timeoutSec = 0;        // bound of every wait, s (braidConfig_t, else BRAID_TIMEOUT)
+  double stallWarnSec = 0;      // braidConfig_t's, else BRAID_STALL_WARN; 0: off
   std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness
   uint64_t opCount = 0;         // collectives issued, for messages
   std::mutex mu;
@@ -89,7 +92,8 @@ struct braidComm {
   int queued = 0;  // one collective at a time per communicator
   std::string lastError;
   std::string broken;  // why the communicator became unusable, once a call failed mid-way
-  braidResult_t brokenCode = braidSuccess;  // and the result code it failed with
+  // and the result code it failed with (read without the lock: braidCommGetAsyncError)
+  std::atomic<braidResult_t> brokenCode{braidSuccess};
   // braidCommAbort: every wait of a call on this communicator ends at once.
   std::atomic<bool> aborted{false};
   // API calls running on this communicator (any thread); braidCommAbort frees it only once
@@ -125,7 +129,9 @@ class InFlight {
   braidComm* comm_;
 };
 
-braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank);
+// config may be null (the environment's settings); it has been checked.
+braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
+                       const braidConfig_t* config = nullptr);
 // BRAID_CHECK: the ranks compare this call (collective, count, datatype, and op and root
 // where they matter) through an all-gather; where they differ every rank returns
 // braidInvalidUsage with a message listing each rank's call.

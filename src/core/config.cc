@@ -55,6 +55,19 @@ size_t parseBytes(const char* name, const char* s, size_t fallback, size_t lo, s
   return bytes;
 }
 
+// A number of seconds below 1e9: positive, or also 0 (which turns a feature off) with
+// zeroAllowed. Else a warning and the default.
+double parseSeconds(const char* name, const char* v, double fallback, bool zeroAllowed) {
+  char* end = nullptr;
+  const double t = std::strtod(v, &end);
+  if (end != v && *end == '\0' && (t > 0 || (zeroAllowed && t == 0)) && t < 1e9) return t;
+  badValue(
+      name, v,
+      zeroAllowed ? "is not a number of seconds (0: off)" : "is not a positive number of seconds",
+      std::to_string(static_cast<long long>(fallback)));
+  return fallback;
+}
+
 Config load() {
   Config c;
   if (const char* v = getEnv("DEBUG")) {
@@ -70,22 +83,10 @@ Config load() {
       badValue("BRAID_DEBUG", v, "is not NONE, WARN, INFO or TRACE", "WARN");
   }
   if (const char* v = getEnv("DEBUG_SUBSYS")) c.debugSubsys = v;
-  if (const char* v = getEnv("TIMEOUT")) {
-    char* end = nullptr;
-    double t = std::strtod(v, &end);
-    if (end != v && *end == '\0' && t > 0 && t < 1e9)
-      c.timeoutSec = t;
-    else
-      badValue("BRAID_TIMEOUT", v, "is not a positive number of seconds", "300");
-  }
-  if (const char* v = getEnv("STALL_WARN")) {
-    char* end = nullptr;
-    double t = std::strtod(v, &end);
-    if (end != v && *end == '\0' && t >= 0 && t < 1e9)
-      c.stallWarnSec = t;
-    else
-      badValue("BRAID_STALL_WARN", v, "is not a number of seconds (0: off)", "60");
-  }
+  if (const char* v = getEnv("TIMEOUT"))
+    c.timeoutSec = parseSeconds("BRAID_TIMEOUT", v, c.timeoutSec, false);
+  if (const char* v = getEnv("STALL_WARN"))
+    c.stallWarnSec = parseSeconds("BRAID_STALL_WARN", v, c.stallWarnSec, true);
   if (const char* v = getEnv("CHECK")) {
     const std::string s = v;
     if (s == "1" || s == "0")
@@ -134,7 +135,7 @@ Config load() {
     else if (mode == "off")
       c.singleCopy = Config::SingleCopy::kOff;
     else
-      badValue("BRAID_SINGLE_COPY", v, "is not threads, all or off", "threads");
+      badValue("BRAID_SINGLE_COPY", v, "is not threads, all or off", "off");
   }
   if (const char* v = getEnv("SINGLE_COPY_BYTES"))
     c.singleCopyBytes =
@@ -163,6 +164,17 @@ const Config& config() {
   static const Config c = load();
   return c;
 }
+
+namespace {
+thread_local double t_waitTimeout = 0;
+}  // namespace
+
+double waitTimeoutSec() { return t_waitTimeout > 0 ? t_waitTimeout : config().timeoutSec; }
+
+WaitTimeoutScope::WaitTimeoutScope(double seconds) : saved_(t_waitTimeout) {
+  t_waitTimeout = seconds;
+}
+WaitTimeoutScope::~WaitTimeoutScope() { t_waitTimeout = saved_; }
 
 bool Config::subsysEnabled(const char* subsys) const {
   if (debugSubsys.empty()) return true;

@@ -30,9 +30,12 @@ struct Config {
   // host are read by the receiver straight from the sender's buffer instead of going through
   // the shared FIFO (a copy in and a copy out). BRAID_SINGLE_COPY says between whom:
   // "threads" (ranks that are threads of one process: a plain copy or reduction from the
-  // peer's buffer), "all" (also processes, with process_vm_readv), "off".
+  // peer's buffer), "all" (also processes, with process_vm_readv), "off" (the default: a
+  // send then waits for its receiver, and a rank whose call failed must keep its buffers
+  // until its peers have left; on virtual machines process_vm_readv is slower than the
+  // FIFO's two copies).
   enum class SingleCopy { kOff, kThreads, kAll };
-  SingleCopy singleCopy = SingleCopy::kThreads;
+  SingleCopy singleCopy = SingleCopy::kOff;
   size_t singleCopyBytes = 1u << 20;
   std::string transport;     // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
   int nsocksPerPeer = 2;     // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
@@ -46,6 +49,20 @@ struct Config {
 };
 
 const Config& config();
+
+// The bound of waits on this thread, in seconds: a communicator's own timeout while its init
+// runs here (WaitTimeoutScope), else BRAID_TIMEOUT.
+double waitTimeoutSec();
+class WaitTimeoutScope {
+ public:
+  explicit WaitTimeoutScope(double seconds);  // 0: BRAID_TIMEOUT
+  ~WaitTimeoutScope();
+  WaitTimeoutScope(const WaitTimeoutScope&) = delete;
+  WaitTimeoutScope& operator=(const WaitTimeoutScope&) = delete;
+
+ private:
+  double saved_;
+};
 
 // BRAID_<name>, else NCCL_<name>, else nullptr.
 const char* getEnv(const char* name);

@@ -56,9 +56,8 @@ class Run {
   // lost peer. Never inlined, so that profiles (perf/callgrind_allreduce.sh) tell the time a
   // rank waits from the time it works.
   [[gnu::noinline]] braidResult_t waitForProgress() {
-    const double timeout = config().timeoutSec;
-    const double stallWarn = config().stallWarnSec;
-    bool warned = false;
+    const double timeout = ctx_.timeoutSec > 0 ? ctx_.timeoutSec : config().timeoutSec;
+    const double stallWarn = ctx_.stallWarnSec >= 0 ? ctx_.stallWarnSec : config().stallWarnSec;
     const unsigned spins = ctx_.oversubscribed ? 32 : 4096;
     const unsigned yields = ctx_.oversubscribed ? 0 : 64;
     Clock::time_point idleSince{}, lastLivenessCheck{};
@@ -85,13 +84,17 @@ class Run {
         Clock::time_point now = Clock::now();
         double waited = std::chrono::duration<double>(now - idleSince).count();
         if (waited > timeout) return timeoutError(waited);
-        if (stallWarn > 0 && waited > stallWarn && !warned) {
-          warned = true;
-          BRAID_WARN("STALL",
-                     "%s #%llu (count %zu of %s, op %s) has made no progress for %.0f s "
-                     "(BRAID_STALL_WARN): %s",
-                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), ctx_.count,
-                     braidTypeName(ctx_.dtype), braidOpName(ctx_.op), waited, waitingFor().c_str());
+        if (stallWarn > 0 && waited > stallWarn && !stallWarned_) {
+          stallWarned_ = true;  // once per call
+          char what[160];
+          if (ctx_.count > 0)  // a collective; send/recv groups have no count of their own
+            std::snprintf(what, sizeof(what), " (count %zu of %s, op %s)", ctx_.count,
+                          braidTypeName(ctx_.dtype), braidOpName(ctx_.op));
+          else
+            what[0] = '\0';
+          BRAID_WARN("STALL", "%s #%llu%s has made no progress for %.0f s (BRAID_STALL_WARN): %s",
+                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), what, waited,
+                     waitingFor().c_str());
         }
         // A peer process on this host that has exited will never answer: say so now rather
         // than at the timeout.
@@ -362,8 +365,10 @@ class Run {
   }
 
   braidResult_t timeoutError(double waited) {
-    return fail(braidTimeout, "%s #%llu timed out after %.0f s (BRAID_TIMEOUT) %s", ctx_.what,
-                static_cast<unsigned long long>(ctx_.opCount), waited, waitingFor().c_str());
+    return fail(braidTimeout,
+                "%s #%llu timed out after %.0f s (BRAID_TIMEOUT or braidConfig_t::timeoutSec) %s",
+                ctx_.what, static_cast<unsigned long long>(ctx_.opCount), waited,
+                waitingFor().c_str());
   }
 
   Plan& plan_;
@@ -373,6 +378,7 @@ class Run {
   std::vector<Cursor>& recvCur_;
   size_t localCur_ = 0;
   size_t remaining_ = 0;
+  bool stallWarned_ = false;
 };
 
 }  // namespace

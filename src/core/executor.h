@@ -66,6 +66,8 @@ struct ExecContext {
   size_t count = 0;     // the call's count, for messages (0 for send/recv)
   // Set by braidCommAbort (from any thread): the call ends at its next wait. May be null.
   const std::atomic<bool>* aborted = nullptr;
+  double timeoutSec = 0;     // bound of every wait, s (0: BRAID_TIMEOUT)
+  double stallWarnSec = -1;  // BRAID_STALL_WARN for this call (negative: the environment's)
 };
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);

@@ -1,4 +1,6 @@
 // Run-time choice among the builds of reduce.cc (one per instruction set, src/meson.build).
+#include <strings.h>
+
 #include <cstring>
 #include <string>
 
@@ -60,13 +62,13 @@ Isa pick() {
   const char* want = getEnv("KERNEL_ISA");
   if (!want || !*want) return widest();
   for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
-    if (std::strcmp(want, isaName(isa)) != 0) continue;
+    if (strcasecmp(want, isaName(isa)) != 0) continue;
     if (isaSupported(isa)) return isa;
-    BRAID_WARN("INIT", "BRAID_KERNEL_ISA=%s: this build or CPU lacks it; using %s", want,
+    BRAID_WARN("INIT", "BRAID_KERNEL_ISA=%s: this build or CPU lacks it (using %s)", want,
                isaName(widest()));
     return widest();
   }
-  BRAID_WARN("INIT", "BRAID_KERNEL_ISA=%s is not generic, avx2 or avx512; using %s", want,
+  BRAID_WARN("INIT", "BRAID_KERNEL_ISA=%s is not generic, avx2 or avx512 (using %s)", want,
              isaName(widest()));
   return widest();
 }

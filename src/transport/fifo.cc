@@ -109,7 +109,8 @@ bool FifoConnection::sendRetired(uint64_t ticket) {
 const char* FifoConnection::failure() const {
   if (send_->consumerGone.load(std::memory_order_acquire) ||
       recv_->producerGone.load(std::memory_order_acquire))
-    return "the peer aborted its communicator (braidCommAbort)";
+    return "the peer gave the connection up (its communicator was aborted, or a call on it "
+           "failed)";
   return nullptr;
 }
 
@@ -146,6 +147,8 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   // network carries the far sender's src, which means nothing here.)
   peekedRemote_ = nullptr;
   if (!c->src || producerPid_ == 0) return c + 1;
+  // The producer's call failed or was aborted: its buffer may be gone or reused.
+  if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;
   if (producerIsMe_) return c->src;
   peekedRemote_ = static_cast<const char*>(c->src);
   return peekedRemote_;
