@@ -127,6 +127,13 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(size_t dim, size_t heads, size_t 
   bo_ = Parameter{name_ + ".proj.bias", {dim}, dim};
 }
 
+void MultiHeadSelfAttention::releaseCache() {
+  x_ = Tensor();
+  qkv_ = Tensor();
+  o_ = Tensor();
+  std::vector<float>().swap(probs_);
+}
+
 void MultiHeadSelfAttention::initialize(std::mt19937_64& rng) {
   const float bound = 1.0f / std::sqrt(static_cast<float>(dim_));
   uniformInit(wqkv_, bound, rng);
@@ -240,6 +247,18 @@ std::vector<Parameter*> Residual::parameters() {
 
 void Residual::initialize(std::mt19937_64& rng) {
   for (auto& l : layers_) l->initialize(rng);
+}
+
+// The outputs_ are scratch (each inner layer keeps its own input), so they are not counted.
+size_t Residual::cacheElements() const {
+  size_t n = 0;
+  for (const auto& l : layers_) n += l->cacheElements();
+  return n;
+}
+
+void Residual::releaseCache() {
+  for (auto& l : layers_) l->releaseCache();
+  std::vector<Tensor>().swap(outputs_);
 }
 
 void Residual::forward(const Tensor& x, Tensor& y) {

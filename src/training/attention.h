@@ -27,6 +27,8 @@ class PatchEmbedding : public Layer {
   void backward(const Tensor& dy, Tensor& dx) override;
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_, &position_}; }
   void initialize(std::mt19937_64& rng) override;
+  size_t cacheElements() const override { return patches_.numel(); }
+  void releaseCache() override { patches_ = Tensor(); }
   size_t tokens() const { return tokens_; }
 
  private:
@@ -51,6 +53,10 @@ class MultiHeadSelfAttention : public Layer {
   void backward(const Tensor& dy, Tensor& dx) override;
   std::vector<Parameter*> parameters() override { return {&wqkv_, &bqkv_, &wo_, &bo_}; }
   void initialize(std::mt19937_64& rng) override;
+  size_t cacheElements() const override {
+    return x_.numel() + qkv_.numel() + o_.numel() + probs_.size();
+  }
+  void releaseCache() override;
 
  private:
   size_t dim_, heads_, tokens_, head_dim_;
@@ -71,6 +77,8 @@ class Residual : public Layer {
   void backward(const Tensor& dy, Tensor& dx) override;
   std::vector<Parameter*> parameters() override;
   void initialize(std::mt19937_64& rng) override;
+  size_t cacheElements() const override;
+  void releaseCache() override;
 
  private:
   std::vector<std::unique_ptr<Layer>> layers_;

@@ -5,6 +5,7 @@
 // samples/s, the share of training time spent waiting for communication, and the bytes of
 // parameters, gradients and optimizer state this rank holds; --json prints one JSON object per
 // epoch instead.
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,13 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#ifdef BRAID_HAVE_MPI
+// The C API is all we use; MPI's C++ bindings only bring warnings.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
 
 #include "braid/braid.h"
 #include "training/attention.h"
@@ -47,23 +55,32 @@ struct Options {
   long max_steps = 0;  // per epoch; 0: the whole epoch
   long train_limit = 0;
   bool cosine = true;
+  bool recompute = false;
+  long loss_scale_window = 2000;
+  double initial_loss_scale = 65536.0;
 };
 
 const char* kUsage =
     "usage: braid-train [--model mlp|vit] [--data DIR] [--dp N] [--zero 0|1|2|3] [--precision "
-    "fp32|bf16]\n"
+    "fp32|bf16|fp16]\n"
     "                   [--epochs N] [--batch-size GLOBAL] [--lr LR] [--seed S]\n"
     "                   [--optimizer sgd|adamw|adafactor] [--json] [--first-bucket-mb MB]\n"
     "                   [--bucket-cap-mb MB] [--no-overlap] [--max-steps N] [--train-limit N]\n"
-    "                   [--constant-lr]\n"
+    "                   [--constant-lr] [--recompute] [--loss-scale-window N]\n"
+    "                   [--initial-loss-scale S]\n"
     "  --model M           mlp (784-256-128-10) or vit (7x7 patches, dim 64, 4 heads, 2 blocks)\n"
     "  --data DIR          Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)\n"
     "  --dp N              data-parallel ranks: threads of this process, or the job's size\n"
     "                      under braidrun/mpirun/torchrun (must match it)\n"
     "  --zero S            0: DDP all-reduce; 1: optimizer state, 2: + gradients, 3: + params\n"
     "                      partitioned (ZeRO, Rajbhandari et al. 2020)\n"
-    "  --precision P       fp32, or bf16: gradients travel as bf16 (compute, parameters and\n"
-    "                      optimizer state stay fp32)\n"
+    "  --precision P       fp32; bf16 or fp16: forward and backward on a 16-bit copy of the\n"
+    "                      fp32 master weights with 16-bit activations, gradients sent as\n"
+    "                      16-bit, fp32 optimizer state; fp16 adds dynamic loss scaling\n"
+    "  --recompute         activation recomputation: keep each block's input only and run its\n"
+    "                      forward again before its backward\n"
+    "  --loss-scale-window N   fp16: good steps before the loss scale doubles (default 2000)\n"
+    "  --initial-loss-scale S  fp16: the first loss scale (default 65536)\n"
     "  --epochs N          passes over the training set (default 8)\n"
     "  --batch-size B      global batch (split evenly over ranks; default 128)\n"
     "  --lr LR             default 1e-3 (adamw), 0.05 (sgd, momentum 0.9) or 1e-2 (adafactor's\n"
@@ -128,8 +145,8 @@ Options parse(int argc, char** argv) {
       o.zero = static_cast<int>(parseLong(a, value(), 0, 3));
     } else if (a == "--precision") {
       o.precision = value();
-      if (o.precision != "fp32" && o.precision != "bf16") {
-        usageError("--precision " + o.precision + ": expected fp32 or bf16");
+      if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "fp16") {
+        usageError("--precision " + o.precision + ": expected fp32, bf16 or fp16");
       }
     } else if (a == "--epochs") {
       o.epochs = static_cast<int>(parseLong(a, value(), 1, 100000));
@@ -152,6 +169,15 @@ Options parse(int argc, char** argv) {
       o.bucket_cap_mb = parsePositive(a, value());
     } else if (a == "--constant-lr") {
       o.cosine = false;
+    } else if (a == "--recompute") {
+      o.recompute = true;
+    } else if (a == "--loss-scale-window") {
+      o.loss_scale_window = parseLong(a, value(), 1, 1L << 40);
+    } else if (a == "--initial-loss-scale") {
+      o.initial_loss_scale = parsePositive(a, value());
+      if (o.initial_loss_scale > 1e38) {
+        usageError("--initial-loss-scale " + std::string(argv[i]) + ": beyond fp32's range");
+      }
     } else if (a == "--no-overlap") {
       o.overlap = false;
     } else if (a == "--max-steps") {
@@ -179,6 +205,40 @@ bool launchedAsRanks() {
   return false;
 }
 
+// mpirun (Open MPI, or MPICH's Hydra) with no rendezvous address for braidCommInitFromEnv.
+bool startedByMpirunWithoutRendezvous() {
+  if (getenv("OMPI_COMM_WORLD_SIZE") == nullptr && getenv("PMI_SIZE") == nullptr) return false;
+  for (const char* v : {"BRAID_UNIQUE_ID", "BRAID_COMM_ID", "MASTER_ADDR"}) {
+    if (getenv(v) != nullptr) return false;
+  }
+  return true;
+}
+
+// Rank 0's unique id to every rank through MPI_Bcast (the perf binaries' way), then
+// braidCommInitRank. Without MPI, says how to launch instead.
+braidResult_t initFromMpi(braidComm_t* comm) {
+#ifdef BRAID_HAVE_MPI
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  braidUniqueId id{};
+  int ok = 1;
+  if (rank == 0 && braidGetUniqueId(&id) != braidSuccess) ok = 0;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!ok) return braidSystemError;
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  return braidCommInitRank(comm, nranks, id, rank);
+#else
+  (void)comm;
+  fprintf(stderr,
+          "braid-train: started by mpirun, but built without MPI (BRAID_HAVE_MPI): rebuild with "
+          "-Dmpi=enabled, set BRAID_COMM_ID=host:port (rank 0's host and a free port), or "
+          "launch with braidrun\n");
+  exit(2);
+#endif
+}
+
 std::mutex print_mutex;
 
 // A failed rank ends the whole job: its peers would otherwise wait in a collective until
@@ -198,6 +258,18 @@ std::string mib(size_t bytes) {
   return buf;
 }
 
+std::string precisionLine(const Options& o) {
+  if (o.precision == "fp32") return "fp32";
+  std::string s = o.precision + " compute and gradients, fp32 master weights";
+  if (o.precision == "fp16") {
+    char buf[96];
+    snprintf(buf, sizeof(buf), ", dynamic loss scaling (initial %g, doubled after %ld good steps)",
+             o.initial_loss_scale, o.loss_scale_window);
+    s += buf;
+  }
+  return s;
+}
+
 void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const ImageDataset& train,
                const ImageDataset& test) {
   if (o.model == "vit" && train.features != 28 * 28) {
@@ -213,8 +285,17 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
   dpo.first_bucket_bytes = static_cast<size_t>(std::max(1.0, o.first_bucket_mb * (1 << 20)));
   dpo.bucket_cap_bytes = static_cast<size_t>(std::max(1.0, o.bucket_cap_mb * (1 << 20)));
   dpo.overlap = o.overlap;
-  dpo.grad_dtype = o.precision == "bf16" ? braidBfloat16 : braidFloat32;
+  const bool fp16 = o.precision == "fp16";
+  dpo.grad_dtype = o.precision == "bf16" ? braidBfloat16 : fp16 ? braidFloat16 : braidFloat32;
+  dpo.compute = o.precision == "bf16" ? Precision::kBf16
+                : fp16                ? Precision::kFp16
+                                      : Precision::kFp32;
+  dpo.loss_scaling = fp16;
+  dpo.scaler.growth_interval = o.loss_scale_window;
+  dpo.scaler.initial_scale = static_cast<float>(o.initial_loss_scale);
+  model->setRecompute(o.recompute);
   DataParallel engine(*model, *optimizer, comm, dpo);
+  const size_t act_bytes_per_element = bytesPerElement(dpo.compute);
   const size_t psi = engine.numParameters();
   const size_t n = static_cast<size_t>(nranks);
   const size_t local_batch = static_cast<size_t>(o.batch_size) / n;
@@ -227,19 +308,21 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
     const size_t want_p = o.zero >= 3 ? p / n : p, want_g = o.zero >= 2 ? g / n : g,
                  want_s = o.zero >= 1 ? s / n : s;
     printf(
-        "# braid-train: model %s, psi = %zu parameters, dp %d, zero %d, %s, %s gradients, "
-        "global batch %ld (%zu per rank), lr %g, %zu %s\n",
+        "# braid-train: model %s, psi = %zu parameters, dp %d, zero %d, %s, %s, "
+        "global batch %ld (%zu per rank), lr %g, %zu %s%s\n",
         o.model == "vit" ? "vit (28x28, patch 7, dim 64, 4 heads, 2 blocks)" : "mlp 784-256-128-10",
-        psi, nranks, o.zero, o.optimizer.c_str(), o.precision.c_str(), o.batch_size, local_batch,
-        o.lr, engine.numUnits(), o.zero == 3 ? "layer units" : "gradient buckets");
+        psi, nranks, o.zero, o.optimizer.c_str(), precisionLine(o).c_str(), o.batch_size,
+        local_batch, o.lr, engine.numUnits(), o.zero == 3 ? "layer units" : "gradient buckets",
+        o.recompute ? ", activation recomputation" : "");
     const std::string state = factored ? "factored state" : std::to_string(k) + "psi state";
     printf(
         "# per-rank memory, paper's formulas (fp32, %s: 4psi params, 4psi grads, %s): params %s, "
         "grads %s, optimizer %s, total %s\n",
         o.optimizer.c_str(), state.c_str(), mib(want_p).c_str(), mib(want_g).c_str(),
         mib(want_s).c_str(), mib(want_p + want_g + want_s).c_str());
-    printf("%6s %10s %10s %12s %10s %14s %14s %14s %12s\n", "epoch", "loss", "test_acc",
-           "samples/s", "comm_frac", "param_bytes", "grad_bytes", "optim_bytes", "comm_B/step");
+    printf("%6s %10s %10s %12s %10s %14s %14s %14s %12s %12s %12s %8s\n", "epoch", "loss",
+           "test_acc", "samples/s", "comm_frac", "param_bytes", "grad_bytes", "optim_bytes",
+           "comm_B/step", "act_bytes", "loss_scale", "skipped");
     fflush(stdout);
   }
   SoftmaxCrossEntropy loss;
@@ -262,6 +345,7 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
     engine.resetCounters();
     double loss_sum = 0.0;
     size_t samples = 0;
+    size_t act_elements = 0, act_peak_elements = 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t s = 0; s < steps; ++s) {
       const size_t begin = s * local_batch, end = std::min(idx.size(), begin + local_batch);
@@ -273,6 +357,8 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
       ++global_step;
       loss_sum += engine.step(x, labels, loss);
       samples += end - begin;
+      act_elements = std::max(act_elements, model->activationElements());
+      act_peak_elements = std::max(act_peak_elements, model->peakBackwardActivationElements());
     }
     const double train_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -311,26 +397,33 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
       const double comm_fraction = totals[4] / totals[3];
       const double bytes_per_step = steps ? static_cast<double>(comm_bytes) / steps : 0.0;
       if (o.json) {
-        nlohmann::json j = {{"epoch", epoch + 1},
-                            {"loss", mean_loss},
-                            {"test_accuracy", accuracy},
-                            {"samples_per_s", samples_per_s},
-                            {"comm_fraction", comm_fraction},
-                            {"param_bytes", mem.param_bytes},
-                            {"grad_bytes", mem.grad_bytes},
-                            {"optim_bytes", mem.optim_bytes},
-                            {"comm_bytes_per_step", bytes_per_step},
-                            {"step_ms", 1e3 * train_time / std::max<size_t>(steps, 1)},
-                            {"psi", psi},
-                            {"dp", nranks},
-                            {"zero", o.zero},
-                            {"precision", o.precision},
-                            {"model", o.model}};
+        nlohmann::json j = {
+            {"epoch", epoch + 1},
+            {"loss", mean_loss},
+            {"test_accuracy", accuracy},
+            {"samples_per_s", samples_per_s},
+            {"comm_fraction", comm_fraction},
+            {"param_bytes", mem.param_bytes},
+            {"grad_bytes", mem.grad_bytes},
+            {"optim_bytes", mem.optim_bytes},
+            {"comm_bytes_per_step", bytes_per_step},
+            {"step_ms", 1e3 * train_time / std::max<size_t>(steps, 1)},
+            {"psi", psi},
+            {"dp", nranks},
+            {"zero", o.zero},
+            {"precision", o.precision},
+            {"recompute", o.recompute},
+            {"activation_bytes", act_elements * act_bytes_per_element},
+            {"peak_backward_activation_bytes", act_peak_elements * act_bytes_per_element},
+            {"loss_scale", engine.lossScale()},
+            {"skipped_steps", engine.skippedSteps()},
+            {"model", o.model}};
         printf("%s\n", j.dump().c_str());
       } else {
-        printf("%6d %10.4f %10.4f %12.0f %10.3f %14zu %14zu %14zu %12.0f\n", epoch + 1, mean_loss,
-               accuracy, samples_per_s, comm_fraction, mem.param_bytes, mem.grad_bytes,
-               mem.optim_bytes, bytes_per_step);
+        printf("%6d %10.4f %10.4f %12.0f %10.3f %14zu %14zu %14zu %12.0f %12zu %12g %8ld\n",
+               epoch + 1, mean_loss, accuracy, samples_per_s, comm_fraction, mem.param_bytes,
+               mem.grad_bytes, mem.optim_bytes, bytes_per_step,
+               act_elements * act_bytes_per_element, engine.lossScale(), engine.skippedSteps());
       }
       fflush(stdout);
     }
@@ -362,10 +455,12 @@ int main(int argc, char** argv) {
   }
   if (launchedAsRanks()) {
     braidComm_t comm = nullptr;
-    braidResult_t r = braidCommInitFromEnv(&comm);
+    const bool mpi = startedByMpirunWithoutRendezvous();
+    braidResult_t r = mpi ? initFromMpi(&comm) : braidCommInitFromEnv(&comm);
     if (r != braidSuccess) {
-      fprintf(stderr, "braid-train: braidCommInitFromEnv failed: %s: %s\n", braidGetErrorString(r),
-              braidGetLastError(nullptr));
+      fprintf(stderr, "braid-train: %s failed: %s: %s\n",
+              mpi ? "braidCommInitRank (unique id from MPI)" : "braidCommInitFromEnv",
+              braidGetErrorString(r), braidGetLastError(nullptr));
       return 1;
     }
     int rank = 0, nranks = 1;
@@ -383,6 +478,9 @@ int main(int argc, char** argv) {
     if (nranks > 1) setBlasThreads(1);
     runRank(comm, rank, nranks, o, train, test);
     braidCommDestroy(comm);
+#ifdef BRAID_HAVE_MPI
+    if (mpi) MPI_Finalize();
+#endif
     return 0;
   }
   const int nranks = o.dp == 0 ? 1 : o.dp;

@@ -16,11 +16,29 @@ struct DataParallel::Unit {
   size_t pending = 0;              // gradients still to come in this backward
   std::vector<float> full_params;  // stage 3: the gathered values while a layer runs
   std::vector<float> full_grads;   // stages 2-3: the unit's gradients during backward
-  std::vector<Bf16> wire;          // bf16 gradients while their collective is queued
+  std::vector<uint16_t> wire;      // 16-bit gradients while their collective is queued
 };
 
 namespace {
 size_t roundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// The 16-bit wire formats: braidBfloat16 or braidFloat16 (Bf16 and Fp16 are one uint16_t).
+void toWire(braidDataType_t dtype, const float* in, uint16_t* out, size_t n) {
+  static_assert(sizeof(Bf16) == 2 && sizeof(Fp16) == 2);
+  if (dtype == braidBfloat16) {
+    toBf16(in, reinterpret_cast<Bf16*>(out), n);
+  } else {
+    toFp16(in, reinterpret_cast<Fp16*>(out), n);
+  }
+}
+
+void fromWire(braidDataType_t dtype, const uint16_t* in, float* out, size_t n) {
+  if (dtype == braidBfloat16) {
+    fromBf16(reinterpret_cast<const Bf16*>(in), out, n);
+  } else {
+    fromFp16(reinterpret_cast<const Fp16*>(in), out, n);
+  }
+}
 }  // namespace
 
 void DataParallel::check(braidResult_t r, const char* call) {
@@ -43,11 +61,13 @@ DataParallel::DataParallel(Sequential& model, Optimizer& optimizer, braidComm_t 
     throw std::invalid_argument("DataParallel: ZeRO stage " + std::to_string(options_.zero_stage) +
                                 " is not one of 0, 1, 2, 3");
   }
-  if (options_.grad_dtype != braidFloat32 && options_.grad_dtype != braidBfloat16) {
+  if (options_.grad_dtype != braidFloat32 && options_.grad_dtype != braidBfloat16 &&
+      options_.grad_dtype != braidFloat16) {
     throw std::invalid_argument(
-        std::string("DataParallel: gradients travel as float or bfloat16, not ") +
+        std::string("DataParallel: gradients travel as float, half or bfloat16, not ") +
         braidTypeName(options_.grad_dtype));
   }
+  if (options_.loss_scaling) scaler_ = std::make_unique<LossScaler>(options_.scaler);
   if (options_.first_bucket_bytes == 0 || options_.bucket_cap_bytes == 0) {
     throw std::invalid_argument("DataParallel: bucket caps must be at least 1 byte");
   }
@@ -150,11 +170,15 @@ void DataParallel::layOut() {
 
   if (stage < 3) {
     params_ = std::move(laid_out);
+    // Forward and backward read the rounded copy when compute is 16-bit, else the master.
+    if (options_.compute != Precision::kFp32) compute_params_.assign(params_.size(), 0.0f);
+    float* seen = compute_params_.empty() ? params_.data() : compute_params_.data();
     for (const Unit& unit : units_) {
       for (size_t k = 0; k < unit.params.size(); ++k) {
-        params[unit.params[k]]->value = params_.data() + unit.flat_offset + unit.offsets[k];
+        params[unit.params[k]]->value = seen + unit.flat_offset + unit.offsets[k];
       }
     }
+    refreshComputeCopy();
   } else {
     param_shard_.assign(shard, 0.0f);
     for (const Unit& unit : units_) {
@@ -185,6 +209,7 @@ void DataParallel::layOut() {
     optimizer_.setSlots(slots);
   }
 
+  model_.setPrecision(options_.compute);
   model_.hooks.before_forward = [this](size_t l) {
     if (options_.zero_stage == 3) {
       for (size_t u : layer_units_[l]) gatherParameters(u);
@@ -204,20 +229,67 @@ void DataParallel::layOut() {
   model_.hooks.after_backward = [this](size_t l) { onAfterBackward(l); };
 }
 
+braidDataType_t DataParallel::computeWireType() const {
+  return options_.compute == Precision::kBf16 ? braidBfloat16 : braidFloat16;
+}
+
+// Stages 1-2 with 16-bit compute: each rank rounds its updated slice of the master weights
+// and the ranks all-gather the 16-bit values straight into the working copy (ZeRO's
+// mixed-precision gather: half the bytes of gathering fp32). The other ranks' slices of
+// params_ are then stale; fullParameters gathers them when asked.
+void DataParallel::gatherComputeCopy() {
+  const size_t r = static_cast<size_t>(rank_);
+  const braidDataType_t dt = computeWireType();
+  std::vector<uint16_t> wire(params_.size());
+  for (const Unit& unit : units_) {
+    uint16_t* w = wire.data() + unit.flat_offset;
+    toWire(dt, params_.data() + unit.flat_offset + r * unit.slice, w + r * unit.slice, unit.slice);
+    check(braidAllGather(w + r * unit.slice, w, unit.slice, dt, comm_, stream_), "braidAllGather");
+    comm_volume_bytes_ += unit.padded * sizeof(uint16_t);
+  }
+  synchronize();
+  fromWire(dt, wire.data(), compute_params_.data(), wire.size());
+  master_whole_ = false;
+}
+
+void DataParallel::refreshComputeCopy() {
+  if (compute_params_.empty()) return;
+  std::copy(params_.begin(), params_.end(), compute_params_.begin());
+  roundTo(options_.compute, compute_params_.data(), compute_params_.size());
+}
+
 DataParallel::~DataParallel() {
   model_.hooks = LayerHooks{};
   if (stream_) braidStreamDestroy(stream_);
 }
 
-void DataParallel::gatherParameters(size_t u) {
+void DataParallel::gatherParameters(size_t u, bool for_compute) {
   Unit& unit = units_[u];
+  const std::vector<Parameter*>& params = model_params_;
+  if (for_compute && options_.compute != Precision::kFp32) {
+    // The working copy travels in 16 bits: rounding before the gather gives the same values
+    // as rounding after it, for half the bytes.
+    const size_t r = static_cast<size_t>(rank_);
+    const braidDataType_t dt = computeWireType();
+    std::vector<uint16_t> wire(unit.padded);
+    toWire(dt, param_shard_.data() + unit.shard_offset, wire.data() + r * unit.slice, unit.slice);
+    check(braidAllGather(wire.data() + r * unit.slice, wire.data(), unit.slice, dt, comm_, stream_),
+          "braidAllGather");
+    comm_volume_bytes_ += unit.padded * sizeof(uint16_t);
+    synchronize();
+    unit.full_params.resize(unit.padded);
+    fromWire(dt, wire.data(), unit.full_params.data(), unit.padded);
+    for (size_t k = 0; k < unit.params.size(); ++k) {
+      params[unit.params[k]]->value = unit.full_params.data() + unit.offsets[k];
+    }
+    return;
+  }
   unit.full_params.assign(unit.padded, 0.0f);
   check(braidAllGather(param_shard_.data() + unit.shard_offset, unit.full_params.data(), unit.slice,
                        braidFloat32, comm_, stream_),
         "braidAllGather");
   comm_volume_bytes_ += unit.padded * sizeof(float);
   synchronize();
-  const std::vector<Parameter*>& params = model_params_;
   for (size_t k = 0; k < unit.params.size(); ++k) {
     params[unit.params[k]]->value = unit.full_params.data() + unit.offsets[k];
   }
@@ -243,26 +315,27 @@ void DataParallel::ensureGradients(size_t u) {
 void DataParallel::launchGradients(size_t u) {
   Unit& unit = units_[u];
   const size_t r = static_cast<size_t>(rank_);
-  if (options_.grad_dtype == braidBfloat16) {
+  const braidDataType_t wire = options_.grad_dtype;
+  if (wire != braidFloat32) {
     // Round into the wire buffer; the collective runs on it in place.
     const float* g =
         options_.zero_stage < 2 ? grads_.data() + unit.flat_offset : unit.full_grads.data();
     unit.wire.resize(unit.padded);
-    toBf16(g, unit.wire.data(), unit.padded);
+    toWire(wire, g, unit.wire.data(), unit.padded);
     if (options_.zero_stage >= 2) {
       for (size_t i : unit.params) model_params_[i]->grad = nullptr;
       std::vector<float>().swap(unit.full_grads);
     }
     if (options_.zero_stage == 0) {
-      check(braidAllReduce(unit.wire.data(), unit.wire.data(), unit.numel, braidBfloat16, braidAvg,
-                           comm_, stream_),
+      check(braidAllReduce(unit.wire.data(), unit.wire.data(), unit.numel, wire, braidAvg, comm_,
+                           stream_),
             "braidAllReduce");
-      comm_volume_bytes_ += 2 * unit.numel * sizeof(Bf16);
+      comm_volume_bytes_ += 2 * unit.numel * sizeof(uint16_t);
     } else {
       check(braidReduceScatter(unit.wire.data(), unit.wire.data() + r * unit.slice, unit.slice,
-                               braidBfloat16, braidAvg, comm_, stream_),
+                               wire, braidAvg, comm_, stream_),
             "braidReduceScatter");
-      comm_volume_bytes_ += unit.padded * sizeof(Bf16);
+      comm_volume_bytes_ += unit.padded * sizeof(uint16_t);
     }
     return;
   }
@@ -314,6 +387,10 @@ float DataParallel::forwardBackward(const Tensor& x, const std::vector<int32_t>&
   const float l = loss.forward(logits, labels);
   Tensor dlogits;
   loss.backward(dlogits);
+  if (scaler_) {
+    const float s = scaler_->scale();
+    for (size_t i = 0; i < dlogits.numel(); ++i) dlogits[i] *= s;
+  }
   model_.backward(dlogits);
   if (sync && !options_.overlap) {
     for (size_t u = 0; u < units_.size(); ++u) launchGradients(u);
@@ -329,27 +406,60 @@ void DataParallel::widenGradients() {
     if (unit.wire.empty()) continue;
     switch (options_.zero_stage) {
       case 0:
-        fromBf16(unit.wire.data(), grads_.data() + unit.flat_offset, unit.numel);
+        fromWire(options_.grad_dtype, unit.wire.data(), grads_.data() + unit.flat_offset,
+                 unit.numel);
         break;
       case 1:
-        fromBf16(unit.wire.data() + r * unit.slice,
+        fromWire(options_.grad_dtype, unit.wire.data() + r * unit.slice,
                  grads_.data() + unit.flat_offset + r * unit.slice, unit.slice);
         break;
       default:
-        fromBf16(unit.wire.data() + r * unit.slice, grad_shard_.data() + unit.shard_offset,
-                 unit.slice);
+        fromWire(options_.grad_dtype, unit.wire.data() + r * unit.slice,
+                 grad_shard_.data() + unit.shard_offset, unit.slice);
         break;
     }
-    std::vector<Bf16>().swap(unit.wire);
+    std::vector<uint16_t>().swap(unit.wire);
   }
+}
+
+// Unscales this rank's share of the averaged gradients and returns whether any rank's share
+// holds an inf or NaN: the flag is all-reduced with braidMax, so every rank gets the same
+// verdict (at stages 1-3 a rank sees only its own slices).
+bool DataParallel::gradientsOverflowed() {
+  const size_t r = static_cast<size_t>(rank_);
+  const float inv = 1.0f / scaler_->scale();
+  bool finite = true;
+  auto unscale = [&](float* g, size_t n) {
+    for (size_t i = 0; i < n; ++i) g[i] *= inv;
+    finite = allFinite(g, n) && finite;
+  };
+  switch (options_.zero_stage) {
+    case 0:
+      unscale(grads_.data(), grads_.size());
+      break;
+    case 1:
+      for (const Unit& unit : units_)
+        unscale(grads_.data() + unit.flat_offset + r * unit.slice, unit.slice);
+      break;
+    default:
+      unscale(grad_shard_.data(), grad_shard_.size());
+      break;
+  }
+  float flag = finite ? 0.0f : 1.0f;
+  check(braidAllReduce(&flag, &flag, 1, braidFloat32, braidMax, comm_, stream_), "braidAllReduce");
+  comm_volume_bytes_ += 2 * sizeof(float);
+  synchronize();
+  return flag != 0.0f;
 }
 
 void DataParallel::optimizerStep() {
   synchronize();
   widenGradients();
-  optimizer_.beginStep();
+  last_step_applied_ = !scaler_ || scaler_->update(gradientsOverflowed());
+  if (!last_step_applied_) ++skipped_steps_;
   const size_t r = static_cast<size_t>(rank_);
-  switch (options_.zero_stage) {
+  if (last_step_applied_) optimizer_.beginStep();
+  switch (last_step_applied_ ? options_.zero_stage : -1) {
     case 0:
       optimizer_.update(params_.data(), grads_.data(), params_.size(), 0);
       break;
@@ -361,6 +471,10 @@ void DataParallel::optimizerStep() {
                              ? grads_.data() + unit.flat_offset + r * unit.slice
                              : grad_shard_.data() + unit.shard_offset;
         optimizer_.update(p, g, unit.slice, unit.shard_offset);
+      }
+      if (!compute_params_.empty()) {
+        gatherComputeCopy();
+        break;
       }
       for (const Unit& unit : units_) {
         check(braidAllGather(params_.data() + unit.flat_offset + r * unit.slice,
@@ -374,7 +488,10 @@ void DataParallel::optimizerStep() {
     case 3:
       optimizer_.update(param_shard_.data(), grad_shard_.data(), param_shard_.size(), 0);
       break;
+    default:  // skipped: the parameters stay as they are on every rank
+      break;
   }
+  if (last_step_applied_ && options_.zero_stage == 0) refreshComputeCopy();
   if (options_.zero_stage < 2) {
     std::fill(grads_.begin(), grads_.end(), 0.0f);
   } else {
@@ -389,8 +506,31 @@ void DataParallel::optimizerStep() {
 const Tensor& DataParallel::forward(const Tensor& x) { return model_.forward(x); }
 
 std::vector<float> DataParallel::fullParameters() {
-  if (options_.zero_stage < 3) return model_.flatValues();
-  for (size_t u = 0; u < units_.size(); ++u) gatherParameters(u);
+  if (options_.zero_stage < 3) {
+    if (!master_whole_) {
+      const size_t r = static_cast<size_t>(rank_);
+      for (const Unit& unit : units_) {
+        check(braidAllGather(params_.data() + unit.flat_offset + r * unit.slice,
+                             params_.data() + unit.flat_offset, unit.slice, braidFloat32, comm_,
+                             stream_),
+              "braidAllGather");
+      }
+      synchronize();
+      master_whole_ = true;
+    }
+    // The fp32 master values (the model's views may point at the rounded copy).
+    std::vector<float> out;
+    out.reserve(psi_);
+    for (size_t i = 0; i < model_params_.size(); ++i) {
+      const Unit& unit = units_[param_unit_[i]];
+      const size_t k = static_cast<size_t>(std::find(unit.params.begin(), unit.params.end(), i) -
+                                           unit.params.begin());
+      const float* p = params_.data() + unit.flat_offset + unit.offsets[k];
+      out.insert(out.end(), p, p + model_params_[i]->numel);
+    }
+    return out;
+  }
+  for (size_t u = 0; u < units_.size(); ++u) gatherParameters(u, false);
   std::vector<float> out = model_.flatValues();
   for (size_t u = 0; u < units_.size(); ++u) releaseParameters(u);
   return out;
@@ -407,7 +547,8 @@ size_t DataParallel::numUnits() const { return units_.size(); }
 
 MemoryAccount DataParallel::memory() const {
   MemoryAccount m;
-  m.param_bytes = (params_.size() + param_shard_.size()) * sizeof(float);
+  m.param_bytes = (params_.size() + param_shard_.size()) * sizeof(float) +
+                  compute_params_.size() * bytesPerElement(options_.compute);
   m.grad_bytes = (grads_.size() + grad_shard_.size()) * sizeof(float);
   m.optim_bytes = optimizer_.stateBytes();
   return m;

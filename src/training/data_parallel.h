@@ -35,6 +35,7 @@
 
 #include "braid/braid.h"
 #include "training/layers.h"
+#include "training/loss_scaler.h"
 #include "training/model.h"
 #include "training/optimizer.h"
 
@@ -49,14 +50,29 @@ struct DataParallelOptions {
   /// bf16_compress_hook): each unit's gradients are rounded to bf16 when its collective is
   /// queued, reduced in bf16 (Braid sums bf16 in fp32 and rounds once per reduction step),
   /// and widened back to fp32 for the optimizer. Halves the gradient bytes; parameters,
-  /// compute and optimizer state stay fp32. At stages 2 and 3 the fp32 gradients of a unit are
-  /// freed as soon as they are rounded.
+  /// compute and optimizer state stay fp32 unless `compute` says otherwise. braidFloat16
+  /// likewise (PyTorch's fp16_compress_hook; with loss scaling, since fp16 overflows at 65504).
+  /// At stages 2 and 3 the fp32 gradients of a unit are freed as soon as they are rounded.
   braidDataType_t grad_dtype = braidFloat32;
+  /// Mixed precision (Micikevicius et al. 2018): with kBf16 or kFp16, forward and backward
+  /// run on a copy of the parameters rounded from the fp32 master weights after every step
+  /// (at stage 3, each gathered layer is rounded), and the model rounds its activations and
+  /// activation gradients (Sequential::setPrecision, which the engine calls). The optimizer
+  /// updates the fp32 master weights with fp32 state. Parameter gathers (stages 1-3) carry
+  /// the 16-bit working copy, in the compute precision's format.
+  Precision compute = Precision::kFp32;
+  /// Dynamic loss scaling (LossScaler): the loss gradient is multiplied by the scale before
+  /// backward, gradients are divided by it before the step, and a step with an inf or NaN
+  /// gradient on any rank (a braidMax all-reduce of the flag) is skipped on every rank.
+  bool loss_scaling = false;
+  LossScalerOptions scaler;
 };
 
 /// Bytes this rank holds between steps (fp32): the paper's 4 psi params, 4 psi grads, and the
 /// optimizer's state (Adam 8 psi, SGD momentum 4 psi), divided by nranks where the stage
-/// partitions them (padding of each unit to a multiple of nranks included).
+/// partitions them (padding of each unit to a multiple of nranks included). With a 16-bit
+/// compute precision param_bytes adds the rounded working copy at 2 bytes per element
+/// (stages 0-2; at stage 3 it exists only while a layer runs); gradients accumulate in fp32.
 struct MemoryAccount {
   size_t param_bytes = 0, grad_bytes = 0, optim_bytes = 0;
 };
@@ -67,7 +83,7 @@ class DataParallel {
   /// move into the engine's layout and rank 0's values are broadcast. `optimizer` gets its
   /// state sized for this rank's share. The engine creates one Braid stream on `comm`.
   /// @throws std::invalid_argument for a stage outside 0..3, a zero bucket cap, a gradient
-  ///         dtype other than float and bfloat16, or an optimizer that needs whole parameters
+  ///         dtype other than float, half and bfloat16, or an optimizer that needs whole parameters
   ///         (AdaFactor) at a stage that shards them (the model is left untouched);
   ///         std::runtime_error naming the Braid call and its message if one fails (the model's
   ///         parameters are then lost: rebuild it).
@@ -95,7 +111,9 @@ class DataParallel {
   /// Forward only (evaluation). Collective at stage 3 (parameters are gathered), so every rank
   /// must call it the same number of times (a batch may have 0 rows).
   const Tensor& forward(const Tensor& x);
-  /// All parameter values in the model's parameters() order. Collective at stage 3.
+  /// The fp32 master values of all parameters in the model's parameters() order. Collective at
+  /// stage 3, and at stages 1-2 with a 16-bit compute precision (each rank then keeps only
+  /// its slices of the master weights current between steps).
   std::vector<float> fullParameters();
   /// Sums `values` over ranks in place (doubles) through the engine's stream.
   void allReduceSum(std::vector<double>& values);
@@ -113,18 +131,29 @@ class DataParallel {
   void resetCounters() {
     comm_seconds_ = 0.0;
     comm_volume_bytes_ = 0;
+    skipped_steps_ = 0;
   }
+  /// The current loss scale (1 without loss scaling).
+  float lossScale() const { return scaler_ ? scaler_->scale() : 1.0f; }
+  /// Steps skipped for inf/NaN gradients since the last resetCounters().
+  long skippedSteps() const { return skipped_steps_; }
+  /// Whether the last optimizerStep() updated the parameters (false: skipped by the scaler).
+  bool lastStepApplied() const { return last_step_applied_; }
 
  private:
   struct Unit;
   void check(braidResult_t r, const char* call);
   void synchronize();
   void launchGradients(size_t u);
-  void gatherParameters(size_t u);
+  void gatherParameters(size_t u, bool for_compute = true);
   void releaseParameters(size_t u);
   void ensureGradients(size_t u);
   void onAfterBackward(size_t layer);
   void widenGradients();
+  bool gradientsOverflowed();
+  void refreshComputeCopy();
+  void gatherComputeCopy();
+  braidDataType_t computeWireType() const;
   void layOut();
 
   Sequential& model_;
@@ -141,6 +170,11 @@ class DataParallel {
   std::vector<Parameter*> model_params_;           // model_.parameters()
   std::vector<float> params_, grads_;              // full flat buffers (stages 0-2 / 0-1)
   std::vector<float> param_shard_, grad_shard_;    // this rank's shard (stage 3 / 2-3)
+  std::vector<float> compute_params_;              // 16-bit compute: the rounded copy (stages 0-2)
+  bool master_whole_ = true;  // false: params_ is current in this rank's slices only
+  std::unique_ptr<LossScaler> scaler_;
+  long skipped_steps_ = 0;
+  bool last_step_applied_ = true;
   bool syncing_ = true;
   double comm_seconds_ = 0.0;
   uint64_t comm_volume_bytes_ = 0;

@@ -35,6 +35,10 @@ class Layer {
   virtual std::vector<Parameter*> parameters() { return {}; }
   /// Draws initial parameter values from rng (PyTorch's defaults for the layer).
   virtual void initialize(std::mt19937_64& rng) { (void)rng; }
+  /// Elements the layer keeps from its last forward for its backward (its activations).
+  virtual size_t cacheElements() const { return 0; }
+  /// Frees what forward kept (activation recomputation: forward runs again before backward).
+  virtual void releaseCache() {}
   /// False when nothing consumes dx (the first layer): backward may then leave dx unset and
   /// skip its product, as autograd does for inputs that need no gradient.
   bool needs_input_grad = true;
@@ -50,6 +54,8 @@ class Linear : public Layer {
   void backward(const Tensor& dy, Tensor& dx) override;
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void initialize(std::mt19937_64& rng) override;
+  size_t cacheElements() const override { return x_.numel(); }
+  void releaseCache() override { x_ = Tensor(); }
   size_t in() const { return in_; }
   size_t out() const { return out_; }
 
@@ -66,6 +72,8 @@ class ReLU : public Layer {
   std::string name() const override { return "relu"; }
   void forward(const Tensor& x, Tensor& y) override;
   void backward(const Tensor& dy, Tensor& dx) override;
+  size_t cacheElements() const override { return x_.numel(); }
+  void releaseCache() override { x_ = Tensor(); }
 
  private:
   Tensor x_;
@@ -77,6 +85,8 @@ class GELU : public Layer {
   std::string name() const override { return "gelu"; }
   void forward(const Tensor& x, Tensor& y) override;
   void backward(const Tensor& dy, Tensor& dx) override;
+  size_t cacheElements() const override { return x_.numel(); }
+  void releaseCache() override { x_ = Tensor(); }
 
  private:
   Tensor x_;
@@ -92,6 +102,11 @@ class LayerNorm : public Layer {
   void backward(const Tensor& dy, Tensor& dx) override;
   std::vector<Parameter*> parameters() override { return {&gamma_, &beta_}; }
   void initialize(std::mt19937_64& rng) override;
+  size_t cacheElements() const override { return xhat_.numel() + rstd_.size(); }
+  void releaseCache() override {
+    xhat_ = Tensor();
+    std::vector<float>().swap(rstd_);
+  }
 
  private:
   size_t features_;

@@ -1,5 +1,6 @@
 #include "training/model.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace braid::training {
@@ -55,26 +56,89 @@ std::vector<float> Sequential::flatValues() {
   return out;
 }
 
+size_t Sequential::cachedElements() const {
+  size_t n = 0;
+  for (const auto& l : layers_) n += l->cacheElements();
+  return n;
+}
+
+size_t Sequential::checkpointElements() const {
+  size_t n = 0;
+  for (const Tensor& t : checkpoints_) n += t.numel();
+  return n;
+}
+
+void Sequential::forwardRange(size_t first, size_t last, const Tensor& in, bool with_hooks) {
+  for (size_t i = first; i < last; ++i) {
+    if (with_hooks && hooks.before_forward) hooks.before_forward(i);
+    layers_[i]->forward(i == first ? in : activations_[i - 1], activations_[i]);
+    roundTo(precision_, activations_[i].data(), activations_[i].numel());
+    if (with_hooks && hooks.after_forward) hooks.after_forward(i);
+  }
+}
+
 const Tensor& Sequential::forward(const Tensor& x) {
   if (layers_.empty()) throw std::logic_error("Sequential::forward: the model has no layers");
   activations_.resize(layers_.size());
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    if (hooks.before_forward) hooks.before_forward(i);
-    layers_[i]->forward(i == 0 ? x : activations_[i - 1], activations_[i]);
-    if (hooks.after_forward) hooks.after_forward(i);
+  const Tensor* in = &x;
+  if (precision_ != Precision::kFp32) {
+    input_ = x;
+    roundTo(precision_, input_.data(), input_.numel());
+    in = &input_;
   }
+  if (!recompute_) {
+    checkpoints_.clear();
+    forwardRange(0, layers_.size(), *in, true);
+    activation_elements_ = cachedElements();
+    return activations_.back();
+  }
+  block_start_.clear();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (i == 0 || !layers_[i]->parameters().empty()) block_start_.push_back(i);
+  }
+  checkpoints_.resize(block_start_.size());
+  for (size_t b = 0; b < block_start_.size(); ++b) {
+    const size_t first = block_start_[b];
+    const size_t last = b + 1 < block_start_.size() ? block_start_[b + 1] : layers_.size();
+    checkpoints_[b] = first == 0 ? *in : activations_[first - 1];
+    forwardRange(first, last, checkpoints_[b], true);
+    for (size_t i = first; i < last; ++i) layers_[i]->releaseCache();
+  }
+  activation_elements_ = cachedElements() + checkpointElements();
   return activations_.back();
 }
 
 void Sequential::backward(const Tensor& dlogits) {
   const Tensor* dy = &dlogits;
-  for (size_t i = layers_.size(); i-- > 0;) {
-    if (hooks.before_backward) hooks.before_backward(i);
+  peak_backward_elements_ = activation_elements_;
+  auto backwardLayer = [&](size_t i, bool before_hook) {
+    if (before_hook && hooks.before_backward) hooks.before_backward(i);
     Tensor& dx = (dy == &grad_a_) ? grad_b_ : grad_a_;
     layers_[i]->backward(*dy, dx);
+    if (layers_[i]->needs_input_grad) roundTo(precision_, dx.data(), dx.numel());
     dy = &dx;
     if (hooks.after_backward) hooks.after_backward(i);
+  };
+  if (!recompute_ || checkpoints_.size() != block_start_.size() || checkpoints_.empty()) {
+    for (size_t i = layers_.size(); i-- > 0;) backwardLayer(i, true);
+    return;
   }
+  for (size_t b = block_start_.size(); b-- > 0;) {
+    const size_t first = block_start_[b];
+    const size_t last = b + 1 < block_start_.size() ? block_start_[b + 1] : layers_.size();
+    // The block's parameters must be in place (ZeRO-3 gathers them) before it runs again, so
+    // its before-backward hooks run first, in the order backward would run them.
+    for (size_t i = last; i-- > first;) {
+      if (hooks.before_backward) hooks.before_backward(i);
+    }
+    forwardRange(first, last, checkpoints_[b], false);
+    peak_backward_elements_ =
+        std::max(peak_backward_elements_, cachedElements() + checkpointElements());
+    for (size_t i = last; i-- > first;) backwardLayer(i, false);
+    for (size_t i = first; i < last; ++i) layers_[i]->releaseCache();
+    checkpoints_[b] = Tensor();
+  }
+  checkpoints_.clear();
 }
 
 void Sequential::zeroGrad() {

@@ -49,6 +49,29 @@ float fromBf16(Bf16 x);
 void toBf16(const float* in, Bf16* out, size_t n);
 void fromBf16(const Bf16* in, float* out, size_t n);
 
+/// IEEE 754 binary16 storage (5-bit exponent, 10-bit mantissa, largest finite 65504).
+struct Fp16 {
+  uint16_t bits = 0;
+};
+/// fp32 -> fp16, rounding to nearest even: values beyond 65504 (after rounding) become inf,
+/// small ones subnormal or zero; NaN stays NaN (quiet).
+Fp16 toFp16(float x);
+float fromFp16(Fp16 x);
+void toFp16(const float* in, Fp16* out, size_t n);
+void fromFp16(const Fp16* in, float* out, size_t n);
+
+/// The precision of compute (parameters and activations as forward and backward see them).
+/// Host tensors stay fp32 arrays: a 16-bit precision is emulated by rounding the values to
+/// those of the 16-bit format (round to nearest even), so products run through sgemm on
+/// operands that a bf16/fp16 unit would see, accumulating in fp32 as tensor cores do.
+enum class Precision { kFp32, kBf16, kFp16 };
+/// "fp32", "bf16" or "fp16".
+const char* precisionName(Precision p);
+/// Bytes one element occupies in precision p (4 or 2).
+size_t bytesPerElement(Precision p);
+/// Rounds x[0, n) in place to values of precision p (no-op for fp32).
+void roundTo(Precision p, float* x, size_t n);
+
 /// C[m, n] = alpha * op(A) op(B) + beta * C, row-major, op = transpose when transA/transB.
 /// A is [m, k] ([k, m] when transA), B is [k, n] ([n, k] when transB). Uses cblas_sgemm.
 void gemm(bool transA, bool transB, size_t m, size_t n, size_t k, float alpha, const float* a,

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Produces the figures of docs/training.md: accuracy per ZeRO stage and rank count, per-rank
-# memory against the ZeRO paper's formulas, communication volume per step, and step time with
-# and without overlapping the gradient collectives with backward. Prints markdown tables.
+# memory against the ZeRO paper's formulas, communication volume per step, mixed precision
+# (bf16, fp16 with loss scaling), activation memory with and without recomputation, and step
+# time with and without overlapping the gradient collectives with backward. Prints markdown
+# tables.
 # usage: src/training/training_report.sh BUILD_DIR [EPOCHS]
 set -eu
 B=${1:?usage: $0 BUILD_DIR [EPOCHS]}
@@ -61,19 +63,37 @@ print('| %d | %d (%d) | %d (%d) | %d (%d) | %d (%d) | %d (%s psi x 4 B = %d) |' 
 PY
 done
 echo
-echo "### bf16 gradients (dp 4, --precision bf16, --epochs $EPOCHS)"
+echo "### Mixed precision (dp 4, zero 2, --precision P, --epochs $EPOCHS)"
 echo
-echo "| zero | test accuracy per epoch | final loss | bytes/step (fp32 run) |"
-echo "|---:|---|---:|---:|"
-for zero in 0 1 2 3; do
-  run 4 "$zero" --epochs "$EPOCHS" --precision bf16
-  python3 - "$OUT/run.json" "$OUT/acc_4_${zero}.json" "$zero" <<'PY'
+echo "| precision | test accuracy per epoch | final loss | loss scale per epoch | skipped steps | bytes/step |"
+echo "|---|---|---:|---|---:|---:|"
+for prec in bf16 fp16; do
+  run 4 2 --epochs "$EPOCHS" --precision "$prec"
+  python3 - "$OUT/run.json" "$prec" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]
-fp32 = [json.loads(l) for l in open(sys.argv[2]) if l.startswith('{')][-1]
-print('| %s | %s | %.4f | %d (%d) |' % (sys.argv[3],
+print('| %s | %s | %.4f | %s | %d | %d |' % (sys.argv[2],
       ' '.join('%.4f' % r['test_accuracy'] for r in rows), rows[-1]['loss'],
-      rows[-1]['comm_bytes_per_step'], fp32['comm_bytes_per_step']))
+      ' '.join('%g' % r['loss_scale'] for r in rows), sum(r['skipped_steps'] for r in rows),
+      rows[-1]['comm_bytes_per_step']))
+PY
+done
+echo
+echo "### Activation memory (dp 1, bf16, batch 128, 3 steps)"
+echo
+echo "| model | activation B without | with --recompute | peak during backward with it |"
+echo "|---|---:|---:|---:|"
+for model in mlp vit; do
+  "$TRAIN" --model "$model" --dp 1 --precision bf16 --epochs 1 --max-steps 3 --json \
+    > "$OUT/act_off.json"
+  "$TRAIN" --model "$model" --dp 1 --precision bf16 --epochs 1 --max-steps 3 --json \
+    --recompute > "$OUT/act_on.json"
+  python3 - "$OUT/act_off.json" "$OUT/act_on.json" "$model" <<'PY'
+import json, sys
+off = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+on = json.loads(open(sys.argv[2]).read().splitlines()[-1])
+print('| %s | %d | %d | %d |' % (sys.argv[3], off['activation_bytes'], on['activation_bytes'],
+      on['peak_backward_activation_bytes']))
 PY
 done
 echo
