@@ -182,15 +182,18 @@ TEST(Parity, SmallBucketsOverlappedAndNot) {
 
 TEST(Parity, SmallVit) {
   // Patch embedding, attention, residual blocks: one bucket per few layers at stages 0-2, one
-  // unit per top-level layer (embedding, residual blocks, norm, head) at stage 3.
-  for (int zero : {0, 1, 2, 3}) {
-    Config c;
-    c.vit = true;
-    c.zero = zero;
-    c.first_bucket_bytes = 4096;
-    c.bucket_cap_bytes = 16384;
-    expectParity(2, c);
-  }
+  // unit per top-level layer (embedding, residual blocks, norm, head) at stage 3; DDP on 1, 2
+  // and 4 ranks, ZeRO 1-3 on 2 and 4.
+  for (int nranks : {1, 2, 4})
+    for (int zero : {0, 1, 2, 3}) {
+      if (nranks == 1 && zero > 0) continue;
+      Config c;
+      c.vit = true;
+      c.zero = zero;
+      c.first_bucket_bytes = 4096;
+      c.bucket_cap_bytes = 16384;
+      expectParity(nranks, c);
+    }
 }
 
 TEST(Parity, AdafactorDdp) {
