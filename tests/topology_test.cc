@@ -417,6 +417,18 @@ TEST(NcclErrors, BadBusId) {
   EXPECT_NE(msg.find("00:zz:1"), std::string::npos) << msg;
 }
 
+// Found by fuzz_topo_xml: a signed hexadecimal id loaded as a negative number, which the
+// dump wrote as 0xfffff4f4 and the dump's reload refused. Ids take no sign.
+TEST(NcclErrors, SignedHexIdRefused) {
+  for (const char* v : {"0x-b0c", "-0xb0c", "0x+b0c", "+b0c"}) {
+    std::string msg = loadError(std::string("<system version=\"1\">\n  <cpu numaid=\"0\">\n    "
+                                            "<pci busid=\"0000:01:00.0\" subsystem_device=\"") +
+                                v + "\"/>\n  </cpu>\n</system>\n");
+    EXPECT_NE(msg.find("bad.xml:3:"), std::string::npos) << v << ": " << msg;
+    EXPECT_NE(msg.find("subsystem_device"), std::string::npos) << v << ": " << msg;
+  }
+}
+
 TEST(NcclErrors, DanglingNvlink) {
   std::string msg = loadError(
       "<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"0000:01:00.0\" "

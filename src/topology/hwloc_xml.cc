@@ -141,6 +141,8 @@ braidResult_t Parser::err(int line, const char* fmt, ...) {
 
 bool parseLong(const char* s, int base, long* out) {
   if (!s || !*s) return false;
+  // Hexadecimal values are ids and masks: no sign, no leading space (as xml_util.h's).
+  if (base == 16 && !isxdigit(static_cast<unsigned char>(s[0]))) return false;
   errno = 0;
   char* end = nullptr;
   long v = strtol(s, &end, base);

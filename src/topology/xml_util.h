@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <tinyxml2.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -27,11 +28,14 @@ inline std::string vformat(const char* fmt, va_list ap) {
 }
 
 // A whole integer (spaces around it allowed; "0x" accepted in base 16); false otherwise.
+// Hexadecimal values are ids and masks: no sign (a "0x-b0c" would dump as a number no file
+// could hold; found by fuzz_topo_xml).
 inline bool parseLong(const char* s, int base, long* out) {
   if (s == nullptr) return false;
   while (*s == ' ') ++s;
   if (*s == '\0') return false;
   if (base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s += 2;
+  if (base == 16 && !std::isxdigit(static_cast<unsigned char>(*s))) return false;
   char* end = nullptr;
   errno = 0;
   long v = std::strtol(s, &end, base);
