@@ -598,6 +598,18 @@ const std::vector<FuzzCase>& hwlocFuzzCases() {
            "      <object type=\"OSDev\" name=\"eth1\" osdev_type=\"2\"/>\n"
            "    </object>\n  </object>\n</topology>\n",
        "fuzz-hwloc.xml:5: unparsable pci_type=\"-200 [8086:1521] [00d9:0021] 01\""},
+      // Found by fuzz_hwloc_xml: two GPUs both cuda0 loaded, and their NCCL dump did not.
+      {"two GPUs with one CUDA index",
+       std::string(kHead) +
+           "    <object type=\"PCIDev\" pci_busid=\"0000:04:00.0\" pci_type=\"0302 [10de:1db8] "
+           "[10de:131d] a1\">\n"
+           "      <object type=\"OSDev\" name=\"cuda0\" osdev_type=\"5\"/>\n"
+           "    </object>\n"
+           "    <object type=\"PCIDev\" pci_busid=\"0000:05:00.0\" pci_type=\"0302 [10de:1db8] "
+           "[10de:131d] a1\">\n"
+           "      <object type=\"OSDev\" name=\"cuda0\" osdev_type=\"5\"/>\n"
+           "    </object>\n  </object>\n</topology>\n",
+       "fuzz-hwloc.xml:9: a second GPU OS device with index 0"},
       // hwloc's own test files repeat a bus id on a device the model drops (a SATA controller
       // beside an InfiniBand HCA in 2n8c2t-pci-wholeio): still loads.
       {"dropped device sharing a bus id",

@@ -696,6 +696,7 @@ braidResult_t Parser::build(System* out) {
       g.parent = parent;
       std::map<std::string, int> perBackend;
       std::string model;
+      int devLine = 0;
       for (int c : o.children) {
         const XObj& od = objs_[c];
         if (!isComputeGpuOsdev(od)) continue;
@@ -703,9 +704,17 @@ braidResult_t Parser::build(System* out) {
         if (const char* m = od.info("GPUModel"); m && *m && model.empty()) model = m;
         long idx;
         if ((od.name.rfind("cuda", 0) == 0 || od.name.rfind("rsmi", 0) == 0) && g.dev < 0 &&
-            parseLong(od.name.c_str() + 4, 10, &idx))
+            parseLong(od.name.c_str() + 4, 10, &idx) && idx >= 0 && idx < (1 << 20)) {
           g.dev = static_cast<int>(idx);
+          devLine = od.line;
+        }
       }
+      // Two GPUs with one CUDA (or ROCm SMI) index: no machine reports that, and NCCL's
+      // files cannot hold it (found by fuzz_hwloc_xml: a dump that did not load back).
+      for (const Gpu& other : sys.gpus)
+        if (g.dev >= 0 && other.dev == g.dev)
+          return err(devLine, "a second GPU OS device with index %d (GPU %s)", g.dev,
+                     o.busid.c_str());
       if (model.empty())
         if (const char* m = o.info("PCIDevice")) model = m;
       if (model.empty()) model = o.name;  // v1 PCI name
