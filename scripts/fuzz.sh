@@ -5,7 +5,8 @@
 # id, peer cards, tuning figures and table) seeded with texts written here. Exits non-zero when a target crashes, leaks or times out; the
 # reproducer (crash-*, leak-*, timeout-*) is kept in the artifact directory it prints.
 #   scripts/fuzz.sh [SECONDS]
-# Environment: BRAID_FUZZ_BUILD (build dir, default build-fuzz in the repository), BRAID_SHARED_DIR
+# Environment: BRAID_FUZZ_RUNS (run that many inputs from seed 1 instead, the same every time),
+# BRAID_FUZZ_BUILD (build dir, default build-fuzz in the repository), BRAID_SHARED_DIR
 # (default ../shared next to the repository), CC/CXX (default clang/clang++).
 # Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
 set -euo pipefail
@@ -70,8 +71,16 @@ for t in "${targets[@]}"; do
   else
     echo "fuzz.sh: no seeds at $seeds, starting from an empty corpus" >&2
   fi
-  echo "fuzz.sh: $name for ${secs}s ($(ls "$corpus" | wc -l) seed file(s))"
-  if ! BRAID_DEBUG=NONE "$build/tests/$name" -max_total_time="$secs" -timeout=10 \
+  how="${secs}s"
+  [ -n "${BRAID_FUZZ_RUNS:-}" ] && how="$BRAID_FUZZ_RUNS runs from seed 1"
+  echo "fuzz.sh: $name for $how ($(ls "$corpus" | wc -l) seed file(s))"
+  # BRAID_FUZZ_RUNS=N: N inputs from seed 1 instead of SECONDS, the same run every time (CI).
+  if [ -n "${BRAID_FUZZ_RUNS:-}" ]; then
+    bound=(-runs="$BRAID_FUZZ_RUNS" -seed=1)
+  else
+    bound=(-max_total_time="$secs")
+  fi
+  if ! BRAID_DEBUG=NONE "$build/tests/$name" "${bound[@]}" -timeout=10 \
       -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" \
       >"$work/$name/log" 2>&1; then
     echo "fuzz.sh: $name FAILED; last lines of $work/$name/log:" >&2
