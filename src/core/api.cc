@@ -127,7 +127,7 @@ braidResult_t braidCommAbort(braidComm_t comm) {
   // Peers on this host that wait on this rank see the connection lost at their next
   // liveness check (within 0.1 s) instead of waiting for BRAID_TIMEOUT.
   for (braid::Connection* c : comm->connPtrs)
-    if (c) c->abandon();
+    if (c) c->abandon(-1);
   // Calls blocked in other threads end at their next wait: wake them until they have left.
   while (comm->inFlight.load() > 0) {
     if (comm->segment) comm->segment->doorbell()->ring();

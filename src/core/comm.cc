@@ -521,7 +521,7 @@ braidResult_t markBroken(braidComm* comm, braidResult_t res) {
     // Pieces this rank published in place point into buffers its caller may now free or
     // reuse: its peers must not read them (nor wait for this rank any longer).
     for (Connection* c : comm->connPtrs)
-      if (c) c->abandon();
+      if (c) c->abandon(comm->blamed);
   }
   return res;
 }
@@ -668,6 +668,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   ctx.aborted = &comm->aborted;
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;
+  ctx.blamed = &comm->blamed;
   return markBroken(comm, execute(plan, ctx));
 }
 
@@ -802,6 +803,7 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
   ctx.aborted = &comm->aborted;
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;
+  ctx.blamed = &comm->blamed;
   return markBroken(comm, execute(&plan, ctx));
 }
 

@@ -96,6 +96,7 @@ struct braidComm {
   std::atomic<braidResult_t> brokenCode{braidSuccess};
   // braidCommAbort: every wait of a call on this communicator ends at once.
   std::atomic<bool> aborted{false};
+  int blamed = -1;  // the rank the failed call blamed (ExecContext::blamed), for abandon()
   // API calls running on this communicator (any thread); braidCommAbort frees it only once
   // they have returned.
   std::atomic<int> inFlight{0};

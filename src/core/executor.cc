@@ -52,14 +52,16 @@ class Run {
   // After a pass that moved nothing: passes again until one moves something. Spin briefly,
   // yield a few times (ranks may outnumber cores), then sleep on the doorbell until a peer
   // publishes or frees a slot. Oversubscribed (more ranks on this host than cores): the peer
-  // we wait for needs this core, so go to sleep almost at once. Fails on the timeout or a
-  // lost peer. Never inlined, so that profiles (perf/callgrind_allreduce.sh) tell the time a
-  // rank waits from the time it works.
+  // we wait for needs this core, so hand it over at once with sched_yield, many times, before
+  // sleeping: a yield gives the core to a runnable peer without the futex round trip of a
+  // sleep (4 ranks on 2 cores, 8-byte all-reduce: 44 us sleeping at once, 7 us after up to
+  // 1,000 yields; perf/compare_peers.sh 4). Fails on the timeout or a lost peer. Never inlined, so
+  // that profiles (perf/callgrind_allreduce.sh) tell the time a rank waits from the time it works.
   [[gnu::noinline]] braidResult_t waitForProgress() {
     const double timeout = ctx_.timeoutSec > 0 ? ctx_.timeoutSec : config().timeoutSec;
     const double stallWarn = ctx_.stallWarnSec >= 0 ? ctx_.stallWarnSec : config().stallWarnSec;
     const unsigned spins = ctx_.oversubscribed ? 32 : 4096;
-    const unsigned yields = ctx_.oversubscribed ? 0 : 64;
+    const unsigned yields = ctx_.oversubscribed ? 1000 : 64;
     Clock::time_point idleSince{}, lastLivenessCheck{};
     for (unsigned idle = 1;; ++idle) {
       if (ctx_.aborted && ctx_.aborted->load(std::memory_order_relaxed))
@@ -319,7 +321,14 @@ class Run {
     return -1;
   }
 
+  void blame(int rank) const {
+    if (ctx_.blamed) *ctx_.blamed = rank;
+  }
+
   braidResult_t lostPeerError(int peer) {
+    // A peer that gave up because of a third rank passes the blame on to it.
+    const int further = ctx_.connections[peer]->blamed();
+    blame(further >= 0 && further != ctx_.rank ? further : peer);
     if (const char* why = ctx_.connections[peer]->failure())
       return fail(braidRemoteError,
                   "%s #%llu: the %s connection to rank %d is lost while this rank waits on it: %s",
@@ -329,6 +338,7 @@ class Run {
   }
 
   braidResult_t deadPeer(int peer) {
+    blame(peer);
     return fail(braidRemoteError,
                 "%s #%llu: rank %d (pid %d on this host) exited while this rank waited on it; "
                 "the job cannot finish this call",
@@ -365,6 +375,11 @@ class Run {
   }
 
   braidResult_t timeoutError(double waited) {
+    for (size_t q = 0; q < plan_.recvs.size(); ++q)
+      if (recvCur_[q].index < plan_.recvs[q].steps.size()) {
+        blame(plan_.recvs[q].peer);
+        break;
+      }
     return fail(braidTimeout,
                 "%s #%llu timed out after %.0f s (BRAID_TIMEOUT or braidConfig_t::timeoutSec) %s",
                 ctx_.what, static_cast<unsigned long long>(ctx_.opCount), waited,

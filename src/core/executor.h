@@ -68,6 +68,9 @@ struct ExecContext {
   const std::atomic<bool>* aborted = nullptr;
   double timeoutSec = 0;     // bound of every wait, s (0: BRAID_TIMEOUT)
   double stallWarnSec = -1;  // BRAID_STALL_WARN for this call (negative: the environment's)
+  // Where a failed call writes the rank it blames (the peer lost or waited on at the
+  // timeout, or the one that peer blamed); -1 when none. May be null.
+  int* blamed = nullptr;
 };
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);

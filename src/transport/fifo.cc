@@ -8,7 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -106,17 +108,32 @@ bool FifoConnection::sendRetired(uint64_t ticket) {
   return sendTailSeen_ > ticket;
 }
 
-const char* FifoConnection::failure() const {
-  if (send_->consumerGone.load(std::memory_order_acquire) ||
-      recv_->producerGone.load(std::memory_order_acquire))
-    return "the peer gave the connection up (its communicator was aborted, or a call on it "
-           "failed)";
-  return nullptr;
+// The far end's flag: 0 while it works, else 1 + 1 + the rank it blamed (-1: none).
+int FifoConnection::blamed() const {
+  const int32_t flag = std::max(send_->consumerGone.load(std::memory_order_acquire),
+                                recv_->producerGone.load(std::memory_order_acquire));
+  return flag > 0 ? flag - 2 : -1;
 }
 
-void FifoConnection::abandon() {
-  recv_->consumerGone.store(1, std::memory_order_release);
-  send_->producerGone.store(1, std::memory_order_release);
+const char* FifoConnection::failure() const {
+  if (!send_->consumerGone.load(std::memory_order_acquire) &&
+      !recv_->producerGone.load(std::memory_order_acquire))
+    return nullptr;
+  const int cause = blamed();
+  if (cause < 0)
+    return "the peer gave the connection up (its communicator was aborted, or a call on it "
+           "failed)";
+  std::snprintf(failure_, sizeof(failure_),
+                "the peer gave the connection up: its call failed on rank %d (late, stalled, "
+                "dead or failed)",
+                cause);
+  return failure_;
+}
+
+void FifoConnection::abandon(int blamed) {
+  const int32_t flag = 2 + std::max(blamed, -1);
+  recv_->consumerGone.store(flag, std::memory_order_release);
+  send_->producerGone.store(flag, std::memory_order_release);
   peerBell_->ring();
 }
 

@@ -25,10 +25,11 @@ constexpr size_t kFifoLine = 64;
 
 struct Fifo {
   alignas(kFifoLine) std::atomic<uint64_t> head;
-  // Set by the producer when it abandons the connection (braidCommAbort).
+  // Set by the producer when it abandons the connection: 1 + the rank it blamed (0 for none),
+  // plus 1: 0 while it works (FifoConnection::abandon).
   std::atomic<int32_t> producerGone;
   alignas(kFifoLine) std::atomic<uint64_t> tail;
-  // Set by the consumer when it abandons the connection (braidCommAbort).
+  // The same, set by the consumer.
   std::atomic<int32_t> consumerGone;
   // The consumer's pid when it reads in-place pieces from the producer's memory (single
   // copy), else 0. Written by the consumer during init, before the bootstrap barrier that
@@ -93,7 +94,8 @@ class FifoConnection : public Connection {
   bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
   bool sendRetired(uint64_t ticket) override;
   const char* failure() const override;
-  void abandon() override;
+  void abandon(int blamed) override;
+  int blamed() const override;
   // The far end is the network proxy, a thread of this process: steps of minBytes or more
   // go in place.
   void offerInPlaceSends(size_t minBytes) { inPlaceMin_ = minBytes; }
@@ -128,6 +130,7 @@ class FifoConnection : public Connection {
   int producerPid_ = 0;
   bool producerIsMe_ = false;
   const char* peekedRemote_ = nullptr;
+  mutable char failure_[160] = {0};
 };
 
 }  // namespace braid

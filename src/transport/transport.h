@@ -81,10 +81,13 @@ class Connection {
   // Why the connection can carry nothing more (the peer's host closed or reset it), or
   // nullptr while it works. Checked by a rank that waits on the peer.
   virtual const char* failure() const { return nullptr; }
-  // This rank gives the connection up (braidCommAbort): a peer that waits on it sees
-  // failure() instead of waiting for its timeout. Connections over the network need not: their
-  // sockets close.
-  virtual void abandon() {}
+  // This rank gives the connection up (braidCommAbort, or a call that failed): a peer that
+  // waits on it sees failure() instead of waiting for its timeout. `blamed` is the rank whose
+  // loss made this rank give up (-1: an abort or another error): the peer's failure() names
+  // it. Connections over the network need not: their sockets close.
+  virtual void abandon(int blamed) { (void)blamed; }
+  // The rank the far end blamed when it gave the connection up (-1: none, or it did not).
+  virtual int blamed() const { return -1; }
 };
 
 }  // namespace braid
