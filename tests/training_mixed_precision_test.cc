@@ -28,44 +28,12 @@
 #include "training/loss_scaler.h"
 #include "training/model.h"
 #include "training/optimizer.h"
+#include "training_fixtures.h"
 
 namespace braid::training {
 namespace {
 
-constexpr size_t kFeatures = 784, kClasses = 10, kGlobalBatch = 32, kSteps = 20;
-constexpr uint64_t kSeed = 2024;
-
-struct Synthetic {
-  std::vector<float> x;
-  std::vector<int32_t> y;
-  Synthetic() {
-    std::mt19937_64 rng(99);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    x.resize(kSteps * kGlobalBatch * kFeatures);
-    y.resize(kSteps * kGlobalBatch);
-    for (float& v : x) v = u(rng);
-    for (int32_t& l : y) l = static_cast<int32_t>(rng() % kClasses);
-  }
-  void batch(size_t first, size_t rows, Tensor& xt, std::vector<int32_t>& yt) const {
-    xt = Tensor({rows, kFeatures}, std::vector<float>(x.begin() + first * kFeatures,
-                                                      x.begin() + (first + rows) * kFeatures));
-    yt.assign(y.begin() + first, y.begin() + first + rows);
-  }
-};
-
-const Synthetic& data() {
-  static const Synthetic s;
-  return s;
-}
-
-double relativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    diff += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
-    norm += double{b[i]} * b[i];
-  }
-  return std::sqrt(diff / norm);
-}
+using namespace fixtures;
 
 void expectNoErrors(const std::vector<std::string>& errors) {
   for (const auto& e : errors) {
