@@ -44,9 +44,19 @@ class Layer {
   bool needs_input_grad = true;
 };
 
+/// A layer whose backward needs its last input only: forward keeps it in x_.
+class InputCachingLayer : public Layer {
+ public:
+  size_t cacheElements() const override { return x_.numel(); }
+  void releaseCache() override { x_ = Tensor(); }
+
+ protected:
+  Tensor x_;
+};
+
 /// y = x W^T + b, W [out, in], b [out] (torch.nn.Linear). Initialised U(-1/sqrt(in), 1/sqrt(in))
 /// for both W and b, as PyTorch does. Products through BLAS.
-class Linear : public Layer {
+class Linear : public InputCachingLayer {
  public:
   Linear(size_t in, size_t out, std::string name = "linear");
   std::string name() const override { return name_; }
@@ -54,8 +64,6 @@ class Linear : public Layer {
   void backward(const Tensor& dy, Tensor& dx) override;
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void initialize(std::mt19937_64& rng) override;
-  size_t cacheElements() const override { return x_.numel(); }
-  void releaseCache() override { x_ = Tensor(); }
   size_t in() const { return in_; }
   size_t out() const { return out_; }
 
@@ -63,33 +71,22 @@ class Linear : public Layer {
   size_t in_, out_;
   std::string name_;
   Parameter weight_, bias_;
-  Tensor x_;
 };
 
 /// y = max(x, 0); the gradient at 0 is taken as 0 (PyTorch's).
-class ReLU : public Layer {
+class ReLU : public InputCachingLayer {
  public:
   std::string name() const override { return "relu"; }
   void forward(const Tensor& x, Tensor& y) override;
   void backward(const Tensor& dy, Tensor& dx) override;
-  size_t cacheElements() const override { return x_.numel(); }
-  void releaseCache() override { x_ = Tensor(); }
-
- private:
-  Tensor x_;
 };
 
 /// y = x * Phi(x) with Phi the standard normal CDF (exact erf form, torch's default GELU).
-class GELU : public Layer {
+class GELU : public InputCachingLayer {
  public:
   std::string name() const override { return "gelu"; }
   void forward(const Tensor& x, Tensor& y) override;
   void backward(const Tensor& dy, Tensor& dx) override;
-  size_t cacheElements() const override { return x_.numel(); }
-  void releaseCache() override { x_ = Tensor(); }
-
- private:
-  Tensor x_;
 };
 
 /// Per row: y = (x - mean) / sqrt(var + eps) * gamma + beta, over the last dimension of size
