@@ -163,10 +163,11 @@ Options parse(int argc, char** argv) {
       }
     } else if (a == "--json") {
       o.json = true;
-    } else if (a == "--first-bucket-mb") {
-      o.first_bucket_mb = parsePositive(a, value());
-    } else if (a == "--bucket-cap-mb") {
-      o.bucket_cap_mb = parsePositive(a, value());
+    } else if (a == "--first-bucket-mb" || a == "--bucket-cap-mb") {
+      const char* v = value();
+      const double mb = parsePositive(a, v);
+      if (mb > 1 << 20) usageError(a + " " + v + ": at most 1048576 (1 TiB)");
+      (a == "--first-bucket-mb" ? o.first_bucket_mb : o.bucket_cap_mb) = mb;
     } else if (a == "--constant-lr") {
       o.cosine = false;
     } else if (a == "--recompute") {
@@ -175,7 +176,7 @@ Options parse(int argc, char** argv) {
       o.loss_scale_window = parseLong(a, value(), 1, 1L << 40);
     } else if (a == "--initial-loss-scale") {
       o.initial_loss_scale = parsePositive(a, value());
-      if (o.initial_loss_scale > 1e38) {
+      if (o.initial_loss_scale > 1e38 || o.initial_loss_scale < 1e-37) {
         usageError("--initial-loss-scale " + std::string(argv[i]) + ": beyond fp32's range");
       }
     } else if (a == "--no-overlap") {
@@ -388,6 +389,10 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
                                   static_cast<double>(correct), static_cast<double>(samples),
                                   train_s, comm_s};
     engine.allReduceSum(totals);
+    // Every rank holds the same totals, so all stop together on a diverged run.
+    if (!std::isfinite(totals[0]))
+      fail(rank, "the training loss is not finite after epoch " + std::to_string(epoch + 1) +
+                     ": training diverged (try a lower --lr)");
     const MemoryAccount mem = engine.memory();
     if (rank == 0) {
       const double mean_loss = totals[0] / nranks;
@@ -447,6 +452,12 @@ int main(int argc, char** argv) {
   try {
     train = loadFashionMnist(o.data, true);
     test = loadFashionMnist(o.data, false);
+    // The models take 28x28 images: a set of another size fails here, not after an epoch.
+    for (const ImageDataset* set : {&train, &test})
+      if (set->features != 784)
+        throw std::runtime_error(std::string(set == &train ? "training" : "test") +
+                                 " images have " + std::to_string(set->features) +
+                                 " pixels, not 28x28 = 784");
     standardize(train, 0.2860f, 0.3530f);
     standardize(test, 0.2860f, 0.3530f);
   } catch (const std::exception& e) {
