@@ -39,7 +39,7 @@ for algo in ring hierarchical; do
   out=$(run braid-h0:2,braid-h1:2 "$BUILD/perf/all_reduce_perf" -b "$SIZE" -e "$SIZE" \
     -n 5 -w 1 -A "$algo")
   echo "$out" | grep -E '^ +[0-9]' | sed "s/^/$algo: /"
-  echo "$out" | grep -q 'Out of bounds values : 0 OK' || { echo "$algo: wrong values" >&2; exit 1; }
+  grep -q 'Out of bounds values : 0 OK' <<<"$out" || { echo "$algo: wrong values" >&2; exit 1; }
   declare "bw_$algo=$(echo "$out" | busbw)"
 done
 echo "ring busbw ${bw_ring} GB/s, hierarchical ${bw_hierarchical} GB/s, ratio $(

@@ -240,7 +240,7 @@ status() {
   local link
   for link in $(root_veths); do
     found=1
-    [[ $link == "$VETH_PREFIX"* ]] && ip netns list | grep -qw "$NS_PREFIX${link#"$VETH_PREFIX"}" && continue
+    [[ $link == "$VETH_PREFIX"* ]] && grep -qw "$NS_PREFIX${link#"$VETH_PREFIX"}" <<<"$(ip netns list)" && continue
     echo "veth $link (no namespace)"
   done
   ((found)) || echo "no braid cluster (no $BRIDGE, no ${NS_PREFIX}* namespaces)"
