@@ -147,6 +147,22 @@ typedef struct {
 braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId, int rank,
                                       braidConfig_t* config);
 
+/// Color of a rank that takes no part in the new communicator of braidCommSplit.
+#define BRAID_SPLIT_NOCOLOR (-1)
+/// Splits comm into disjoint communicators (NCCL's ncclCommSplit, MPI_Comm_split). Collective
+/// over comm: every rank calls it, with no other call on comm in between. Ranks with the same
+/// color form one new communicator, ranked by key, ties by their rank in comm; a rank with
+/// color BRAID_SPLIT_NOCOLOR gets *newcomm = NULL. Each new communicator's rank 0 starts its
+/// bootstrap root (as braidGetUniqueId) and comm carries the ids, so no id is shared by
+/// hand. A NULL config inherits comm's timeoutSec and stallWarnSec.
+/// @param color  >= 0, or BRAID_SPLIT_NOCOLOR
+/// @param key    any int; orders the ranks of one color
+/// @return braidInvalidArgument for a NULL newcomm, a color below -1 or a bad config (as
+///         braidCommInitRankConfig); braidInvalidUsage inside braidGroupStart/End (the split
+///         needs comm's all-gathers to run); comm's errors if a peer fails.
+braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm,
+                             braidConfig_t* config);
+
 /// Braid extension: braidCommInitRank with rank, size and rendezvous read from the
 /// environment of the launcher that started this process, so that no unique id has to be
 /// shared by hand (torch's init_method="env://", NCCL's NCCL_COMM_ID). Collective: every

@@ -1,5 +1,6 @@
 // The C entry points: argument checks, then the communicator's machinery. Bad arguments
 // are refused here, before anything moves, with a message naming the argument.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -29,6 +30,27 @@ void waitForQueuedWork(braidComm* comm) {
   comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
 }
 
+// Refuses a config not made by BRAID_CONFIG_INITIALIZER or with bad Braid fields; fn names
+// the call in the message. NULL is valid (the defaults).
+braidResult_t checkConfig(const braidConfig_t* config, const char* fn) {
+  if (!config) return braidSuccess;
+  if (config->size != sizeof(braidConfig_t) || config->magic != BRAID_CONFIG_MAGIC)
+    return fail(braidInvalidArgument,
+                "%s: config was not initialised with BRAID_CONFIG_INITIALIZER (config->size "
+                "%zu, expected %zu; config->magic 0x%x)",
+                fn, config->size, sizeof(braidConfig_t), config->magic);
+  if (!(config->timeoutSec >= 0) || config->timeoutSec > 1e9)
+    return fail(braidInvalidArgument,
+                "%s: config->timeoutSec is %g; give seconds in [0, 1e9] (0: BRAID_TIMEOUT)", fn,
+                config->timeoutSec);
+  if (config->stallWarnSec != config->stallWarnSec || config->stallWarnSec > 1e9)
+    return fail(braidInvalidArgument,
+                "%s: config->stallWarnSec is %g; give seconds up to 1e9 (0: off, negative: "
+                "BRAID_STALL_WARN)",
+                fn, config->stallWarnSec);
+  return braidSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -51,24 +73,7 @@ braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId com
 braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId, int rank,
                                       braidConfig_t* config) {
   if (!comm) return fail(braidInvalidArgument, "braidCommInitRank: comm is NULL");
-  if (config) {
-    if (config->size != sizeof(braidConfig_t) || config->magic != BRAID_CONFIG_MAGIC)
-      return fail(braidInvalidArgument,
-                  "braidCommInitRankConfig: config was not initialised with "
-                  "BRAID_CONFIG_INITIALIZER (config->size %zu, expected %zu; config->magic "
-                  "0x%x)",
-                  config->size, sizeof(braidConfig_t), config->magic);
-    if (!(config->timeoutSec >= 0) || config->timeoutSec > 1e9)
-      return fail(braidInvalidArgument,
-                  "braidCommInitRankConfig: config->timeoutSec is %g; give seconds in [0, 1e9] "
-                  "(0: BRAID_TIMEOUT)",
-                  config->timeoutSec);
-    if (config->stallWarnSec != config->stallWarnSec || config->stallWarnSec > 1e9)
-      return fail(braidInvalidArgument,
-                  "braidCommInitRankConfig: config->stallWarnSec is %g; give seconds up to 1e9 "
-                  "(0: off, negative: BRAID_STALL_WARN)",
-                  config->stallWarnSec);
-  }
+  BRAID_TRY(checkConfig(config, "braidCommInitRankConfig"));
   *comm = nullptr;
   if (nranks < 1)
     return fail(braidInvalidArgument, "braidCommInitRank: nranks is %d; it must be >= 1", nranks);
@@ -106,6 +111,48 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
       return braid::failVerbatim(results[r], "braidCommInitAll: " + messages[r]);
     }
   }
+  return braidSuccess;
+}
+
+braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm,
+                             braidConfig_t* config) {
+  BRAID_TRY(checkComm(comm, "braidCommSplit"));
+  if (!newcomm) return fail(braidInvalidArgument, "braidCommSplit: newcomm is NULL");
+  *newcomm = nullptr;
+  if (color < BRAID_SPLIT_NOCOLOR)
+    return fail(braidInvalidArgument,
+                "braidCommSplit: color is %d; it must be >= 0, or BRAID_SPLIT_NOCOLOR (-1)", color);
+  BRAID_TRY(checkConfig(config, "braidCommSplit"));
+  if (braid::insideGroup())
+    return fail(braidInvalidUsage,
+                "braidCommSplit: called inside braidGroupStart/End; split outside a group");
+  // Round 1: every rank's (color, key). Round 2: each new rank 0's unique id.
+  const int n = comm->nranks;
+  std::vector<int32_t> colorKey(2 * static_cast<size_t>(n));
+  const int32_t mine[2] = {color, key};
+  BRAID_TRY(braidAllGather(mine, colorKey.data(), 2, braidInt32, comm, nullptr));
+  std::vector<int> members;  // parent ranks of my color, in new-rank order
+  if (color != BRAID_SPLIT_NOCOLOR) {
+    for (int r = 0; r < n; ++r)
+      if (colorKey[2 * r] == color) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(),
+                     [&](int a, int b) { return colorKey[2 * a + 1] < colorKey[2 * b + 1]; });
+  }
+  braidUniqueId id{};
+  const bool leader = !members.empty() && members[0] == comm->rank;
+  if (leader) BRAID_TRY(braidGetUniqueId(&id));
+  std::vector<braidUniqueId> ids(n);
+  BRAID_TRY(braidAllGather(&id, ids.data(), sizeof id, braidUint8, comm, nullptr));
+  if (members.empty()) return braidSuccess;
+  const int newRank =
+      static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
+  braidConfig_t inherited = BRAID_CONFIG_INITIALIZER;
+  inherited.timeoutSec = comm->timeoutSec;
+  inherited.stallWarnSec = comm->stallWarnSec;
+  braidResult_t r = braidCommInitRankConfig(newcomm, static_cast<int>(members.size()),
+                                            ids[members[0]], newRank, config ? config : &inherited);
+  if (r != braidSuccess)
+    return braid::failVerbatim(r, std::string("braidCommSplit: ") + braid::lastError());
   return braidSuccess;
 }
 

@@ -594,3 +594,5 @@ braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t 
 }
 
 }  // extern "C"
+
+bool braid::insideGroup() { return t_groupDepth > 0; }

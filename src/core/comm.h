@@ -131,6 +131,8 @@ class InFlight {
 };
 
 // config may be null (the environment's settings); it has been checked.
+// True inside braidGroupStart/End on the calling thread (collectives are deferred there).
+bool insideGroup();
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
                        const braidConfig_t* config = nullptr);
 // BRAID_CHECK: the ranks compare this call (collective, count, datatype, and op and root
