@@ -384,6 +384,27 @@ braidResult_t braidUniqueIdToString(const braidUniqueId* id,
 /// Parses braidUniqueIdToString's form. braidInvalidArgument if it is not 256 hex digits.
 braidResult_t braidUniqueIdFromString(const char* text, braidUniqueId* id);
 
+/// The CUDA device comm's rank uses (NCCL's ncclCommCuDevice): the calling thread's current
+/// device when the communicator was made, or -1 for a host communicator (a build without
+/// CUDA, or no CUDA device then). @return braidInvalidArgument for a NULL device.
+braidResult_t braidCommCuDevice(const braidComm_t comm, int* device);
+/// Allocates size bytes of device memory on the calling thread's current CUDA device, for
+/// buffers of collectives (NCCL's ncclMemAlloc; cudaMalloc here). size 0 gives NULL.
+/// @return braidInvalidArgument for a NULL ptr; braidUnhandledCudaError when there is no CUDA
+///         device (the message says why: "Braid built without CUDA", no driver, no device)
+///         or cudaMalloc fails (out of memory, with the size).
+braidResult_t braidMemAlloc(void** ptr, size_t size);
+/// Frees memory from braidMemAlloc (NULL is a no-op). braidUnhandledCudaError if CUDA refuses.
+braidResult_t braidMemFree(void* ptr);
+/// Registers size bytes at buff with comm for later collectives (NCCL's ncclCommRegister).
+/// Braid needs no registration (host buffers are copied through its own segments; device
+/// buffers are staged), so this records the range and returns a handle for
+/// braidCommDeregister. @return braidInvalidArgument for a NULL buff (size > 0) or handle.
+braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle);
+/// Releases a handle of braidCommRegister on the same comm; braidInvalidArgument for a handle
+/// comm did not give or one already released. Handles left are freed with comm.
+braidResult_t braidCommDeregister(const braidComm_t comm, void* handle);
+
 /// Size in bytes of one element of datatype, or 0 for an unknown datatype.
 size_t braidTypeSize(braidDataType_t datatype);
 /// Lower-case names as nccl-tests prints them ("float", "half", "bfloat16", "int8", ...,

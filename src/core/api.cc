@@ -10,6 +10,7 @@
 #include "braid/braid.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/stream.h"
 
@@ -220,6 +221,53 @@ braidResult_t braidCommUserRank(const braidComm_t comm, int* rank) {
   BRAID_TRY(checkComm(comm, "braidCommUserRank"));
   if (!rank) return fail(braidInvalidArgument, "braidCommUserRank: rank is NULL");
   *rank = comm->rank;
+  return braidSuccess;
+}
+
+braidResult_t braidCommCuDevice(const braidComm_t comm, int* device) {
+  BRAID_TRY(checkComm(comm, "braidCommCuDevice"));
+  if (!device) return fail(braidInvalidArgument, "braidCommCuDevice: device is NULL");
+  *device = comm->cudaDevice;
+  return braidSuccess;
+}
+
+braidResult_t braidMemAlloc(void** ptr, size_t size) {
+  if (!ptr) return fail(braidInvalidArgument, "braidMemAlloc: ptr is NULL");
+  *ptr = nullptr;
+  if (size == 0) return braidSuccess;
+  return braid::device::runtime().alloc(ptr, size);
+}
+
+braidResult_t braidMemFree(void* ptr) {
+  if (!ptr) return braidSuccess;
+  return braid::device::runtime().free(ptr);
+}
+
+braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle) {
+  BRAID_TRY(checkComm(comm, "braidCommRegister"));
+  if (!handle) return fail(braidInvalidArgument, "braidCommRegister: handle is NULL");
+  *handle = nullptr;
+  if (!buff && size > 0)
+    return fail(braidInvalidArgument, "braidCommRegister: buff is NULL with size %zu", size);
+  auto reg = std::make_unique<braidComm::Registration>(braidComm::Registration{buff, size});
+  std::lock_guard<std::mutex> lock(comm->mu);
+  *handle = reg.get();
+  comm->registrations.push_back(std::move(reg));
+  return braidSuccess;
+}
+
+braidResult_t braidCommDeregister(const braidComm_t comm, void* handle) {
+  BRAID_TRY(checkComm(comm, "braidCommDeregister"));
+  std::lock_guard<std::mutex> lock(comm->mu);
+  auto& regs = comm->registrations;
+  auto it =
+      std::find_if(regs.begin(), regs.end(), [&](const auto& r) { return r.get() == handle; });
+  if (it == regs.end())
+    return fail(braidInvalidArgument,
+                "braidCommDeregister: handle %p was not given by braidCommRegister on this "
+                "communicator (or was released already)",
+                handle);
+  regs.erase(it);
   return braidSuccess;
 }
 

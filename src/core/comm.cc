@@ -15,6 +15,7 @@
 
 #include "core/bootstrap.h"
 #include "core/config.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/socket.h"
 #include "core/stream.h"
@@ -318,6 +319,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
                        const braidConfig_t* userConfig) {
   LogRankScope rankScope(rank);
   auto comm = std::make_unique<braidComm>();
+  comm->cudaDevice = device::runtime().currentDevice(nullptr);
   comm->rank = rank;
   comm->nranks = nranks;
   comm->timeoutSec =
@@ -476,13 +478,46 @@ namespace {
 
 // BRAID_ALGO, parsed once per process (tuning::parseAlgoSpec's syntax); a bad spec fails every
 // call that consults it, naming the problem.
+// NCCL_ALGO (read when BRAID_ALGO is unset) in NCCL's spelling: "Ring", "Tree,Ring",
+// "allreduce:tree;broadcast:ring" (2.24's per-collective form) or "^NVLS" (an exclusion).
+// Names Braid has are kept, lower-cased; the others, and exclusions, are dropped with one
+// warning, leaving those calls to the selector, as NCCL does with an algorithm it cannot use.
+std::string fromNcclAlgo(const std::string& text) {
+  std::string lower = text, kept, dropped;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (!lower.empty() && lower[0] == '^') {
+    BRAID_WARN("INIT", "NCCL_ALGO=\"%s\": exclusions are not supported; the selector decides",
+               text.c_str());
+    return "";
+  }
+  std::stringstream sections(lower);
+  std::string section;
+  while (std::getline(sections, section, ';')) {
+    const size_t colon = section.find(':');
+    const std::string prefix = colon == std::string::npos ? "" : section.substr(0, colon + 1);
+    std::stringstream names(colon == std::string::npos ? section : section.substr(colon + 1));
+    std::string name, list;
+    while (std::getline(names, name, ',')) {
+      const bool known = std::any_of(algorithms().begin(), algorithms().end(),
+                                     [&](const AlgorithmInfo& a) { return name == a.name; });
+      (known ? list : dropped) += (known ? (list.empty() ? "" : ",") : " ") + name;
+    }
+    if (!list.empty()) kept += (kept.empty() ? "" : ";") + prefix + list;
+  }
+  if (!dropped.empty())
+    BRAID_WARN("INIT", "NCCL_ALGO=\"%s\": Braid has no%s; %s", text.c_str(), dropped.c_str(),
+               kept.empty() ? "the selector decides" : ("using \"" + kept + "\"").c_str());
+  return kept;
+}
+
 braidResult_t envAlgoSpec(const tuning::AlgoSpec** out) {
   static tuning::AlgoSpec spec;
   static braidResult_t rc = braidSuccess;
   static std::string error;
   static std::once_flag once;
   std::call_once(once, [] {
-    rc = tuning::parseAlgoSpec(config().algo, &spec);
+    const bool ncclName = !std::getenv("BRAID_ALGO") && std::getenv("NCCL_ALGO");
+    rc = tuning::parseAlgoSpec(ncclName ? fromNcclAlgo(config().algo) : config().algo, &spec);
     if (rc != braidSuccess) error = lastError();
   });
   *out = &spec;

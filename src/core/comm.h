@@ -101,6 +101,13 @@ struct braidComm {
   // they have returned.
   std::atomic<int> inFlight{0};
   bool finalized = false;  // braidCommFinalize: only Destroy and GetAsyncError are left
+  int cudaDevice = -1;     // the creating thread's CUDA device, -1 for a host communicator
+  // braidCommRegister's records (under mu), freed with the communicator.
+  struct Registration {
+    void* buff;
+    size_t size;
+  };
+  std::vector<std::unique_ptr<Registration>> registrations;
   std::string forcedAlgo[braid::kNumCollectives];  // braidCommSetAlgorithm
   // Ops made by braidRedOpCreatePreMulSum: op value braidNumOps + index.
   struct PreMulSum {

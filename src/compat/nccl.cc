@@ -1,0 +1,245 @@
+// libnccl.so.2: NCCL's names forwarding to Braid's (include/compat/nccl.h). Types are
+// converted field by field or checked to share layout; result codes are NCCL's except
+// braidTimeout, which NCCL lacks (ncclRemoteError: a peer did not answer). Each ncclX is a
+// weak symbol with a strong pncclX alias, as in NCCL, so profilers can interpose.
+#include "compat/nccl.h"
+
+#include <climits>
+#include <cstring>
+
+#include "braid/braid.h"
+#include "core/error.h"
+
+static_assert(sizeof(ncclUniqueId) == sizeof(braidUniqueId), "unique ids differ in size");
+static_assert(NCCL_UNIQUE_ID_BYTES == BRAID_UNIQUE_ID_BYTES);
+static_assert(static_cast<int>(ncclNumTypes) == static_cast<int>(braidNumTypes));
+static_assert(static_cast<int>(ncclBfloat16) == static_cast<int>(braidBfloat16) &&
+              static_cast<int>(ncclFloat8e5m2) == static_cast<int>(braidFloat8e5m2));
+static_assert(static_cast<int>(ncclAvg) == static_cast<int>(braidAvg) &&
+              static_cast<int>(ncclNumOps) == static_cast<int>(braidNumOps));
+static_assert(static_cast<int>(ncclInProgress) == static_cast<int>(braidInProgress));
+
+namespace {
+
+ncclResult_t toNccl(braidResult_t r) {
+  if (r == braidTimeout) return ncclRemoteError;
+  return static_cast<ncclResult_t>(r);
+}
+braidComm_t toBraid(ncclComm_t comm) { return reinterpret_cast<braidComm_t>(comm); }
+braidDataType_t toBraid(ncclDataType_t t) { return static_cast<braidDataType_t>(t); }
+braidRedOp_t toBraid(ncclRedOp_t op) { return static_cast<braidRedOp_t>(op); }
+braidUniqueId toBraid(const ncclUniqueId& id) {
+  braidUniqueId b;
+  std::memcpy(b.internal, id.internal, sizeof b.internal);
+  return b;
+}
+// NCCL's streams order device work; a call on host buffers has finished when it returns.
+// Device buffers are the core's to stage (it synchronizes the device), so the stream is not
+// passed on.
+braidStream_t toBraid(cudaStream_t) { return nullptr; }
+
+// ncclConfig_t -> braidConfig_t. NULL stays NULL (defaults; ncclCommSplit: inherit). A
+// config not made by NCCL_CONFIG_INITIALIZER is refused as NCCL refuses it.
+braidResult_t toBraid(const ncclConfig_t* in, braidConfig_t* out, const char* fn,
+                      braidConfig_t** result) {
+  *result = nullptr;
+  if (!in) return braidSuccess;
+  if (in->magic != 0xcafebeef || in->size < offsetof(ncclConfig_t, splitShare))
+    return braid::fail(braidInvalidArgument,
+                       "%s: config was not initialised with NCCL_CONFIG_INITIALIZER (size %zu, "
+                       "magic 0x%x)",
+                       fn, in->size, in->magic);
+  if (in->blocking != NCCL_CONFIG_UNDEF_INT && in->blocking != 0 && in->blocking != 1)
+    return braid::fail(braidInvalidArgument, "%s: config->blocking is %d; it must be 0 or 1", fn,
+                       in->blocking);
+  *out = braidConfig_t BRAID_CONFIG_INITIALIZER;
+  if (in->blocking != NCCL_CONFIG_UNDEF_INT) out->blocking = in->blocking;
+  *result = out;
+  return braidSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+#define NCCL_EXPORT __attribute__((visibility("default"), weak))
+
+NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  if (!version) return toNccl(braid::fail(braidInvalidArgument, "ncclGetVersion: version is NULL"));
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  return toNccl(braidGetUniqueId(reinterpret_cast<braidUniqueId*>(uniqueId)));
+}
+NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                                          int rank) {
+  return toNccl(
+      braidCommInitRank(reinterpret_cast<braidComm_t*>(comm), nranks, toBraid(commId), rank));
+}
+NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                                                int rank, ncclConfig_t* config) {
+  braidConfig_t storage, *converted;
+  if (braidResult_t r = toBraid(config, &storage, "ncclCommInitRankConfig", &converted))
+    return toNccl(r);
+  return toNccl(braidCommInitRankConfig(reinterpret_cast<braidComm_t*>(comm), nranks,
+                                        toBraid(commId), rank, converted));
+}
+NCCL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  return toNccl(braidCommInitAll(reinterpret_cast<braidComm_t*>(comm), ndev, devlist));
+}
+NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return toNccl(braidCommFinalize(toBraid(comm)));
+}
+NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return toNccl(braidCommDestroy(toBraid(comm)));
+}
+NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return toNccl(braidCommAbort(toBraid(comm)));
+}
+NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                       ncclConfig_t* config) {
+  braidConfig_t storage, *converted;
+  if (braidResult_t r = toBraid(config, &storage, "ncclCommSplit", &converted)) return toNccl(r);
+  return toNccl(braidCommSplit(toBraid(comm), color, key, reinterpret_cast<braidComm_t*>(newcomm),
+                               converted));
+}
+NCCL_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
+  return braidGetErrorString(static_cast<braidResult_t>(result));
+}
+NCCL_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
+  return braidGetLastError(toBraid(comm));
+}
+NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  braidResult_t braidError = braidSuccess;
+  const braidResult_t r = braidCommGetAsyncError(toBraid(comm), asyncError ? &braidError : nullptr);
+  if (asyncError && r == braidSuccess) *asyncError = toNccl(braidError);
+  return toNccl(r);
+}
+NCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return toNccl(braidCommCount(toBraid(comm), count));
+}
+NCCL_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return toNccl(braidCommCuDevice(toBraid(comm), device));
+}
+NCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return toNccl(braidCommUserRank(toBraid(comm), rank));
+}
+NCCL_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  return toNccl(braidMemAlloc(ptr, size));
+}
+NCCL_EXPORT ncclResult_t ncclMemFree(void* ptr) { return toNccl(braidMemFree(ptr)); }
+NCCL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size,
+                                          void** handle) {
+  return toNccl(braidCommRegister(toBraid(comm), buff, size, handle));
+}
+NCCL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return toNccl(braidCommDeregister(toBraid(comm), handle));
+}
+NCCL_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar,
+                                                  ncclDataType_t datatype,
+                                                  ncclScalarResidence_t residence,
+                                                  ncclComm_t comm) {
+  return toNccl(
+      braidRedOpCreatePreMulSum(reinterpret_cast<braidRedOp_t*>(op), scalar, toBraid(datatype),
+                                static_cast<braidScalarResidence_t>(residence), toBraid(comm)));
+}
+NCCL_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return toNccl(braidRedOpDestroy(toBraid(op), toBraid(comm)));
+}
+NCCL_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                    ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(braidReduce(sendbuff, recvbuff, count, toBraid(datatype), toBraid(op), root,
+                            toBraid(comm), toBraid(stream)));
+}
+NCCL_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(braidBcast(buff, count, toBraid(datatype), root, toBraid(comm), toBraid(stream)));
+}
+NCCL_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                       ncclDataType_t datatype, int root, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  return toNccl(braidBroadcast(sendbuff, recvbuff, count, toBraid(datatype), root, toBraid(comm),
+                               toBraid(stream)));
+}
+NCCL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  return toNccl(braidAllReduce(sendbuff, recvbuff, count, toBraid(datatype), toBraid(op),
+                               toBraid(comm), toBraid(stream)));
+}
+NCCL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  return toNccl(braidReduceScatter(sendbuff, recvbuff, recvcount, toBraid(datatype), toBraid(op),
+                                   toBraid(comm), toBraid(stream)));
+}
+NCCL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       ncclDataType_t datatype, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  return toNccl(braidAllGather(sendbuff, recvbuff, sendcount, toBraid(datatype), toBraid(comm),
+                               toBraid(stream)));
+}
+NCCL_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
+                                  int peer, ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(
+      braidSend(sendbuff, count, toBraid(datatype), peer, toBraid(comm), toBraid(stream)));
+}
+NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(
+      braidRecv(recvbuff, count, toBraid(datatype), peer, toBraid(comm), toBraid(stream)));
+}
+NCCL_EXPORT ncclResult_t ncclGroupStart(void) { return toNccl(braidGroupStart()); }
+NCCL_EXPORT ncclResult_t ncclGroupEnd(void) { return toNccl(braidGroupEnd()); }
+
+// The profiling twins: strong aliases of the functions above.
+#define NCCL_PROFILING_TWIN(ret, name, params) \
+  __attribute__((visibility("default"), alias(#name))) ret p##name params;
+NCCL_PROFILING_TWIN(ncclResult_t, ncclGetVersion, (int*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclGetUniqueId, (ncclUniqueId*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommInitRank, (ncclComm_t*, int, ncclUniqueId, int))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommInitRankConfig,
+                    (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommInitAll, (ncclComm_t*, int, const int*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommFinalize, (ncclComm_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommDestroy, (ncclComm_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommAbort, (ncclComm_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommSplit, (ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*))
+NCCL_PROFILING_TWIN(const char*, ncclGetErrorString, (ncclResult_t))
+NCCL_PROFILING_TWIN(const char*, ncclGetLastError, (ncclComm_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t, ncclResult_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommCount, (const ncclComm_t, int*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommCuDevice, (const ncclComm_t, int*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommUserRank, (const ncclComm_t, int*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclMemAlloc, (void**, size_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclMemFree, (void*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommRegister, (const ncclComm_t, void*, size_t, void**))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommDeregister, (const ncclComm_t, void*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclRedOpCreatePreMulSum,
+                    (ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t, ncclComm_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclReduce,
+                    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
+                     cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclBcast,
+                    (void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclBroadcast,
+                    (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclAllReduce,
+                    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                     cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclReduceScatter,
+                    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                     cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclAllGather,
+                    (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclSend,
+                    (const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclRecv,
+                    (void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclGroupStart, (void))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclGroupEnd, (void))
+
+}  // extern "C"
