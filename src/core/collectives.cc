@@ -2,6 +2,7 @@
 // moves, naming the argument), PreMulSum ops, and dispatch to now / a stream / a group.
 #include <strings.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "braid/braid.h"
 #include "core/comm.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/stream.h"
 #include "kernels/reduce.h"
@@ -96,6 +98,8 @@ struct Pending {
 thread_local int t_groupDepth = 0;
 thread_local std::vector<Pending> t_pending;
 
+braidResult_t runP2PStaged(braidComm* comm, const std::vector<braid::P2POp>& ops);
+
 // Runs one communicator's share of a group in posting order; consecutive sends and
 // receives become one fused schedule.
 braidResult_t runGroupItems(braidComm* comm, const std::vector<Pending>& items) {
@@ -103,7 +107,7 @@ braidResult_t runGroupItems(braidComm* comm, const std::vector<Pending>& items) 
   for (size_t i = 0; i <= items.size(); ++i) {
     bool flush = i == items.size() || !items[i].isP2P;
     if (flush && !batch.empty()) {
-      BRAID_TRY(braid::runP2P(comm, batch));
+      BRAID_TRY(runP2PStaged(comm, batch));
       batch.clear();
     }
     if (i == items.size()) break;
@@ -158,6 +162,11 @@ braidResult_t withPreMulSum(const PreMul& pm, braidRedOp_t op, braidDataType_t d
   if (!pm.active) return run(sendbuff, op);
   const size_t size = braidTypeSize(dtype);
   const void* scalar = pm.scalarPtr ? pm.scalarPtr : pm.scalar.data();
+  char deviceScalar[16];  // braidScalarDevice with device memory: read it through a copy
+  if (pm.scalarPtr && braid::device::runtime().isDevice(pm.scalarPtr)) {
+    BRAID_TRY(braid::device::runtime().toHost(deviceScalar, pm.scalarPtr, size));
+    scalar = deviceScalar;
+  }
   constexpr size_t kBlock = 1024;
   std::vector<char> scalars(kBlock * size), scaled(elems * size);
   for (size_t i = 0; i < kBlock; ++i) std::memcpy(&scalars[i * size], scalar, size);
@@ -167,6 +176,84 @@ braidResult_t withPreMulSum(const PreMul& pm, braidRedOp_t op, braidDataType_t d
                            static_cast<const char*>(sendbuff) + i * size, scalars.data(), m);
   }
   return run(scaled.data(), braidSum);
+}
+
+// Device buffers reach the algorithms as host copies (DESIGN.md, Buffers): the send range is
+// copied to host memory once the device has finished its queued work, the collective runs on
+// host memory, and the receive range is copied back. Send and receive ranges that overlap
+// (in place) share one copy, so the algorithms see the same pointer relations. Host buffers
+// pass through untouched, and in a process without a device the check costs one load.
+struct Staged {
+  const void* send;
+  void* recv;
+  std::vector<char> host;
+  void* deviceRecv = nullptr;  // where the result goes back, or NULL
+  size_t recvBytes = 0;
+  size_t recvOffset = 0;  // of the receive range in host
+};
+
+// wholeRecv: the collective may leave parts of the receive range unwritten (all-to-all-v's
+// gaps), so the range is copied in too and those parts go back unchanged.
+braidResult_t stageIn(const void* sendbuff, size_t sendBytes, void* recvbuff, size_t recvBytes,
+                      bool wholeRecv, Staged* st) {
+  const braid::device::Runtime& rt = braid::device::runtime();
+  st->send = sendbuff;
+  st->recv = recvbuff;
+  const bool devSend = sendBytes > 0 && rt.isDevice(sendbuff);
+  const bool devRecv = recvBytes > 0 && rt.isDevice(recvbuff);
+  if (!devSend && !devRecv) return braidSuccess;
+  const char* s = static_cast<const char*>(sendbuff);
+  char* r = static_cast<char*>(recvbuff);
+  if (devSend && devRecv && s < r + recvBytes && r < s + sendBytes) {  // overlapping: one copy
+    const char* lo = std::min<const char*>(s, r);
+    const char* hi = std::max<const char*>(s + sendBytes, r + recvBytes);
+    st->host.resize(static_cast<size_t>(hi - lo));
+    BRAID_TRY(rt.toHost(st->host.data(), lo, st->host.size()));
+    st->send = st->host.data() + (s - lo);
+    st->recvOffset = static_cast<size_t>(r - lo);
+  } else {
+    const size_t sendPart = devSend ? sendBytes : 0;
+    st->host.resize(sendPart + (devRecv ? recvBytes : 0));
+    if (devSend) BRAID_TRY(rt.toHost(st->host.data(), s, sendBytes));
+    if (devSend) st->send = st->host.data();
+    st->recvOffset = sendPart;
+    if (devRecv && wholeRecv) BRAID_TRY(rt.toHost(st->host.data() + sendPart, r, recvBytes));
+  }
+  if (devRecv) {
+    st->recv = st->host.data() + st->recvOffset;
+    st->deviceRecv = recvbuff;
+    st->recvBytes = recvBytes;
+  }
+  return braidSuccess;
+}
+
+braidResult_t stageOut(const Staged& st) {
+  if (!st.deviceRecv) return braidSuccess;
+  return braid::device::runtime().toDevice(st.deviceRecv, st.host.data() + st.recvOffset,
+                                           st.recvBytes);
+}
+
+// runP2P with device buffers staged: sends copied to host first, receives copied back after.
+braidResult_t runP2PStaged(braidComm* comm, const std::vector<braid::P2POp>& hostOps) {
+  const braid::device::Runtime& rt = braid::device::runtime();
+  if (std::none_of(hostOps.begin(), hostOps.end(),
+                   [&](const braid::P2POp& op) { return op.bytes > 0 && rt.isDevice(op.buff); }))
+    return braid::runP2P(comm, hostOps);
+  std::vector<braid::P2POp> ops = hostOps;
+  std::vector<std::vector<char>> host(ops.size());
+  std::vector<void*> device(ops.size(), nullptr);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].bytes == 0 || !rt.isDevice(ops[i].buff)) continue;
+    host[i].resize(ops[i].bytes);
+    if (ops[i].isSend) BRAID_TRY(rt.toHost(host[i].data(), ops[i].buff, ops[i].bytes));
+    device[i] = ops[i].buff;
+    ops[i].buff = host[i].data();
+  }
+  BRAID_TRY(braid::runP2P(comm, ops));
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (device[i] && !ops[i].isSend)
+      BRAID_TRY(rt.toDevice(device[i], host[i].data(), ops[i].bytes));
+  return braidSuccess;
 }
 
 braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, braidStream_t stream,
@@ -191,7 +278,12 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
   }
   braidComm* comm = c.comm;
   const PreMul pm = capturePreMul(comm, args.op);
+  const size_t elemBytes = braidTypeSize(c.dtype);
+  const size_t sendBytes = c.sendElems * elemBytes, recvBytes = c.recvElems * elemBytes;
   return submit(comm, stream, [=]() {
+    Staged st;
+    BRAID_TRY(stageIn(sendbuff, sendBytes, recvbuff, recvBytes, args.coll == Collective::kAllToAllv,
+                      &st));
     braid::CollArgs a = args;
     if (!arrays.empty()) {
       const size_t n = arrays.size() / 4;
@@ -200,13 +292,14 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
       a.recvCounts = arrays.data() + 2 * n;
       a.recvDispls = arrays.data() + 3 * n;
     }
-    return withPreMulSum(pm, args.op, args.dtype, sendbuff, preMulElems,
-                         [&](const void* send, braidRedOp_t op) {
-                           a.op = op;
-                           if (comm->checkCalls) BRAID_TRY(braid::checkCallsMatch(comm, a));
-                           if (nothing) return braidSuccess;
-                           return braid::runCollective(comm, a, send, recvbuff);
-                         });
+    BRAID_TRY(withPreMulSum(pm, args.op, args.dtype, st.send, preMulElems,
+                            [&](const void* send, braidRedOp_t op) {
+                              a.op = op;
+                              if (comm->checkCalls) BRAID_TRY(braid::checkCallsMatch(comm, a));
+                              if (nothing) return braidSuccess;
+                              return braid::runCollective(comm, a, send, st.recv);
+                            }));
+    return stageOut(st);
   });
 }
 
@@ -231,8 +324,8 @@ braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDa
                              fn));
   std::vector<braid::P2POp> ops{op};
   if (stream)
-    return braid::enqueueOnStream(comm, stream, [comm, ops] { return braid::runP2P(comm, ops); });
-  return record(comm, braid::runP2P(comm, ops));
+    return braid::enqueueOnStream(comm, stream, [comm, ops] { return runP2PStaged(comm, ops); });
+  return record(comm, runP2PStaged(comm, ops));
 }
 
 }  // namespace
