@@ -163,7 +163,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
     o->prog = slash != nullptr ? slash + 1 : argv[0];
   }
   opterr = 0;  // our own messages, with the flag's long name
-  optind = 1;
+  optind = 0;  // 0, not 1: glibc then also forgets a previous scan (ParseOptions may run twice)
   for (;;) {
     const int c =
         getopt_long(argc, argv, ":t:g:b:e:i:f:n:m:w:c:o:d:r:z:a:A:J:h", kLongOptions, nullptr);
@@ -260,18 +260,36 @@ int ParseOptions(int argc, char** argv, Options* o) {
   if (o->step_factor <= 1 && o->step_bytes == 0 && o->min_bytes < o->max_bytes) {
     UsageError(*o, "-i (--stepbytes) must be > 0 when -f (--stepfactor) is 0 or 1");
   }
+  if (const size_t n = SizeCount(*o, kMaxSizes + 1); n > kMaxSizes) {
+    UsageError(*o, "-b " + std::to_string(o->min_bytes) + " to -e " + std::to_string(o->max_bytes) +
+                       " by " +
+                       (o->step_factor > 1 ? "-f " + std::to_string(o->step_factor)
+                                           : "-i " + std::to_string(o->step_bytes)) +
+                       " gives more than " + std::to_string(kMaxSizes) +
+                       " sizes; use a larger step or -f");
+  }
   return -1;
 }
 
 void UsageError(const Options& o, const std::string& msg) {
+#ifdef BRAID_PERF_USAGE_THROWS
+  (void)o;
+  throw UsageErrorThrown{msg};
+#else
   fprintf(stderr, "%s: %s (see %s -h)\n", o.prog, msg.c_str(), o.prog);
   exit(2);
+#endif
 }
 
-std::vector<size_t> Sizes(const Options& o) {
-  std::vector<size_t> sizes;
-  for (size_t size = o.min_bytes; size <= o.max_bytes;) {
-    sizes.push_back(size);
+namespace {
+
+// Calls visit(size) for each size of the sweep, in order, up to limit sizes; returns how many.
+template <typename Visit>
+size_t ForEachSize(const Options& o, size_t limit, const Visit& visit) {
+  size_t n = 0;
+  for (size_t size = o.min_bytes; size <= o.max_bytes && n < limit;) {
+    visit(size);
+    ++n;
     size_t next;
     if (o.step_factor > 1) {
       if (size == 0) {
@@ -284,6 +302,18 @@ std::vector<size_t> Sizes(const Options& o) {
     }
     size = next;
   }
+  return n;
+}
+
+}  // namespace
+
+size_t SizeCount(const Options& o, size_t limit) {
+  return ForEachSize(o, limit, [](size_t) {});
+}
+
+std::vector<size_t> Sizes(const Options& o) {
+  std::vector<size_t> sizes;
+  ForEachSize(o, kMaxSizes, [&](size_t size) { sizes.push_back(size); });
   return sizes;
 }
 

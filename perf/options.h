@@ -44,11 +44,24 @@ struct Options {
 ///         A bad flag prints a message naming it and exits with status 2.
 int ParseOptions(int argc, char** argv, Options* o);
 
-/// The benchmark sizes in bytes, -b to -e by -f or -i, as nccl-tests steps them.
+/// The benchmark sizes in bytes, -b to -e by -f or -i, as nccl-tests steps them (at most
+/// kMaxSizes, which ParseOptions enforces).
 std::vector<size_t> Sizes(const Options& o);
+/// How many sizes the sweep has, counting no further than limit.
+size_t SizeCount(const Options& o, size_t limit);
 
-/// Prints "prog: msg (see prog -h)" and exits with status 2.
+/// Prints "prog: msg (see prog -h)" and exits with status 2. Built with
+/// BRAID_PERF_USAGE_THROWS (the flags' fuzz target), it throws UsageErrorThrown instead.
 [[noreturn]] void UsageError(const Options& o, const std::string& msg);
+#ifdef BRAID_PERF_USAGE_THROWS
+struct UsageErrorThrown {
+  std::string message;
+};
+#endif
+
+/// The most sizes one sweep may have (-b to -e by -f or -i); more is refused at parse time
+/// (-b 1 -e 1G -i 1 would be 2^30 rows).
+constexpr size_t kMaxSizes = 1u << 16;
 
 }  // namespace braid::perf
 

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60): the topology
 # XML loaders seeded with the files in ../shared/topologies (copied into a temporary corpus; the
 # repository and ../shared are not written), the BRAID_ALGO parser and the init decoders (unique
-# id, peer cards, tuning figures and table) seeded with texts written here. Exits non-zero when a target crashes, leaks or times out; the
+# id, peer cards, tuning figures and table) and the perf binaries' flags seeded with texts written here. Exits non-zero when a target crashes, leaks or times out; the
 # reproducer (crash-*, leak-*, timeout-*) is kept in the artifact directory it prints.
 #   scripts/fuzz.sh [SECONDS]
 # Environment: BRAID_FUZZ_RUNS (run that many inputs from seed 1 instead, the same every time),
@@ -39,13 +39,14 @@ if ! grep -q '^tests/fuzz_hwloc_xml:' <<<"$targets_list"; then
   echo "fuzz.sh: $build has no fuzz targets (configured without clang?); remove it or set BRAID_FUZZ_BUILD" >&2
   exit 2
 fi
-ninja -C "$build" tests/fuzz_topo_xml tests/fuzz_hwloc_xml tests/fuzz_algo_spec tests/fuzz_bootstrap
+ninja -C "$build" tests/fuzz_topo_xml tests/fuzz_hwloc_xml tests/fuzz_algo_spec tests/fuzz_bootstrap \
+  tests/fuzz_perf_flags
 
 work="$(mktemp -d /tmp/braid-fuzz.XXXXXX)"
 echo "fuzz.sh: corpora and artifacts in $work"
 # target:seed directory under ../shared, or :inline for the seeds written below
 targets=("fuzz_topo_xml:topologies/nccl" "fuzz_hwloc_xml:topologies/hwloc"
-  "fuzz_algo_spec:inline" "fuzz_bootstrap:inline")
+  "fuzz_algo_spec:inline" "fuzz_bootstrap:inline" "fuzz_perf_flags:inline")
 # Seeds of the targets whose inputs are short texts: valid and nearly valid ones.
 inline_seeds() {  # TARGET DIR
   case "$1" in
@@ -59,6 +60,11 @@ inline_seeds() {  # TARGET DIR
       printf 'intra_latency_us = 1.5\nintra_bw_gbs = 10\nnics_per_host = 2\ncache_bytes = 1048576\n' >"$2/2"
       printf 'allreduce 8 rhd;allgather 1048576 ring' >"$2/3"
       printf '%0256d' 0 >"$2/4" ;;
+    fuzz_perf_flags)  # arguments separated by NUL bytes
+      printf -- '-b\0008\000-e\000128M\000-f\0002\000-g\0001' >"$2/1"
+      printf -- '-d\000all\000-o\000all\000-r\000all\000-c\0001\000-n\0005' >"$2/2"
+      printf -- '--minbytes\0001K\000--maxbytes\0001M\000--stepbytes\00064K' >"$2/3"
+      printf -- '-A\000ring\000-J\000/dev/null\000-z\0001\000-t\0004' >"$2/4" ;;
   esac
 }
 status=0
