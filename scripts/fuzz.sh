@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60): the topology
 # XML loaders seeded with the files in ../shared/topologies (copied into a temporary corpus; the
-# repository and ../shared are not written), the BRAID_ALGO parser and the init decoders (unique
-# id, peer cards, tuning figures and table) and the perf binaries' flags seeded with texts written here. Exits non-zero when a target crashes, leaks or times out; the
-# reproducer (crash-*, leak-*, timeout-*) is kept in the artifact directory it prints.
+# repository and ../shared are not written), the BRAID_ALGO parser, the init decoders (unique
+# id, peer cards, tuning figures and table) and the perf binaries' flags, seeded with texts
+# written here. Exits non-zero when a target crashes, leaks or times out; the reproducer
+# (crash-*, leak-*, timeout-*) is kept in the artifact directory it prints.
 #   scripts/fuzz.sh [SECONDS]
 # Environment: BRAID_FUZZ_RUNS (run that many inputs from seed 1 instead, the same every time),
+# BRAID_FUZZ_JOBS (targets run at once, default the number of cores),
 # BRAID_FUZZ_BUILD (build dir, default build-fuzz in the repository), BRAID_SHARED_DIR
 # (default ../shared next to the repository), CC/CXX (default clang/clang++).
 # Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
@@ -67,8 +69,9 @@ inline_seeds() {  # TARGET DIR
       printf -- '-A\000ring\000-J\000/dev/null\000-z\0001\000-t\0004' >"$2/4" ;;
   esac
 }
-status=0
-for t in "${targets[@]}"; do
+# One target: seeds its corpus, runs, writes $work/NAME/log and $work/NAME/status.
+run_target() {  # TARGET:SEEDS
+  local t="$1" name seeds corpus artifacts bound rc=0
   name="${t%%:*}" seeds="$shared/${t#*:}"
   corpus="$work/$name/corpus" artifacts="$work/$name/artifacts"
   mkdir -p "$corpus" "$artifacts"
@@ -79,25 +82,37 @@ for t in "${targets[@]}"; do
   else
     echo "fuzz.sh: no seeds at $seeds, starting from an empty corpus" >&2
   fi
-  how="${secs}s"
-  [ -n "${BRAID_FUZZ_RUNS:-}" ] && how="$BRAID_FUZZ_RUNS runs from seed 1"
-  echo "fuzz.sh: $name for $how ($(ls "$corpus" | wc -l) seed file(s))"
-  # BRAID_FUZZ_RUNS=N: N inputs from seed 1 instead of SECONDS, the same run every time (CI).
+  # BRAID_FUZZ_RUNS=N: N inputs from seed 1 instead of SECONDS, the same run every time.
   if [ -n "${BRAID_FUZZ_RUNS:-}" ]; then
     bound=(-runs="$BRAID_FUZZ_RUNS" -seed=1)
   else
-    bound=(-max_total_time="$secs")
+    bound=(-max_total_time="$secs" -seed=1)
   fi
-  if ! BRAID_DEBUG=NONE "$build/tests/$name" "${bound[@]}" -timeout=10 \
-      -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" \
-      >"$work/$name/log" 2>&1; then
+  BRAID_DEBUG=NONE "$build/tests/$name" "${bound[@]}" -timeout=10 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$work/$name/log" 2>&1 || rc=$?
+  echo "$rc" >"$work/$name/status"
+}
+how="${secs} s each"
+[ -n "${BRAID_FUZZ_RUNS:-}" ] && how="$BRAID_FUZZ_RUNS runs each from seed 1"
+# Targets run BRAID_FUZZ_JOBS at a time (default: one per core), each on a core of its own.
+jobs="${BRAID_FUZZ_JOBS:-$(nproc)}"
+echo "fuzz.sh: ${#targets[@]} targets, $how, $jobs at a time"
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_target "$t" &
+done
+wait
+status=0
+for t in "${targets[@]}"; do
+  name="${t%%:*}"
+  if [ "$(cat "$work/$name/status" 2>/dev/null || echo 1)" != 0 ]; then
     echo "fuzz.sh: $name FAILED; last lines of $work/$name/log:" >&2
     tail -n 40 "$work/$name/log" >&2
-    ls -l "$artifacts" >&2
+    ls -l "$work/$name/artifacts" >&2
     status=1
   else
     grep -E '^stat::number_of_executed_units|^stat::new_units_added' "$work/$name/log" || true
-    echo "fuzz.sh: $name: no crash"
+    echo "fuzz.sh: $name ($(ls "$work/$name/corpus" | wc -l) corpus files): no crash"
   fi
 done
 exit "$status"
