@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "test_util.h"
+#include "training/data_parallel.h"
 #include "training/model.h"
 #include "training/moe.h"
+#include "training/optimizer.h"
 #include "training_fixtures.h"
 
 namespace braid::training {
@@ -161,6 +163,75 @@ TEST(MoE, ShortCapacityDropsChoices) {
   const Result r = train(2, o);
   EXPECT_GT(r.dropped, 0u);
   for (float v : r.params) ASSERT_TRUE(std::isfinite(v));
+}
+
+// The same through DataParallel (DDP, stage 0) with the experts as local parameters, the
+// MoE on a communicator of its own (a braidCommSplit of the world), so that its exchanges never
+// interleave with the engine's stream: ep 2 and 4 against one rank, SGD with momentum.
+std::vector<float> trainWithEngine(int n, const MoEOptions& o) {
+  std::vector<std::vector<float>> shared(n), experts(n);
+  auto errors = test::runThreads(n, [&](braidComm_t comm, int rank) -> std::string {
+    braidComm_t group = nullptr;
+    if (braidCommSplit(comm, 0, rank, &group, nullptr) != braidSuccess)
+      return std::string("split: ") + braidGetLastError(comm);
+    try {
+      Net net = makeNet(group, o);
+      auto opt = makeOptimizer("sgd", kLr);
+      DataParallelOptions dpo;
+      dpo.local_parameters = net.moe->expertParameters();
+      DataParallel engine(*net.model, *opt, comm, dpo);
+      SoftmaxCrossEntropy loss;
+      const size_t rows = kGlobalBatch / static_cast<size_t>(n);
+      for (size_t step = 0; step < kMoeSteps; ++step) {
+        Tensor x;
+        std::vector<int32_t> y;
+        data().batch(step * kGlobalBatch + static_cast<size_t>(rank) * rows, rows, x, y);
+        engine.step(x, y, loss);
+      }
+      shared[rank] = engine.fullParameters();
+      flatten(net.moe->expertParameters(), experts[rank]);
+    } catch (const std::exception& e) {
+      braidCommDestroy(group);
+      return e.what();
+    }
+    braidCommDestroy(group);
+    return "";
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+  for (int k = 1; k < n; ++k) EXPECT_EQ(shared[k], shared[0]) << "rank " << k << " diverged";
+  std::vector<float> all = shared[0];
+  for (int k = 0; k < n; ++k) all.insert(all.end(), experts[k].begin(), experts[k].end());
+  return all;
+}
+
+TEST(MoE, DataParallelWithLocalExpertsMatchesOneRank) {
+  for (int topK : {1, 2}) {
+    const std::vector<float> ref = trainWithEngine(1, noDrop(topK));
+    for (int ep : {2, 4}) {
+      const std::vector<float> got = trainWithEngine(ep, noDrop(topK));
+      ASSERT_EQ(got.size(), ref.size());
+      const double diff = relativeDifference(got, ref);
+      EXPECT_LE(diff, 1e-6) << "ep " << ep << ", top-" << topK;
+      std::printf("DataParallel top-%d ep %d: relative difference %.3g\n", topK, ep, diff);
+    }
+  }
+}
+
+TEST(MoE, DataParallelRefusesLocalParametersWithZero) {
+  auto errors = test::runThreads(1, [&](braidComm_t comm, int) -> std::string {
+    Net net = makeNet(nullptr, noDrop(1));
+    auto opt = makeOptimizer("sgd", kLr);
+    DataParallelOptions dpo;
+    dpo.local_parameters = net.moe->expertParameters();
+    dpo.zero_stage = 1;
+    try {
+      DataParallel engine(*net.model, *opt, comm, dpo);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what()).find("stage 0") == std::string::npos ? e.what() : "";
+    }
+    return "ZeRO-1 with local parameters was accepted";
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
 }
 
 // A rank with no tokens still joins every exchange; the others' outputs are unchanged.

@@ -76,6 +76,27 @@ DataParallel::DataParallel(Sequential& model, Optimizer& optimizer, braidComm_t 
                                 " steps whole parameters (it factors matrices); ZeRO stage " +
                                 std::to_string(options_.zero_stage) + " shards them: use stage 0");
   }
+  if (!options_.local_parameters.empty()) {
+    if (options_.zero_stage != 0 || options_.compute != Precision::kFp32 ||
+        options_.grad_dtype != braidFloat32 || options_.loss_scaling ||
+        optimizer_.needsWholeParameters())
+      throw std::invalid_argument(
+          "DataParallel: local (expert) parameters need ZeRO stage 0, fp32 compute and "
+          "gradients, no loss scaling and an optimizer that steps flat ranges (not " +
+          optimizer_.name() + ")");
+    // Into storage of the engine's own: the model's flat buffer is released below.
+    size_t n = 0;
+    for (Parameter* p : options_.local_parameters) n += p->numel;
+    local_values_.resize(n);
+    local_grads_.assign(n, 0.0f);
+    size_t off = 0;
+    for (Parameter* p : options_.local_parameters) {
+      std::copy_n(p->value, p->numel, local_values_.data() + off);
+      p->value = local_values_.data() + off;
+      p->grad = local_grads_.data() + off;
+      off += p->numel;
+    }
+  }
   check(braidCommCount(comm_, &nranks_), "braidCommCount");
   check(braidCommUserRank(comm_, &rank_), "braidCommUserRank");
   check(braidStreamCreate(&stream_), "braidStreamCreate");
@@ -92,7 +113,12 @@ void DataParallel::layOut() {
   const size_t n = static_cast<size_t>(nranks_);
   const int stage = options_.zero_stage;
 
-  model_params_ = model_.parameters();
+  const auto& locals = options_.local_parameters;
+  auto isLocal = [&](const Parameter* p) {
+    return std::find(locals.begin(), locals.end(), p) != locals.end();
+  };
+  for (Parameter* p : model_.parameters())
+    if (!isLocal(p)) model_params_.push_back(p);
   const std::vector<Parameter*>& params = model_params_;
   std::vector<size_t> param_order_offset(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
@@ -102,7 +128,8 @@ void DataParallel::layOut() {
   layer_params_.resize(model_.numLayers());
   auto& layer_params = layer_params_;
   for (size_t l = 0, i = 0; l < model_.numLayers(); ++l) {
-    for (size_t k = 0; k < model_.layer(l).parameters().size(); ++k) layer_params[l].push_back(i++);
+    for (Parameter* p : model_.layer(l).parameters())
+      if (!isLocal(p)) layer_params[l].push_back(i++);
   }
 
   // Units in reverse parameter order: buckets (stages 0-2) or layers (stage 3).
@@ -152,7 +179,9 @@ void DataParallel::layOut() {
   }
 
   // Rank 0's initial values, laid out in units.
-  std::vector<float> initial = model_.flatValues();
+  std::vector<float> initial;
+  initial.reserve(psi_);
+  for (const Parameter* p : params) initial.insert(initial.end(), p->value, p->value + p->numel);
   check(braidBroadcast(initial.data(), initial.data(), initial.size(), braidFloat32, 0, comm_,
                        stream_),
         "braidBroadcast");
@@ -196,7 +225,7 @@ void DataParallel::layOut() {
   } else {
     grad_shard_.assign(shard, 0.0f);
   }
-  optimizer_.resize(stage == 0 ? flat : shard);
+  optimizer_.resize(stage == 0 ? flat + local_values_.size() : shard);
   if (optimizer_.needsWholeParameters()) {
     std::vector<ParameterSlot> slots;
     for (const Unit& unit : units_) {
@@ -462,6 +491,9 @@ void DataParallel::optimizerStep() {
   switch (last_step_applied_ ? options_.zero_stage : -1) {
     case 0:
       optimizer_.update(params_.data(), grads_.data(), params_.size(), 0);
+      if (!local_values_.empty())  // its state after the shared parameters'
+        optimizer_.update(local_values_.data(), local_grads_.data(), local_values_.size(),
+                          params_.size());
       break;
     case 1:
     case 2:
@@ -494,6 +526,7 @@ void DataParallel::optimizerStep() {
   if (last_step_applied_ && options_.zero_stage == 0) refreshComputeCopy();
   if (options_.zero_stage < 2) {
     std::fill(grads_.begin(), grads_.end(), 0.0f);
+    std::fill(local_grads_.begin(), local_grads_.end(), 0.0f);
   } else {
     const std::vector<Parameter*>& params = model_params_;
     for (Unit& unit : units_) {

@@ -66,6 +66,12 @@ struct DataParallelOptions {
   /// gradient on any rank (a braidMax all-reduce of the flag) is skipped on every rank.
   bool loss_scaling = false;
   LossScalerOptions scaler;
+  /// Parameters this rank holds alone (a mixture of experts' experts, MoELayer::
+  /// expertParameters): kept out of the broadcast and of every gradient collective, and
+  /// stepped by this rank with the gradient its layer left (already the group's average).
+  /// Stage 0, fp32 compute and gradients, no loss scaling, an optimizer that steps flat
+  /// ranges; else std::invalid_argument. numParameters() and fullParameters() leave them out.
+  std::vector<Parameter*> local_parameters;
 };
 
 /// Bytes this rank holds between steps (fp32): the paper's 4 psi params, 4 psi grads, and the
@@ -167,6 +173,7 @@ class DataParallel {
   std::vector<std::vector<size_t>> layer_units_;   // units holding each layer's parameters
   std::vector<size_t> param_unit_;                 // model parameter index -> unit
   std::vector<std::vector<size_t>> layer_params_;  // each layer's model parameter indices
+  std::vector<float> local_values_, local_grads_;  // local_parameters, in their order
   std::vector<Parameter*> model_params_;           // model_.parameters()
   std::vector<float> params_, grads_;              // full flat buffers (stages 0-2 / 0-1)
   std::vector<float> param_shard_, grad_shard_;    // this rank's shard (stage 3 / 2-3)

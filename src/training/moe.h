@@ -41,7 +41,10 @@ struct MoEOptions {
 /// loss plus auxLoss().
 class MoELayer : public Layer {
  public:
-  /// group: the expert-parallel communicator (may have 1 rank). Throws std::invalid_argument
+  /// group: the expert-parallel communicator (may have 1 rank, or be NULL: every expert here).
+  /// Its calls are blocking on the calling thread: give the layer a communicator no other
+  /// thread uses meanwhile (with DataParallel, a braidCommSplit of the engine's, whose stream
+  /// runs the gradient all-reduces during backward). Throws std::invalid_argument
   /// for E not a multiple of its size, top_k not 1 or 2 (or above E), a capacity factor <= 0.
   MoELayer(size_t features, const MoEOptions& options, braidComm_t group, std::string name = "moe");
   ~MoELayer() override;
