@@ -217,6 +217,52 @@ TEST(MoE, DataParallelWithLocalExpertsMatchesOneRank) {
   }
 }
 
+// The ViT with MoE blocks through DataParallel: ep 2 against one rank, 10 steps.
+TEST(MoE, VitMoeMatchesOneRank) {
+  auto run = [](int n) {
+    std::vector<std::vector<float>> shared(n), experts(n);
+    auto errors = test::runThreads(n, [&](braidComm_t comm, int rank) -> std::string {
+      braidComm_t group = nullptr;
+      if (braidCommSplit(comm, 0, rank, &group, nullptr) != braidSuccess)
+        return braidGetLastError(comm);
+      try {
+        std::vector<MoELayer*> moes;
+        MoEOptions o = noDrop(2);
+        auto model = makeVitMoe(28, 28, 7, 16, 2, 1, kClasses, o, group, &moes);
+        model->initialize(kSeed);
+        auto opt = makeOptimizer("sgd", kLr);
+        DataParallelOptions dpo;
+        for (MoELayer* m : moes)
+          for (Parameter* p : m->expertParameters()) dpo.local_parameters.push_back(p);
+        DataParallel engine(*model, *opt, comm, dpo);
+        SoftmaxCrossEntropy loss;
+        const size_t rows = kGlobalBatch / static_cast<size_t>(n);
+        for (size_t step = 0; step < kMoeSteps; ++step) {
+          Tensor x;
+          std::vector<int32_t> y;
+          data().batch(step * kGlobalBatch + static_cast<size_t>(rank) * rows, rows, x, y);
+          engine.step(x, y, loss);
+        }
+        shared[rank] = engine.fullParameters();
+        for (MoELayer* m : moes) flatten(m->expertParameters(), experts[rank]);
+      } catch (const std::exception& e) {
+        braidCommDestroy(group);
+        return e.what();
+      }
+      braidCommDestroy(group);
+      return "";
+    });
+    for (const auto& e : errors) ADD_FAILURE() << e;
+    std::vector<float> all = shared[0];
+    for (int k = 0; k < n; ++k) all.insert(all.end(), experts[k].begin(), experts[k].end());
+    return all;
+  };
+  const std::vector<float> ref = run(1), got = run(2);
+  ASSERT_EQ(got.size(), ref.size());
+  EXPECT_LE(relativeDifference(got, ref), 1e-6);
+  std::printf("ViT-MoE ep 2 (SGD): relative difference %.3g\n", relativeDifference(got, ref));
+}
+
 TEST(MoE, DataParallelRefusesLocalParametersWithZero) {
   auto errors = test::runThreads(1, [&](braidComm_t comm, int) -> std::string {
     Net net = makeNet(nullptr, noDrop(1));

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "training/attention.h"
+#include "training/model.h"
+
 namespace braid::training {
 
 struct MoELayer::Expert {
@@ -348,6 +351,33 @@ void MoELayer::backward(const Tensor& dy, Tensor& dx) {
     gemm(true, false, E, d, T, 1.0f, dp.data(), x_.data(), 1.0f, router_.grad);
     gemm(false, false, T, d, E, 1.0f, dp.data(), router_.value, 1.0f, dx.data());
   }
+}
+
+std::unique_ptr<Sequential> makeVitMoe(size_t height, size_t width, size_t patch, size_t dim,
+                                       size_t heads, size_t depth, size_t classes,
+                                       const MoEOptions& moe, braidComm_t group,
+                                       std::vector<MoELayer*>* moes) {
+  auto m = std::make_unique<Sequential>();
+  auto embed = std::make_unique<PatchEmbedding>(height, width, patch, dim);
+  const size_t tokens = embed->tokens();
+  m->add(std::move(embed));
+  for (size_t d = 0; d < depth; ++d) {
+    const std::string block = "block" + std::to_string(d);
+    std::vector<std::unique_ptr<Layer>> attn;
+    attn.push_back(std::make_unique<LayerNorm>(dim, 1e-5f, block + ".ln1"));
+    attn.push_back(std::make_unique<MultiHeadSelfAttention>(dim, heads, tokens, block + ".attn"));
+    m->add(std::make_unique<Residual>(std::move(attn), block + ".attn_residual"));
+    std::vector<std::unique_ptr<Layer>> ffn;
+    ffn.push_back(std::make_unique<LayerNorm>(dim, 1e-5f, block + ".ln2"));
+    auto layer = std::make_unique<MoELayer>(dim, moe, group, block + ".moe");
+    if (moes) moes->push_back(layer.get());
+    ffn.push_back(std::move(layer));
+    m->add(std::make_unique<Residual>(std::move(ffn), block + ".moe_residual"));
+  }
+  m->add(std::make_unique<LayerNorm>(dim, 1e-5f, "ln"));
+  m->add(std::make_unique<TokenMeanPool>(tokens));
+  m->add(std::make_unique<Linear>(dim, classes, "head"));
+  return m;
 }
 
 }  // namespace braid::training

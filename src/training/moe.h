@@ -11,6 +11,7 @@
 
 #include "braid/braid.h"
 #include "training/layers.h"
+#include "training/model.h"
 
 namespace braid::training {
 
@@ -105,5 +106,15 @@ class MoELayer : public Layer {
   size_t dropped_ = 0, alltoall_bytes_ = 0;
   std::vector<float> own_values_, own_grads_;  // until a Sequential re-points the parameters
 };
+
+/// makeVit's ViT with each block's MLP replaced by a mixture of experts: pre-norm residual
+/// blocks of [LayerNorm, self-attention] and [LayerNorm, MoELayer(dim, moe, group)], then
+/// LayerNorm, mean over tokens and a linear head. Every token of every image is routed on its
+/// own. The MoE layers are appended to *moes (may be NULL) in block order, for their
+/// expertParameters() and auxiliary losses.
+std::unique_ptr<Sequential> makeVitMoe(size_t height, size_t width, size_t patch, size_t dim,
+                                       size_t heads, size_t depth, size_t classes,
+                                       const MoEOptions& moe, braidComm_t group,
+                                       std::vector<MoELayer*>* moes);
 
 }  // namespace braid::training
