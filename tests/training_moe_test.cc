@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -168,17 +169,30 @@ TEST(MoE, ShortCapacityDropsChoices) {
 // The same through DataParallel (DDP, stage 0) with the experts as local parameters, the
 // MoE on a communicator of its own (a braidCommSplit of the world), so that its exchanges never
 // interleave with the engine's stream: ep 2 and 4 against one rank, SGD with momentum.
-std::vector<float> trainWithEngine(int n, const MoEOptions& o) {
+// A model and its MoE layers, built on the expert-parallel group.
+struct Built {
+  std::unique_ptr<Sequential> model;
+  std::vector<MoELayer*> moes;
+};
+using Builder = std::function<Built(braidComm_t group)>;
+
+Built netBuilder(braidComm_t group, const MoEOptions& o) {
+  Net net = makeNet(group, o);
+  return {std::move(net.model), {net.moe}};
+}
+
+std::vector<float> trainWithEngine(int n, const Builder& build) {
   std::vector<std::vector<float>> shared(n), experts(n);
   auto errors = test::runThreads(n, [&](braidComm_t comm, int rank) -> std::string {
     braidComm_t group = nullptr;
     if (braidCommSplit(comm, 0, rank, &group, nullptr) != braidSuccess)
       return std::string("split: ") + braidGetLastError(comm);
     try {
-      Net net = makeNet(group, o);
+      Built net = build(group);
       auto opt = makeOptimizer("sgd", kLr);
       DataParallelOptions dpo;
-      dpo.local_parameters = net.moe->expertParameters();
+      for (MoELayer* m : net.moes)
+        for (Parameter* p : m->expertParameters()) dpo.local_parameters.push_back(p);
       DataParallel engine(*net.model, *opt, comm, dpo);
       SoftmaxCrossEntropy loss;
       const size_t rows = kGlobalBatch / static_cast<size_t>(n);
@@ -189,7 +203,7 @@ std::vector<float> trainWithEngine(int n, const MoEOptions& o) {
         engine.step(x, y, loss);
       }
       shared[rank] = engine.fullParameters();
-      flatten(net.moe->expertParameters(), experts[rank]);
+      for (MoELayer* m : net.moes) flatten(m->expertParameters(), experts[rank]);
     } catch (const std::exception& e) {
       braidCommDestroy(group);
       return e.what();
@@ -206,9 +220,10 @@ std::vector<float> trainWithEngine(int n, const MoEOptions& o) {
 
 TEST(MoE, DataParallelWithLocalExpertsMatchesOneRank) {
   for (int topK : {1, 2}) {
-    const std::vector<float> ref = trainWithEngine(1, noDrop(topK));
+    const Builder build = [&](braidComm_t group) { return netBuilder(group, noDrop(topK)); };
+    const std::vector<float> ref = trainWithEngine(1, build);
     for (int ep : {2, 4}) {
-      const std::vector<float> got = trainWithEngine(ep, noDrop(topK));
+      const std::vector<float> got = trainWithEngine(ep, build);
       ASSERT_EQ(got.size(), ref.size());
       const double diff = relativeDifference(got, ref);
       EXPECT_LE(diff, 1e-6) << "ep " << ep << ", top-" << topK;
@@ -219,44 +234,13 @@ TEST(MoE, DataParallelWithLocalExpertsMatchesOneRank) {
 
 // The ViT with MoE blocks through DataParallel: ep 2 against one rank, 10 steps.
 TEST(MoE, VitMoeMatchesOneRank) {
-  auto run = [](int n) {
-    std::vector<std::vector<float>> shared(n), experts(n);
-    auto errors = test::runThreads(n, [&](braidComm_t comm, int rank) -> std::string {
-      braidComm_t group = nullptr;
-      if (braidCommSplit(comm, 0, rank, &group, nullptr) != braidSuccess)
-        return braidGetLastError(comm);
-      try {
-        std::vector<MoELayer*> moes;
-        MoEOptions o = noDrop(2);
-        auto model = makeVitMoe(28, 28, 7, 16, 2, 1, kClasses, o, group, &moes);
-        model->initialize(kSeed);
-        auto opt = makeOptimizer("sgd", kLr);
-        DataParallelOptions dpo;
-        for (MoELayer* m : moes)
-          for (Parameter* p : m->expertParameters()) dpo.local_parameters.push_back(p);
-        DataParallel engine(*model, *opt, comm, dpo);
-        SoftmaxCrossEntropy loss;
-        const size_t rows = kGlobalBatch / static_cast<size_t>(n);
-        for (size_t step = 0; step < kMoeSteps; ++step) {
-          Tensor x;
-          std::vector<int32_t> y;
-          data().batch(step * kGlobalBatch + static_cast<size_t>(rank) * rows, rows, x, y);
-          engine.step(x, y, loss);
-        }
-        shared[rank] = engine.fullParameters();
-        for (MoELayer* m : moes) flatten(m->expertParameters(), experts[rank]);
-      } catch (const std::exception& e) {
-        braidCommDestroy(group);
-        return e.what();
-      }
-      braidCommDestroy(group);
-      return "";
-    });
-    for (const auto& e : errors) ADD_FAILURE() << e;
-    std::vector<float> all = shared[0];
-    for (int k = 0; k < n; ++k) all.insert(all.end(), experts[k].begin(), experts[k].end());
-    return all;
+  const Builder build = [](braidComm_t group) {
+    Built b;
+    b.model = makeVitMoe(28, 28, 7, 16, 2, 1, kClasses, noDrop(2), group, &b.moes);
+    b.model->initialize(kSeed);
+    return b;
   };
+  auto run = [&](int n) { return trainWithEngine(n, build); };
   const std::vector<float> ref = run(1), got = run(2);
   ASSERT_EQ(got.size(), ref.size());
   EXPECT_LE(relativeDifference(got, ref), 1e-6);

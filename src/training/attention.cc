@@ -309,7 +309,8 @@ void TokenMeanPool::backward(const Tensor& dy, Tensor& dx) {
 }
 
 std::unique_ptr<Sequential> makeVit(size_t height, size_t width, size_t patch, size_t dim,
-                                    size_t heads, size_t depth, size_t classes) {
+                                    size_t heads, size_t depth, size_t classes,
+                                    const VitFeedForward& ffn) {
   auto m = std::make_unique<Sequential>();
   auto embed = std::make_unique<PatchEmbedding>(height, width, patch, dim);
   const size_t tokens = embed->tokens();
@@ -322,9 +323,13 @@ std::unique_ptr<Sequential> makeVit(size_t height, size_t width, size_t patch, s
     m->add(std::make_unique<Residual>(std::move(attn), block + ".attn_residual"));
     std::vector<std::unique_ptr<Layer>> mlp;
     mlp.push_back(std::make_unique<LayerNorm>(dim, 1e-5f, block + ".ln2"));
-    mlp.push_back(std::make_unique<Linear>(dim, 2 * dim, block + ".fc1"));
-    mlp.push_back(std::make_unique<GELU>());
-    mlp.push_back(std::make_unique<Linear>(2 * dim, dim, block + ".fc2"));
+    if (ffn) {
+      for (auto& layer : ffn(block)) mlp.push_back(std::move(layer));
+    } else {
+      mlp.push_back(std::make_unique<Linear>(dim, 2 * dim, block + ".fc1"));
+      mlp.push_back(std::make_unique<GELU>());
+      mlp.push_back(std::make_unique<Linear>(2 * dim, dim, block + ".fc2"));
+    }
     m->add(std::make_unique<Residual>(std::move(mlp), block + ".mlp_residual"));
   }
   m->add(std::make_unique<LayerNorm>(dim, 1e-5f, "ln"));

@@ -3,6 +3,7 @@
 // Need", 2017). Activations are [batch * tokens, dim]: token t of image b is row b * T + t.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,10 +100,16 @@ class TokenMeanPool : public Layer {
   size_t tokens_;
 };
 
+/// The feed-forward part of one ViT block, given the block's name ("block0", ...): the layers
+/// after its LayerNorm, inside the residual.
+using VitFeedForward = std::function<std::vector<std::unique_ptr<Layer>>(const std::string&)>;
+
 /// A small ViT for single-channel images: patch embedding (patch x patch, dim features), then
-/// `depth` pre-norm blocks [x + MHSA(LN(x)); x + MLP(LN(x)), MLP = Linear(dim, 2 dim) GELU
-/// Linear(2 dim, dim)], LayerNorm, mean over tokens, Linear(dim, classes).
+/// `depth` pre-norm blocks [x + MHSA(LN(x)); x + FFN(LN(x))], LayerNorm, mean over tokens,
+/// Linear(dim, classes). FFN is `ffn`'s layers, by default the MLP Linear(dim, 2 dim) GELU
+/// Linear(2 dim, dim) (makeVitMoe gives a mixture of experts instead).
 std::unique_ptr<Sequential> makeVit(size_t height, size_t width, size_t patch, size_t dim,
-                                    size_t heads, size_t depth, size_t classes);
+                                    size_t heads, size_t depth, size_t classes,
+                                    const VitFeedForward& ffn = {});
 
 }  // namespace braid::training

@@ -357,27 +357,13 @@ std::unique_ptr<Sequential> makeVitMoe(size_t height, size_t width, size_t patch
                                        size_t heads, size_t depth, size_t classes,
                                        const MoEOptions& moe, braidComm_t group,
                                        std::vector<MoELayer*>* moes) {
-  auto m = std::make_unique<Sequential>();
-  auto embed = std::make_unique<PatchEmbedding>(height, width, patch, dim);
-  const size_t tokens = embed->tokens();
-  m->add(std::move(embed));
-  for (size_t d = 0; d < depth; ++d) {
-    const std::string block = "block" + std::to_string(d);
-    std::vector<std::unique_ptr<Layer>> attn;
-    attn.push_back(std::make_unique<LayerNorm>(dim, 1e-5f, block + ".ln1"));
-    attn.push_back(std::make_unique<MultiHeadSelfAttention>(dim, heads, tokens, block + ".attn"));
-    m->add(std::make_unique<Residual>(std::move(attn), block + ".attn_residual"));
-    std::vector<std::unique_ptr<Layer>> ffn;
-    ffn.push_back(std::make_unique<LayerNorm>(dim, 1e-5f, block + ".ln2"));
+  return makeVit(height, width, patch, dim, heads, depth, classes, [&](const std::string& block) {
     auto layer = std::make_unique<MoELayer>(dim, moe, group, block + ".moe");
     if (moes) moes->push_back(layer.get());
+    std::vector<std::unique_ptr<Layer>> ffn;
     ffn.push_back(std::move(layer));
-    m->add(std::make_unique<Residual>(std::move(ffn), block + ".moe_residual"));
-  }
-  m->add(std::make_unique<LayerNorm>(dim, 1e-5f, "ln"));
-  m->add(std::make_unique<TokenMeanPool>(tokens));
-  m->add(std::make_unique<Linear>(dim, classes, "head"));
-  return m;
+    return ffn;
+  });
 }
 
 }  // namespace braid::training
