@@ -36,6 +36,11 @@ struct FreeDeleter {
   void operator()(void* p) const { free(p); }
 };
 using Buffer = std::unique_ptr<std::byte, FreeDeleter>;
+// -M device: the collectives' buffers, from braidMemAlloc.
+struct DeviceDeleter {
+  void operator()(std::byte* p) const { braidMemFree(p); }
+};
+using DeviceBuffer = std::unique_ptr<std::byte, DeviceDeleter>;
 
 constexpr size_t kInfoBytes = 128;  // per-rank record gathered for "# Using devices"
 
@@ -183,6 +188,12 @@ class Rank {
     }
     send_ = Alloc(send_bytes, "send buffer");
     recv_ = Alloc(recv_bytes, "receive buffer");
+    send_bytes_ = send_bytes;
+    recv_bytes_ = recv_bytes;
+    if (o_.device_memory) {  // the host buffers stay, as the data's source and checked copy
+      dev_send_ = AllocDevice(send_bytes, "send buffer");
+      dev_recv_ = AllocDevice(recv_bytes, "receive buffer");
+    }
     if (o_.check > 0) {
       expected_ = Alloc(region_bytes, "expected-result buffer");
       background_ = Alloc(region_bytes, "expected-result buffer");
@@ -200,6 +211,35 @@ class Rank {
     }
     memset(p, 0, rounded);  // first touch by this rank's thread
     return Buffer(static_cast<std::byte*>(p));
+  }
+
+  DeviceBuffer AllocDevice(size_t bytes, const char* what) {
+    void* p = nullptr;
+    if (braidMemAlloc(&p, bytes) != braidSuccess) {
+      fprintf(stderr,
+              "%s: rank %d: -M device: cannot allocate %zu bytes of device memory for the %s: %s\n",
+              o_.prog, rank_, bytes, what, braidGetLastError(nullptr));
+      Abort(l_);
+    }
+    return DeviceBuffer(static_cast<std::byte*>(p));
+  }
+
+  // -M device: the host buffers' contents to the device buffers, or the receive buffer back.
+  void ToDevice() {
+    if (!o_.device_memory) return;
+    Call(braidMemcpy(dev_send_.get(), send_.get(), send_bytes_), "braidMemcpy (to device)");
+    Call(braidMemcpy(dev_recv_.get(), recv_.get(), recv_bytes_), "braidMemcpy (to device)");
+  }
+  void FromDevice() {
+    if (!o_.device_memory) return;
+    Call(braidMemcpy(recv_.get(), dev_recv_.get(), recv_bytes_), "braidMemcpy (from device)");
+  }
+  // The buffer a collective is given: p itself, or with -M device the same place on the device.
+  std::byte* Placed(std::byte* p) {
+    if (!o_.device_memory) return p;
+    if (p >= send_.get() && p < send_.get() + send_bytes_)
+      return dev_send_.get() + (p - send_.get());
+    return dev_recv_.get() + (p - recv_.get());
   }
 
   void Sweep(braidDataType_t dtype, braidRedOp_t op, int root) {
@@ -238,8 +278,9 @@ class Rank {
   void RunOnce(const CollCounts& c, braidDataType_t dtype, braidRedOp_t op, int root,
                bool in_place) {
     const size_t es = ElementSize(dtype);
-    const braidResult_t r = coll_.run(SendPtr(c, es, in_place), RecvPtr(c, es, in_place), c, dtype,
-                                      op, root, comm_, nullptr);
+    const braidResult_t r =
+        coll_.run(Placed(SendPtr(c, es, in_place)), Placed(RecvPtr(c, es, in_place)), c, dtype, op,
+                  root, comm_, nullptr);
     if (r != braidSuccess) {
       std::string what = std::string(coll_.call) + " (" + TypeName(dtype);
       if (coll_.uses_op) what += std::string(" ") + OpName(op);
@@ -259,6 +300,7 @@ class Rank {
       const CheckArgs args{dtype, op, root, rank_, nranks_, 0};
       coll_.fill_send(SendPtr(c, es, in_place), c, args);
     }
+    ToDevice();
     Barrier();
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < o_.iters; ++i) {
@@ -310,7 +352,9 @@ class Rank {
     for (size_t i = 0; i < n; ++i) {
       if (!defined_[i]) memcpy(want + i * es, recv + i * es, es);
     }
+    ToDevice();
     RunOnce(c, dtype, op, root, in_place);
+    FromDevice();
 
     // Defined reduction results compare by value (-0 equals +0); everything else by bits.
     size_t wrong = 0, first = n;
@@ -367,6 +411,8 @@ class Rank {
   const bool pause_forced_allreduce_;
   braidComm_t comm_ = nullptr;
   Buffer send_, recv_, expected_, background_;
+  size_t send_bytes_ = 0, recv_bytes_ = 0;
+  DeviceBuffer dev_send_, dev_recv_;  // -M device
   std::vector<uint8_t> defined_;
   uint64_t checks_ = 0;
   int errors_ = 0;

@@ -35,6 +35,7 @@ const struct option kLongOptions[] = {
     {"average", required_argument, nullptr, 'a'},
     {"algorithm", required_argument, nullptr, 'A'},
     {"json", required_argument, nullptr, 'J'},
+    {"memory", required_argument, nullptr, 'M'},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
@@ -68,6 +69,7 @@ void PrintUsage(const char* prog) {
       "\t[-A,--algorithm <name: force it / list: print the algorithms of this collective / "
       "auto>]\n"
       "\t[-J,--json <file: write every row as one JSON object per line>]\n"
+      "\t[-M,--memory <host (default) / device: buffers from braidMemAlloc, CUDA>]\n"
       "\t[-h,--help]\n"
       "Ranks: -t N threads in this process, times the processes of braidrun "
       "(BRAID_UNIQUE_ID, BRAID_RANK, BRAID_NRANKS) or mpirun.\n",
@@ -166,7 +168,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
   optind = 0;  // 0, not 1: glibc then also forgets a previous scan (ParseOptions may run twice)
   for (;;) {
     const int c =
-        getopt_long(argc, argv, ":t:g:b:e:i:f:n:m:w:c:o:d:r:z:a:A:J:h", kLongOptions, nullptr);
+        getopt_long(argc, argv, ":t:g:b:e:i:f:n:m:w:c:o:d:r:z:a:A:J:M:h", kLongOptions, nullptr);
     if (c == -1) break;
     switch (c) {
       case 't':
@@ -237,6 +239,12 @@ int ParseOptions(int argc, char** argv, Options* o) {
       case 'J':
         o->json_path = optarg;
         if (o->json_path.empty()) UsageError(*o, FlagName(c) + " needs a file name");
+        break;
+      case 'M':
+        if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0)
+          UsageError(*o, "invalid value '" + std::string(optarg) + "' for " + FlagName(c) +
+                             ": expected host or device");
+        o->device_memory = strcmp(optarg, "device") == 0;
         break;
       case 'h':
         PrintUsage(o->prog);

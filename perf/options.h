@@ -1,7 +1,8 @@
 /// @file options.h
 /// The perf binaries' command line: nccl-tests' flags (src/common.cu) plus Braid's -A
-/// (algorithm) and -J (JSON rows). Every binary takes the same flags; those that do not
-/// apply to its collective (-o without a reduction, -r without a root) are ignored.
+/// (algorithm), -J (JSON rows) and -M (host or device buffers). Every binary takes the same flags;
+/// those that do not apply to its collective (-o without a reduction, -r without a root) are
+/// ignored.
 #ifndef BRAID_PERF_OPTIONS_H_
 #define BRAID_PERF_OPTIONS_H_
 
@@ -26,10 +27,11 @@ struct Options {
   int check = 1;
   int average = 1;  // 0 rank 0, 1 mean, 2 min, 3 max over ranks
   int blocking = 0;
-  int root = 0;            // the root of rooted collectives, unless all_roots
-  bool all_roots = false;  // -r all (or -1, as nccl-tests): every rank in turn
-  std::string algorithm;   // -A: "" or "auto" for the default rule, "list", or a name
-  std::string json_path;   // -J: where to write one JSON object per row ("" for none)
+  int root = 0;                // the root of rooted collectives, unless all_roots
+  bool all_roots = false;      // -r all (or -1, as nccl-tests): every rank in turn
+  std::string algorithm;       // -A: "" or "auto" for the default rule, "list", or a name
+  std::string json_path;       // -J: where to write one JSON object per row ("" for none)
+  bool device_memory = false;  // -M device: the collectives' buffers are device memory
   std::vector<braidDataType_t> types{braidFloat32};
   std::vector<braidRedOp_t> ops{braidSum};
 

@@ -396,6 +396,12 @@ braidResult_t braidCommCuDevice(const braidComm_t comm, int* device);
 braidResult_t braidMemAlloc(void** ptr, size_t size);
 /// Frees memory from braidMemAlloc (NULL is a no-op). braidUnhandledCudaError if CUDA refuses.
 braidResult_t braidMemFree(void* ptr);
+/// Braid extension: copies bytes from src to dst, each host or device memory (CUDA works out
+/// which), after the device has finished its queued work, and returns when the copy is done.
+/// For harnesses without a CUDA runtime of their own (the perf binaries' --memory device).
+/// Host to host is memcpy, also without CUDA. @return braidInvalidArgument for NULL pointers
+/// with bytes > 0; braidUnhandledCudaError if a device side has no CUDA to copy it.
+braidResult_t braidMemcpy(void* dst, const void* src, size_t bytes);
 /// Registers size bytes at buff with comm for later collectives (NCCL's ncclCommRegister).
 /// Braid needs no registration (host buffers are copied through its own segments; device
 /// buffers are staged), so this records the range and returns a handle for

@@ -243,6 +243,24 @@ braidResult_t braidMemFree(void* ptr) {
   return braid::device::runtime().free(ptr);
 }
 
+braidResult_t braidMemcpy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return braidSuccess;
+  if (!dst || !src)
+    return fail(braidInvalidArgument, "braidMemcpy: %s is NULL with %zu bytes to copy",
+                dst ? "src" : "dst", bytes);
+  const braid::device::Runtime& rt = braid::device::runtime();
+  const bool devDst = rt.isDevice(dst), devSrc = rt.isDevice(src);
+  if (devSrc && devDst) {  // through host memory: no device-to-device entry in the runtime
+    std::vector<char> staging(bytes);
+    BRAID_TRY(rt.toHost(staging.data(), src, bytes));
+    return rt.toDevice(dst, staging.data(), bytes);
+  }
+  if (devSrc) return rt.toHost(dst, src, bytes);
+  if (devDst) return rt.toDevice(dst, src, bytes);
+  std::memcpy(dst, src, bytes);
+  return braidSuccess;
+}
+
 braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle) {
   BRAID_TRY(checkComm(comm, "braidCommRegister"));
   if (!handle) return fail(braidInvalidArgument, "braidCommRegister: handle is NULL");
