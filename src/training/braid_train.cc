@@ -4,7 +4,8 @@
 // must equal the job's size). Prints, per epoch, the mean training loss, test accuracy,
 // samples/s, the share of training time spent waiting for communication, and the bytes of
 // parameters, gradients and optimizer state this rank holds; --json prints one JSON object per
-// epoch instead.
+// epoch instead. With --pp and --tp the model is also cut into pipeline stages (GPipe or 1F1B
+// over --microbatches) and its Linears split Megatron-style; pp x tp x dp ranks in all.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -32,6 +33,8 @@
 #include "training/data_parallel.h"
 #include "training/model.h"
 #include "training/optimizer.h"
+#include "training/pipeline.h"
+#include "training/tensor_parallel.h"
 
 namespace {
 
@@ -58,6 +61,11 @@ struct Options {
   bool recompute = false;
   long loss_scale_window = 2000;
   double initial_loss_scale = 65536.0;
+  int pp = 1, tp = 1;
+  std::string schedule = "1f1b";
+  long microbatches = 0;  // 0: pp (one micro-batch per stage), at least 1
+  std::vector<size_t> widths = {784, 256, 128, 10};
+  bool modelParallel() const { return pp > 1 || tp > 1; }
 };
 
 const char* kUsage =
@@ -67,7 +75,8 @@ const char* kUsage =
     "                   [--optimizer sgd|adamw|adafactor] [--json] [--first-bucket-mb MB]\n"
     "                   [--bucket-cap-mb MB] [--no-overlap] [--max-steps N] [--train-limit N]\n"
     "                   [--constant-lr] [--recompute] [--loss-scale-window N]\n"
-    "                   [--initial-loss-scale S]\n"
+    "                   [--initial-loss-scale S] [--pp N] [--tp N] [--schedule gpipe|1f1b]\n"
+    "                   [--microbatches M] [--mlp-widths 784,H1,...,10]\n"
     "  --model M           mlp (784-256-128-10) or vit (7x7 patches, dim 64, 4 heads, 2 blocks)\n"
     "  --data DIR          Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)\n"
     "  --dp N              data-parallel ranks: threads of this process, or the job's size\n"
@@ -92,7 +101,15 @@ const char* kUsage =
     "  --first-bucket-mb, --bucket-cap-mb   gradient bucket caps (default 1 and 25 MiB)\n"
     "  --no-overlap        queue gradient collectives only after backward has finished\n"
     "  --max-steps N       stop each epoch after N steps (measurements)\n"
-    "  --train-limit N     use only the first N training images\n";
+    "  --train-limit N     use only the first N training images\n"
+    "  --pp N              pipeline stages (the model's layers cut into N contiguous stages)\n"
+    "  --tp N              tensor-parallel ranks (Megatron: column- then row-parallel Linear\n"
+    "                      pairs; --model mlp only)\n"
+    "                      pp x tp x dp must equal the ranks (threads: pp x tp x dp are started)\n"
+    "  --schedule S        1f1b (default; warm-up, one forward one backward, cool-down) or gpipe\n"
+    "                      (all forwards, then all backwards)\n"
+    "  --microbatches M    micro-batches per step of each data-parallel replica (default --pp)\n"
+    "  --mlp-widths W      the MLP's widths, comma-separated (default 784,256,128,10)\n";
 
 [[noreturn]] void usageError(const std::string& msg) {
   fprintf(stderr, "braid-train: %s (braid-train --help lists the flags)\n", msg.c_str());
@@ -119,6 +136,37 @@ double parsePositive(const std::string& flag, const char* v) {
     usageError(flag + " " + v + ": expected a positive number");
   }
   return x;
+}
+
+// What pipeline and tensor parallelism support here; the ranks' count is checked later.
+void checkModelParallel(const Options& o) {
+  if (!o.modelParallel()) return;
+  const std::string what =
+      o.pp > 1 ? "--pp " + std::to_string(o.pp) : "--tp " + std::to_string(o.tp);
+  if (o.zero != 0) usageError(what + " runs data parallelism as a plain all-reduce: use --zero 0");
+  if (o.precision != "fp32") usageError(what + " runs in fp32 only: use --precision fp32");
+  if (o.recompute) usageError(what + ": --recompute is not supported with model parallelism");
+  if (o.tp > 1 && o.model != "mlp") {
+    usageError("--tp " + std::to_string(o.tp) +
+               ": tensor parallelism splits the MLP's Linears; "
+               "use --model mlp");
+  }
+  if (o.tp > 1 && o.optimizer == "adafactor") {
+    usageError("--tp " + std::to_string(o.tp) + ": adafactor would factor shards, not matrices");
+  }
+  // Linears 2j and 2j + 1 form a pair split on width 2j + 1; an unpaired last one is whole.
+  for (size_t i = 1; o.tp > 1 && i + 1 < o.widths.size(); i += 2) {
+    if (o.widths[i] % static_cast<size_t>(o.tp) != 0) {
+      usageError("--tp " + std::to_string(o.tp) + " does not divide the hidden width " +
+                 std::to_string(o.widths[i]) + " that a column-/row-parallel pair splits");
+    }
+  }
+  const size_t layers = o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10)->numLayers()
+                                         : 2 * (o.widths.size() - 1) - 1;
+  if (static_cast<size_t>(o.pp) > layers) {
+    usageError("--pp " + std::to_string(o.pp) + ": the model has only " + std::to_string(layers) +
+               " layers to cut into stages");
+  }
 }
 
 Options parse(int argc, char** argv) {
@@ -185,16 +233,62 @@ Options parse(int argc, char** argv) {
       o.max_steps = parseLong(a, value(), 1, 1L << 40);
     } else if (a == "--train-limit") {
       o.train_limit = parseLong(a, value(), 1, 1L << 40);
+    } else if (a == "--pp") {
+      o.pp = static_cast<int>(parseLong(a, value(), 1, 1024));
+    } else if (a == "--tp") {
+      o.tp = static_cast<int>(parseLong(a, value(), 1, 1024));
+    } else if (a == "--schedule") {
+      o.schedule = value();
+      if (o.schedule != "gpipe" && o.schedule != "1f1b") {
+        usageError("--schedule " + o.schedule + ": expected gpipe or 1f1b");
+      }
+    } else if (a == "--microbatches") {
+      o.microbatches = parseLong(a, value(), 1, 1 << 20);
+    } else if (a == "--mlp-widths") {
+      const std::string v = value();
+      o.widths.clear();
+      size_t at = 0;
+      while (at <= v.size()) {
+        const size_t comma = std::min(v.find(',', at), v.size());
+        const std::string w = v.substr(at, comma - at);
+        o.widths.push_back(static_cast<size_t>(parseLong("--mlp-widths", w.c_str(), 1, 1 << 16)));
+        at = comma + 1;
+      }
+      if (o.widths.size() < 2 || o.widths.front() != 784 || o.widths.back() != 10) {
+        usageError("--mlp-widths " + v + ": expected 784,...,10 (28x28 images, 10 classes)");
+      }
     } else {
       usageError("unknown argument " + a);
     }
   }
   if (o.lr < 0) o.lr = o.optimizer == "sgd" ? 0.05 : o.optimizer == "adafactor" ? 1e-2 : 1e-3;
+  if (o.microbatches == 0) o.microbatches = o.pp;
+  checkModelParallel(o);
   if (o.optimizer == "adafactor" && o.zero != 0) {
     usageError("--optimizer adafactor factors whole matrices, which --zero " +
                std::to_string(o.zero) + " shards: use --zero 0");
   }
   return o;
+}
+
+// pp x tp x dp must be the job's size (dp defaults to what is left); "" when it is.
+std::string layoutError(const Options& o, int nranks) {
+  const int model = o.pp * o.tp;
+  const std::string flags = "--pp " + std::to_string(o.pp) + " x --tp " + std::to_string(o.tp);
+  if (o.dp == 0 && nranks % model != 0) {
+    return flags + " does not divide the job's " + std::to_string(nranks) +
+           " ranks (pp x tp x dp must equal the world size)";
+  }
+  if (o.dp != 0 && o.dp * model != nranks) {
+    if (model == 1) {
+      return "--dp " + std::to_string(o.dp) + " differs from the job's " + std::to_string(nranks) +
+             " ranks (pp x tp x dp must equal the world size)";
+    }
+    return flags + " x --dp " + std::to_string(o.dp) + " = " + std::to_string(o.dp * model) +
+           " differs from the job's " + std::to_string(nranks) +
+           " ranks (pp x tp x dp must equal the world size)";
+  }
+  return "";
 }
 
 // A launcher that starts one process per rank leaves one of these set.
@@ -271,14 +365,189 @@ std::string precisionLine(const Options& o) {
   return s;
 }
 
+std::string modelLine(const Options& o) {
+  if (o.model == "vit") return "vit (28x28, patch 7, dim 64, 4 heads, 2 blocks)";
+  std::string s = "mlp ";
+  for (size_t i = 0; i < o.widths.size(); ++i) s += (i ? "-" : "") + std::to_string(o.widths[i]);
+  return s;
+}
+
+void check(braidResult_t r, const char* what) {
+  if (r != braidSuccess) {
+    throw std::runtime_error(std::string(what) + " failed: " + braidGetErrorString(r) + ": " +
+                             braidGetLastError(nullptr));
+  }
+}
+
+// Pipeline and/or tensor parallelism (with data parallelism over the remaining factor): each
+// rank holds one stage, or its shards of one stage, and steps its own parameters.
+void trainModelParallel(braidComm_t world, int rank, const Options& o, const ImageDataset& train,
+                        const ImageDataset& test) {
+  ParallelGroups groups(world, o.tp, o.pp);
+  const ParallelLayout& l = groups.layout();
+  TensorParallelCounters tpc;
+  // Copies of the stage's layers hold the activations of micro-batches in flight.
+  const ModelFactory factory = [&]() -> std::unique_ptr<Sequential> {
+    if (o.tp > 1) return makeTensorParallelMlp(o.widths, o.seed, groups.tp(), &tpc);
+    return o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10) : makeMlp(o.widths);
+  };
+  std::unique_ptr<Sequential> model = factory();
+  if (o.tp == 1) model->initialize(o.seed);
+  PipelineOptions po;
+  po.schedule = o.schedule == "gpipe" ? PipelineSchedule::kGPipe : PipelineSchedule::k1F1B;
+  po.micro_batches = static_cast<size_t>(o.microbatches);
+  const std::vector<size_t> cuts = stageCuts(*model, o.pp);
+  PipelineStage stage(std::move(model), groups.pp(), po, factory);
+  auto optimizer = makeOptimizer(o.optimizer, static_cast<float>(o.lr));
+  // Loss, accuracy and samples are counted once per replica: on its last stage's tp rank 0.
+  const bool counts = stage.isLast() && l.tp_rank == 0;
+  const size_t dp = static_cast<size_t>(l.dp);
+  const size_t local_batch = static_cast<size_t>(o.batch_size) / dp;
+  const double p = o.pp, m = static_cast<double>(o.microbatches);
+  const double formula = (p - 1) / (m + p - 1);
+  if (rank == 0 && !o.json) {
+    std::string stages;
+    for (size_t s = 0; s + 1 < cuts.size(); ++s) {
+      stages += (s ? " | " : "") + std::string("layers ") + std::to_string(cuts[s]) + "-" +
+                std::to_string(cuts[s + 1] - 1);
+    }
+    printf(
+        "# braid-train: model %s, tp %d x pp %d x dp %d, %s schedule, %ld micro-batches per "
+        "step (bubble (p-1)/(m+p-1) = %.3f), %s, global batch %ld (%zu per replica), lr %g\n"
+        "# stages: %s\n",
+        modelLine(o).c_str(), l.tp, l.pp, l.dp, o.schedule.c_str(), o.microbatches, formula,
+        o.optimizer.c_str(), o.batch_size, local_batch, o.lr, stages.c_str());
+    // Per-rank columns are the most of any rank; bubble is the mean over ranks.
+    printf("%6s %10s %10s %12s %8s %8s %8s %14s %14s %14s\n", "epoch", "loss", "test_acc",
+           "samples/s", "bubble", "min", "max", "p2p_B/step", "tp_B/step", "act_bytes");
+    fflush(stdout);
+  }
+  SoftmaxCrossEntropy loss;
+  Tensor x;
+  std::vector<int32_t> labels;
+  const size_t train_count =
+      o.train_limit > 0 ? std::min(train.count, static_cast<size_t>(o.train_limit)) : train.count;
+  const size_t steps_per_epoch = [&] {
+    const size_t per_rank = (train_count + dp - 1) / dp;
+    const size_t s = (per_rank + local_batch - 1) / local_batch;
+    return o.max_steps > 0 ? std::min(s, static_cast<size_t>(o.max_steps)) : s;
+  }();
+  const size_t total_steps = steps_per_epoch * static_cast<size_t>(o.epochs);
+  size_t global_step = 0;
+  const int world_size = l.world;
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    const std::vector<size_t> idx =
+        distributedIndices(train_count, l.dp_rank, l.dp, o.seed, static_cast<uint64_t>(epoch));
+    size_t steps = (idx.size() + local_batch - 1) / local_batch;
+    if (o.max_steps > 0) steps = std::min(steps, static_cast<size_t>(o.max_steps));
+    stage.resetCounters();
+    tpc = TensorParallelCounters();
+    double loss_sum = 0.0;
+    size_t samples = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t s = 0; s < steps; ++s) {
+      const size_t begin = s * local_batch, end = std::min(idx.size(), begin + local_batch);
+      gatherBatch(train, idx, begin, end, x, labels);
+      if (o.cosine) {
+        optimizer->setLearningRate(
+            cosineLearningRate(static_cast<float>(o.lr), global_step, total_steps));
+      }
+      ++global_step;
+      loss_sum += stage.step(x, labels, loss);
+      stage.optimizerStep(*optimizer, groups.dp());
+      samples += end - begin;
+    }
+    const double train_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const PipelineCounters pc = stage.counters();
+    const uint64_t tp_bytes = tpc.forward_bytes + tpc.backward_bytes;
+
+    // Each replica evaluates a contiguous share of the test set, whole batches through the
+    // pipeline; every rank of a replica runs the same batches.
+    const size_t per_rank = (test.count + dp - 1) / dp;
+    const size_t lo = std::min(test.count, static_cast<size_t>(l.dp_rank) * per_rank);
+    const size_t hi = std::min(test.count, lo + per_rank);
+    std::vector<size_t> test_idx(test.count);
+    for (size_t i = 0; i < test.count; ++i) test_idx[i] = i;
+    const size_t eval_batch = 1000;
+    size_t correct = 0;
+    for (size_t b = 0; b < (per_rank + eval_batch - 1) / eval_batch; ++b) {
+      const size_t begin = std::min(hi, lo + b * eval_batch);
+      const size_t end = std::min(hi, begin + eval_batch);
+      gatherBatch(test, test_idx, begin, end, x, labels);
+      const Tensor* logits = stage.forward(x);
+      if (logits != nullptr && counts && end > begin) {
+        loss.forward(*logits, labels);
+        correct += loss.correct();
+      }
+    }
+    const double bubble = pc.step_seconds > 0 ? pc.wait_seconds / pc.step_seconds : 0.0;
+    std::vector<double> totals = {counts ? loss_sum / std::max<size_t>(steps, 1) : 0.0,
+                                  static_cast<double>(correct),
+                                  counts ? static_cast<double>(samples) : 0.0, train_s, bubble};
+    check(braidAllReduce(totals.data(), totals.data(), totals.size(), braidFloat64, braidSum, world,
+                         nullptr),
+          "braidAllReduce (epoch totals)");
+    // Per-rank figures: the bubble's range, and the most any rank sends or holds.
+    std::vector<double> extremes = {bubble, -bubble, -static_cast<double>(pc.p2p_bytes),
+                                    -static_cast<double>(tp_bytes),
+                                    -static_cast<double>(pc.peak_activation_elements * 4)};
+    check(braidAllReduce(extremes.data(), extremes.data(), extremes.size(), braidFloat64, braidMin,
+                         world, nullptr),
+          "braidAllReduce (per-rank extremes)");
+    if (!std::isfinite(totals[0]))
+      fail(rank, "the training loss is not finite after epoch " + std::to_string(epoch + 1) +
+                     ": training diverged (try a lower --lr)");
+    if (rank == 0) {
+      const double mean_loss = totals[0] / l.dp;
+      const double accuracy = totals[1] / static_cast<double>(test.count);
+      const double samples_per_s = totals[2] / (totals[3] / world_size);
+      const double mean_bubble = totals[4] / world_size;
+      const double per_step = steps ? 1.0 / static_cast<double>(steps) : 0.0;
+      if (o.json) {
+        nlohmann::json j = {{"epoch", epoch + 1},
+                            {"loss", mean_loss},
+                            {"test_accuracy", accuracy},
+                            {"samples_per_s", samples_per_s},
+                            {"step_ms", 1e3 * totals[3] / world_size * per_step},
+                            {"bubble_fraction", mean_bubble},
+                            {"bubble_fraction_min", extremes[0]},
+                            {"bubble_fraction_max", -extremes[1]},
+                            {"bubble_formula", formula},
+                            {"p2p_bytes_per_step", -extremes[2] * per_step},
+                            {"tp_allreduce_bytes_per_step", -extremes[3] * per_step},
+                            {"peak_activation_bytes", -extremes[4]},
+                            {"recomputed_forwards_per_step",
+                             static_cast<double>(pc.recomputed_forwards) * per_step},
+                            {"stage_parameters", stage.numParameters()},
+                            {"tp", l.tp},
+                            {"pp", l.pp},
+                            {"dp", l.dp},
+                            {"schedule", o.schedule},
+                            {"microbatches", o.microbatches},
+                            {"model", o.model}};
+        printf("%s\n", j.dump().c_str());
+      } else {
+        printf("%6d %10.4f %10.4f %12.0f %8.3f %8.3f %8.3f %14.0f %14.0f %14.0f\n", epoch + 1,
+               mean_loss, accuracy, samples_per_s, mean_bubble, extremes[0], -extremes[1],
+               -extremes[2] * per_step, -extremes[3] * per_step, -extremes[4]);
+      }
+      fflush(stdout);
+    }
+  }
+}
+
 void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const ImageDataset& train,
                const ImageDataset& test) {
+  if (o.modelParallel()) {
+    trainModelParallel(comm, rank, o, train, test);
+    return;
+  }
   if (o.model == "vit" && train.features != 28 * 28) {
     throw std::invalid_argument("--model vit expects 28x28 images; " + o.data + " holds " +
                                 std::to_string(train.features) + " pixels per image");
   }
-  auto model =
-      o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10) : makeMlp({train.features, 256, 128, 10});
+  auto model = o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10) : makeMlp(o.widths);
   model->initialize(o.seed);
   auto optimizer = makeOptimizer(o.optimizer, static_cast<float>(o.lr));
   DataParallelOptions dpo;
@@ -311,9 +580,9 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
     printf(
         "# braid-train: model %s, psi = %zu parameters, dp %d, zero %d, %s, %s, "
         "global batch %ld (%zu per rank), lr %g, %zu %s%s\n",
-        o.model == "vit" ? "vit (28x28, patch 7, dim 64, 4 heads, 2 blocks)" : "mlp 784-256-128-10",
-        psi, nranks, o.zero, o.optimizer.c_str(), precisionLine(o).c_str(), o.batch_size,
-        local_batch, o.lr, engine.numUnits(), o.zero == 3 ? "layer units" : "gradient buckets",
+        modelLine(o).c_str(), psi, nranks, o.zero, o.optimizer.c_str(), precisionLine(o).c_str(),
+        o.batch_size, local_batch, o.lr, engine.numUnits(),
+        o.zero == 3 ? "layer units" : "gradient buckets",
         o.recompute ? ", activation recomputation" : "");
     const std::string state = factored ? "factored state" : std::to_string(k) + "psi state";
     printf(
@@ -477,11 +746,20 @@ int main(int argc, char** argv) {
     int rank = 0, nranks = 1;
     braidCommUserRank(comm, &rank);
     braidCommCount(comm, &nranks);
-    if (o.dp != 0 && o.dp != nranks) {
-      fail(rank, "--dp " + std::to_string(o.dp) + " differs from the job's " +
-                     std::to_string(nranks) + " ranks (data parallelism spans the whole job)");
+    const std::string layout = layoutError(o, nranks);
+    if (!layout.empty()) {
+      // Every rank sees the same flags and job size, so all of them stop here.
+      if (rank == 0) fprintf(stderr, "braid-train: %s\n", layout.c_str());
+      braidCommDestroy(comm);
+      return 2;
     }
-    if (o.batch_size % nranks != 0) {
+    if (o.modelParallel()) {
+      const int dp = nranks / (o.pp * o.tp);
+      if (o.batch_size % dp != 0) {
+        fail(rank, "--batch-size " + std::to_string(o.batch_size) + " is not a multiple of the " +
+                       std::to_string(dp) + " data-parallel replicas");
+      }
+    } else if (o.batch_size % nranks != 0) {
       fail(rank, "--batch-size " + std::to_string(o.batch_size) + " is not a multiple of the " +
                      std::to_string(nranks) + " data-parallel ranks");
     }
@@ -494,10 +772,11 @@ int main(int argc, char** argv) {
 #endif
     return 0;
   }
-  const int nranks = o.dp == 0 ? 1 : o.dp;
-  if (o.batch_size % nranks != 0) {
+  const int dp = o.dp == 0 ? 1 : o.dp;
+  const int nranks = dp * o.pp * o.tp;
+  if (o.batch_size % dp != 0) {
     usageError("--batch-size " + std::to_string(o.batch_size) + " is not a multiple of --dp " +
-               std::to_string(nranks));
+               std::to_string(dp));
   }
   if (nranks > 1) setBlasThreads(1);
   std::vector<braidComm_t> comms(nranks, nullptr);
