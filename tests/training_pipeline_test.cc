@@ -313,6 +313,13 @@ TEST(ParallelLayout, MegatronOrderAndDataParallelism) {
   c.tp = 2;
   c.dp = 2;
   expectParity(c);
+  // All three: dp 2 x pp 2 x tp 2 on 8 ranks, 1F1B.
+  c = Case();
+  c.tp = 2;
+  c.pp = 2;
+  c.dp = 2;
+  c.micro_batches = 2;
+  expectParity(c);
 }
 
 TEST(PipelineParity, TensorParallelStages) {
