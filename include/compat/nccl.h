@@ -1,6 +1,7 @@
 /*
  * nccl.h: Braid's NCCL drop-in. Declares the NCCL 2.19 API (the calls nccl-tests makes at
- * that level) with NCCL's type layouts and enum values, so that code written for NCCL
+ * that level) with NCCL's type layouts and enum values (plus 2.24's FP8 datatypes, so
+ * ncclNumTypes is 12 as in 2.24, not 2.19's 10), so that code written for NCCL
  * builds unchanged against it and links to Braid's libnccl.so.2, which forwards every call
  * to the braid* function of the same meaning (include/braid/braid.h documents each one).
  *

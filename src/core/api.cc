@@ -257,7 +257,7 @@ braidResult_t braidMemcpy(void* dst, const void* src, size_t bytes) {
   }
   if (devSrc) return rt.toHost(dst, src, bytes);
   if (devDst) return rt.toDevice(dst, src, bytes);
-  std::memcpy(dst, src, bytes);
+  std::memmove(dst, src, bytes);  // the ranges may overlap
   return braidSuccess;
 }
 

@@ -498,6 +498,9 @@ std::string fromNcclAlgo(const std::string& text) {
     std::stringstream names(colon == std::string::npos ? section : section.substr(colon + 1));
     std::string name, list;
     while (std::getline(names, name, ',')) {
+      name.erase(0, name.find_first_not_of(" \t"));  // "Ring, Tree": names without spaces
+      name.erase(name.find_last_not_of(" \t") + 1);
+      if (name.empty()) continue;
       const bool known = std::any_of(algorithms().begin(), algorithms().end(),
                                      [&](const AlgorithmInfo& a) { return name == a.name; });
       (known ? list : dropped) += (known ? (list.empty() ? "" : ",") : " ") + name;
