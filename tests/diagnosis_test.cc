@@ -1,9 +1,11 @@
 // Diagnosis of wrong and stuck jobs: BRAID_CHECK's comparison of the ranks' calls, and
-// BRAID_STALL_WARN's line naming the peer a rank waits on. Ranks as threads. Its main sets
-// BRAID_CHECK=1 and BRAID_STALL_WARN=1 before Braid reads its configuration.
+// BRAID_STALL_WARN's line naming the peer a rank waits on, and rank 0's summary of where the
+// ranks are. Ranks as threads and processes. Its main sets BRAID_CHECK=1 and BRAID_STALL_WARN=1
+// (unless set) before Braid reads its configuration.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -118,13 +120,109 @@ TEST(Stall, WarnsNamingThePeerItWaitsOn) {
   EXPECT_EQ(log.find("waiting to receive from rank 0"), std::string::npos) << log;
 }
 
+// The lines of `log` that hold rank 0's stall summary.
+std::string summaryLines(const std::string& log) {
+  std::string lines, line;
+  for (size_t at = 0; at < log.size();) {
+    size_t end = log.find('\n', at);
+    if (end == std::string::npos) end = log.size();
+    line = log.substr(at, end - at);
+    if (line.find("STALL summary") != std::string::npos) lines += line + "\n";
+    at = end + 1;
+  }
+  return lines;
+}
+
+// Rank 1 of 3 stays in user code 1.5 s before its second all-reduce. Rank 0, after its own
+// stall (BRAID_STALL_WARN 0.3 s through braidConfig_t), logs one summary naming rank 1 as
+// behind, not in a call and last done with call #1, and itself and rank 2 in call #2 (with
+// BRAID_CHECK, call #2 is stuck in its exchange, an all-gather); the call then completes.
+TEST(Stall, RootSummaryNamesTheRankBehind) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  testing::internal::CaptureStderr();
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 3; ++rank)
+    threads.emplace_back([&, rank] {
+      braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+      config.stallWarnSec = 0.3;
+      braidComm_t comm = nullptr;
+      if (braidCommInitRankConfig(&comm, 3, id, rank, &config) != braidSuccess) {
+        errors[rank] = std::string("init: ") + braidGetLastError(nullptr);
+        return;
+      }
+      float x = 1.0f;
+      for (int call = 0; call < 2 && errors[rank].empty(); ++call) {
+        if (rank == 1 && call == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidSuccess)
+          errors[rank] = braidGetLastError(comm);
+      }
+      if (errors[rank].empty() && x != 9.0f) errors[rank] = "wrong sum " + std::to_string(x);
+      braidCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  const std::string log = testing::internal::GetCapturedStderr();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  const std::string summary = summaryLines(log);
+  // One line, from rank 0, once.
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 1) << log;
+  EXPECT_NE(summary.find("[0] BRAID WARN STALL summary of all-gather #2 on 3 ranks"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(summary.find("behind: rank 1 not in a call (last completed #1); then ranks 0,2 at "
+                         "all-gather #2"),
+            std::string::npos)
+      << log;
+}
+
+// The same as processes, over shared memory and over tcp: rank 0's output holds the summary
+// naming rank 1 as behind. Over tcp rank 0 maps no peer's segment, so a rank in user code
+// shows as sending no report.
+int stallChild(braidComm_t comm, int rank, int) {
+  float x = 1.0f;
+  for (int call = 0; call < 2; ++call) {
+    if (rank == 1 && call == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidSuccess) {
+      std::fprintf(stderr, "%s\n", braidGetLastError(comm));
+      return 1;
+    }
+  }
+  return x == 9.0f ? 0 : 1;
+}
+
+TEST(Stall, RootSummaryAsProcessesOverShm) {
+  auto results = runProcesses(3, "stall", {"BRAID_STALL_WARN=0.3"});
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  const std::string summary = summaryLines(results[0].output);
+  EXPECT_NE(summary.find("behind: rank 1 not in a call (last completed #1); then ranks 0,2 at "
+                         "all-gather #2"),
+            std::string::npos)
+      << results[0].output;
+  for (int r = 1; r < 3; ++r) EXPECT_EQ(summaryLines(results[r].output), "") << "rank " << r;
+  EXPECT_TRUE(shmLeftovers(results).empty());
+}
+
+TEST(Stall, RootSummaryAsProcessesOverTcp) {
+  auto results = runProcesses(3, "stall", {"BRAID_STALL_WARN=0.3", "BRAID_TRANSPORT=tcp"});
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  const std::string summary = summaryLines(results[0].output);
+  EXPECT_NE(summary.find("behind: rank 1 sent no report (not in a call, or in it for less than "
+                         "BRAID_STALL_WARN); then ranks 0,2 at all-gather #2"),
+            std::string::npos)
+      << results[0].output;
+}
+
 }  // namespace
 }  // namespace braid::test
 
 int main(int argc, char** argv) {
   setenv("BRAID_CHECK", "1", 1);
-  setenv("BRAID_STALL_WARN", "1", 1);
+  setenv("BRAID_STALL_WARN", "1", 0);  // a child keeps the one its test gave it
   braid::test::registerChildRole("check-mismatch", braid::test::mismatchChild);
+  braid::test::registerChildRole("stall", braid::test::stallChild);
   const int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   testing::InitGoogleTest(&argc, argv);

@@ -1,17 +1,24 @@
 // A communicator's end: braidCommAbort from another thread while a call is blocked (the call
 // returns, peers on the host fail at once naming the aborted rank), braidCommGetAsyncError
 // after a failure, braidCommFinalize before braidCommDestroy. Ranks as threads and as
-// processes.
+// processes. An exception inside an entry point (out of memory, a thread that cannot start)
+// becomes an error code, never a crash.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "test_util.h"
 
 namespace braid::test {
@@ -187,11 +194,51 @@ TEST(Abort, AsProcesses) {
   EXPECT_TRUE(shmLeftovers(results).empty());
 }
 
+TEST(Guard, ExceptionsBecomeCodesWithMessages) {
+  EXPECT_EQ(guardApi("braidTest", []() -> braidResult_t { throw std::bad_alloc(); }),
+            braidSystemError);
+  EXPECT_NE(std::string(lastError()).find("braidTest: out of memory"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(guardApi("braidTest", []() -> braidResult_t { throw std::runtime_error("odd"); }),
+            braidInternalError);
+  EXPECT_NE(std::string(lastError()).find("braidTest: unexpected exception: odd"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(guardApi("braidTest", []() -> braidResult_t { throw 42; }), braidInternalError);
+  EXPECT_EQ(guardApi("braidTest", []() -> braidResult_t { return braidRemoteError; }),
+            braidRemoteError);
+}
+
+// With its address space capped just above what it maps, a process cannot start a stream's
+// worker thread (an 8 MiB stack): braidStreamCreate returns braidSystemError naming itself
+// instead of ending the process through std::terminate.
+int outOfMemoryChild(int, int) {
+  size_t pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;
+  const rlim_t cap =
+      static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{1} << 20);
+  const rlimit limit{cap, cap};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  braidStream_t stream = nullptr;
+  const braidResult_t res = braidStreamCreate(&stream);
+  const std::string msg = braidGetLastError(nullptr);
+  std::printf("result %d: %s\n", static_cast<int>(res), msg.c_str());
+  return res == braidSystemError && !stream && msg.find("braidStreamCreate") != std::string::npos
+             ? 0
+             : 1;
+}
+
+TEST(Guard, OutOfMemoryInAnEntryPointIsAnError) {
+  auto results = runProcesses(1, "out-of-memory", {});
+  EXPECT_EQ(results[0].status, 0) << results[0].output;
+}
+
 }  // namespace
 }  // namespace braid::test
 
 int main(int argc, char** argv) {
   braid::test::registerRawChildRole("abort", braid::test::abortChild);
+  braid::test::registerRawChildRole("out-of-memory", braid::test::outOfMemoryChild);
   const int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   testing::InitGoogleTest(&argc, argv);

@@ -1,12 +1,15 @@
 // braidCommSplit (NCCL's ncclCommSplit): ranks of one color form a communicator ordered by
 // key, then parent rank; BRAID_SPLIT_NOCOLOR gets none. Checked with ranks as threads and
 // as processes, by the members' parent ranks (all-gathered on the new communicator) and an
-// all-reduce over them; bad arguments are refused on every rank without breaking the parent.
+// all-reduce over them; bad arguments are refused on every rank without breaking the parent,
+// also when only one rank has them; a config's unset fields inherit the parent's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "braid/braid.h"
@@ -48,7 +51,7 @@ std::string checkMembers(braidComm_t sub, int parentRank, const std::vector<int>
 std::string splitCases(braidComm_t comm, int rank) {
   int n = 0;
   braidCommCount(comm, &n);
-  // Bad arguments: refused locally, on every rank, before any exchange.
+  // Bad arguments on every rank: each rank refuses its own.
   braidComm_t sub = nullptr;
   if (braidCommSplit(comm, -2, 0, &sub, nullptr) != braidInvalidArgument)
     return "color -2 was not refused";
@@ -66,6 +69,27 @@ std::string splitCases(braidComm_t comm, int rank) {
     return "a bad config was not refused";
   if (std::string(braidGetLastError(nullptr)).find("braidCommSplit: config") == std::string::npos)
     return std::string("bad config message: ") + braidGetLastError(nullptr);
+
+  // A bad argument on one rank only: that rank refuses it, and its peers, instead of waiting
+  // for it, fail naming it and its reason; the parent stays usable.
+  if (n > 1) {
+    const braidResult_t res = braidCommSplit(comm, rank == 1 ? -3 : 0, 0, &sub, nullptr);
+    const std::string msg = braidGetLastError(nullptr);
+    if (res != (rank == 1 ? braidInvalidArgument : braidInvalidUsage) || sub)
+      return "one rank's color -3: result " + std::to_string(res) + ": " + msg;
+    if (msg.find("color is -3") == std::string::npos ||
+        (rank != 1 && msg.find("failed on rank 1 of the parent") == std::string::npos))
+      return "one rank's color -3: message: " + msg;
+    braidConfig_t badOnLast = BRAID_CONFIG_INITIALIZER;
+    badOnLast.timeoutSec = -1;
+    const braidResult_t res2 =
+        braidCommSplit(comm, 0, 0, &sub, rank == n - 1 ? &badOnLast : nullptr);
+    const std::string msg2 = braidGetLastError(nullptr);
+    if (res2 == braidSuccess || sub || msg2.find("timeoutSec is -1") == std::string::npos ||
+        (rank != n - 1 &&
+         msg2.find("rank " + std::to_string(n - 1) + " of the parent") == std::string::npos))
+      return "last rank's bad config: result " + std::to_string(res2) + ": " + msg2;
+  }
 
   // Even and odd ranks, ordered by descending parent rank (key = -rank).
   if (braidCommSplit(comm, rank % 2, -rank, &sub, nullptr) != braidSuccess)
@@ -115,6 +139,49 @@ TEST(Split, Threads) {
     auto failures = runThreads(n, splitCases);
     EXPECT_TRUE(failures.empty()) << n << " ranks: " << failures.front();
   }
+}
+
+// A config that leaves timeoutSec and stallWarnSec unset (BRAID_CONFIG_INITIALIZER) inherits
+// the parent's, as a NULL config does: the parent's 0.2 s stall warning shows when rank 1 comes
+// 0.6 s late, and its 1 s timeout ends a call that rank 1 comes 2.5 s late to.
+TEST(Split, UnsetConfigFieldsInheritTheParentsTimeouts) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  testing::internal::CaptureStderr();
+  std::vector<std::string> errors(2);
+  std::vector<braidResult_t> late(2, braidSuccess);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank)
+    threads.emplace_back([&, rank] {
+      braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+      config.timeoutSec = 1.0;
+      config.stallWarnSec = 0.2;
+      braidComm_t comm = nullptr, sub = nullptr;
+      if (braidCommInitRankConfig(&comm, 2, id, rank, &config) != braidSuccess) {
+        errors[rank] = std::string("init: ") + braidGetLastError(nullptr);
+        return;
+      }
+      braidConfig_t unset = BRAID_CONFIG_INITIALIZER;
+      if (braidCommSplit(comm, 0, 0, &sub, &unset) != braidSuccess) {
+        errors[rank] = std::string("split: ") + braidGetLastError(nullptr);
+      } else {
+        float x = 1.0f;
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, sub, nullptr) != braidSuccess)
+          errors[rank] = std::string("first all-reduce: ") + braidGetLastError(sub);
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        late[rank] = braidAllReduce(&x, &x, 1, braidFloat32, braidSum, sub, nullptr);
+        braidCommDestroy(sub);
+      }
+      braidCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  const std::string log = testing::internal::GetCapturedStderr();
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  EXPECT_NE(log.find("all-reduce #1 (count 1 of float, op sum) has made no progress"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(late[0], braidTimeout) << log;
 }
 
 TEST(Split, Processes) {

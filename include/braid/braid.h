@@ -35,7 +35,8 @@ extern "C" {
 typedef enum {
   braidSuccess = 0,
   braidUnhandledCudaError = 1,
-  braidSystemError = 2,      ///< a system call failed (socket, mmap, shm_open, ...)
+  braidSystemError = 2,      ///< a system call failed (socket, mmap, shm_open, ...), or memory
+                             ///< or a thread could not be had (no entry point throws)
   braidInternalError = 3,    ///< a bug in Braid
   braidInvalidArgument = 4,  ///< an argument is wrong (message names it)
   braidInvalidUsage = 5,     ///< the call is wrong in this state (e.g. mismatched ranks)
@@ -154,12 +155,17 @@ braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUnique
 /// color form one new communicator, ranked by key, ties by their rank in comm; a rank with
 /// color BRAID_SPLIT_NOCOLOR gets *newcomm = NULL. Each new communicator's rank 0 starts its
 /// bootstrap root (as braidGetUniqueId) and comm carries the ids, so no id is shared by
-/// hand. A NULL config inherits comm's timeoutSec and stallWarnSec.
+/// hand. A NULL config, or a config's fields left unset (timeoutSec 0, stallWarnSec
+/// negative), inherit comm's timeoutSec and stallWarnSec. The split succeeds on every rank
+/// or fails on every rank: a rank whose arguments are bad, or whose new communicator cannot
+/// be made, still takes part in comm's exchanges, so no peer waits for it.
 /// @param color  >= 0, or BRAID_SPLIT_NOCOLOR
 /// @param key    any int; orders the ranks of one color
 /// @return braidInvalidArgument for a NULL newcomm, a color below -1 or a bad config (as
-///         braidCommInitRankConfig); braidInvalidUsage inside braidGroupStart/End (the split
-///         needs comm's all-gathers to run); comm's errors if a peer fails.
+///         braidCommInitRankConfig) on this rank; braidInvalidUsage, naming the ranks and the
+///         first one's reason, where only other ranks failed; braidInvalidUsage inside
+///         braidGroupStart/End (the split needs comm's all-gathers to run); comm's errors if
+///         a peer fails during the exchanges.
 braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm,
                              braidConfig_t* config);
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "braid/braid.h"
+#include "core/comm.h"
 #include "core/error.h"
 
 static_assert(sizeof(ncclUniqueId) == sizeof(braidUniqueId), "unique ids differ in size");
@@ -99,10 +100,14 @@ NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                        ncclConfig_t* config) {
-  braidConfig_t storage, *converted;
-  if (braidResult_t r = toBraid(config, &storage, "ncclCommSplit", &converted)) return toNccl(r);
-  return toNccl(braidCommSplit(toBraid(comm), color, key, reinterpret_cast<braidComm_t*>(newcomm),
-                               converted));
+  braidConfig_t storage, *converted = nullptr;
+  // A config refused on this rank alone must not leave its peers waiting in the split: the
+  // rank takes part and every rank fails, naming it.
+  return toNccl(braid::guardApi("ncclCommSplit", [&]() -> braidResult_t {
+    const braidResult_t r = toBraid(config, &storage, "ncclCommSplit", &converted);
+    return braid::commSplit(toBraid(comm), color, key, reinterpret_cast<braidComm_t*>(newcomm),
+                            r == braidSuccess ? converted : nullptr, r);
+  }));
 }
 NCCL_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
   return braidGetErrorString(static_cast<braidResult_t>(result));

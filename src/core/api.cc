@@ -2,6 +2,7 @@
 // are refused here, before anything moves, with a message naming the argument.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -54,239 +55,370 @@ braidResult_t checkConfig(const braidConfig_t* config, const char* fn) {
 
 }  // namespace
 
+namespace braid {
+namespace {
+
+// One rank's part in a split round: its result so far (and why it failed), and its data.
+struct SplitEntry {
+  int32_t code;  // braidResult_t
+  int32_t color;
+  int32_t key;
+  char why[244];
+};
+static_assert(sizeof(SplitEntry) == 256);
+
+SplitEntry splitEntry(braidResult_t code, int color, int key) {
+  SplitEntry e{};
+  e.code = code;
+  e.color = color;
+  e.key = key;
+  if (code != braidSuccess) std::snprintf(e.why, sizeof(e.why), "%s", lastError());
+  return e;
+}
+
+// After a round: braidSuccess if every rank's entry is; else this rank's own failure, or
+// braidInvalidUsage naming the ranks that failed and the first one's reason.
+braidResult_t splitVerdict(const std::vector<SplitEntry>& all, int rank, const char* stage) {
+  std::string failed;
+  int first = -1;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].code == braidSuccess) continue;
+    if (!failed.empty()) failed += ',';
+    failed += std::to_string(r);
+    if (first < 0) first = static_cast<int>(r);
+  }
+  if (first < 0) return braidSuccess;
+  const SplitEntry& mine = all[static_cast<size_t>(rank)];
+  if (mine.code != braidSuccess)
+    return failVerbatim(static_cast<braidResult_t>(mine.code), mine.why);
+  return fail(braidInvalidUsage,
+              "braidCommSplit: %s failed on rank%s %s of the parent communicator, so it failed "
+              "on every rank (rank %d: %s)",
+              stage, failed.find(',') == std::string::npos ? "" : "s", failed.c_str(), first,
+              all[static_cast<size_t>(first)].why);
+}
+
+}  // namespace
+
+braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcomm,
+                        const braidConfig_t* config, braidResult_t local) {
+  // Round 1: every rank's (result, color, key). Round 2: each new rank 0's unique id. Round
+  // 3: every rank's result of creating its new communicator. Every rank takes part in every
+  // round, failed or not, and all return an error if any rank failed: none waits for a rank
+  // that has left.
+  const int n = comm->nranks;
+  std::vector<SplitEntry> all(static_cast<size_t>(n));
+  const SplitEntry mine = splitEntry(local, color, key);
+  BRAID_TRY(braidAllGather(&mine, all.data(), sizeof mine, braidUint8, comm, nullptr));
+  BRAID_TRY(splitVerdict(all, comm->rank, "checking the arguments"));
+  std::vector<int> members;  // parent ranks of my color, in new-rank order
+  if (color != BRAID_SPLIT_NOCOLOR) {
+    for (int r = 0; r < n; ++r)
+      if (all[r].color == color) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(),
+                     [&](int a, int b) { return all[a].key < all[b].key; });
+  }
+  struct IdEntry {
+    int32_t code;
+    char why[124];
+    braidUniqueId id;
+  };
+  IdEntry idMine{};
+  const bool leader = !members.empty() && members[0] == comm->rank;
+  if (leader && (idMine.code = braidGetUniqueId(&idMine.id)) != braidSuccess)
+    std::snprintf(idMine.why, sizeof(idMine.why), "%s", lastError());
+  std::vector<IdEntry> ids(static_cast<size_t>(n));
+  BRAID_TRY(braidAllGather(&idMine, ids.data(), sizeof idMine, braidUint8, comm, nullptr));
+  for (int r = 0; r < n; ++r) {
+    all[r].code = ids[r].code;
+    std::snprintf(all[r].why, sizeof(all[r].why), "%s", ids[r].why);
+  }
+  BRAID_TRY(splitVerdict(all, comm->rank, "starting a new communicator's bootstrap"));
+  braidResult_t made = braidSuccess;
+  if (!members.empty()) {
+    const int newRank =
+        static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
+    // Fields the caller's config leaves unset (timeoutSec 0, stallWarnSec negative) are
+    // comm's, as with a NULL config.
+    braidConfig_t merged = BRAID_CONFIG_INITIALIZER;
+    if (config) merged = *config;
+    if (!(merged.timeoutSec > 0)) merged.timeoutSec = comm->timeoutSec;
+    if (merged.stallWarnSec < 0) merged.stallWarnSec = comm->stallWarnSec;
+    made = braidCommInitRankConfig(newcomm, static_cast<int>(members.size()), ids[members[0]].id,
+                                   newRank, &merged);
+    if (made != braidSuccess)
+      made = failVerbatim(made, std::string("braidCommSplit: ") + lastError());
+  }
+  const SplitEntry madeEntry = splitEntry(made, color, key);
+  const braidResult_t round3 =
+      braidAllGather(&madeEntry, all.data(), sizeof madeEntry, braidUint8, comm, nullptr);
+  braidResult_t verdict = round3 != braidSuccess
+                              ? round3
+                              : splitVerdict(all, comm->rank, "creating the new communicators");
+  if (verdict != braidSuccess && made == braidSuccess && newcomm && *newcomm) {
+    const std::string why = lastError();
+    braidCommDestroy(*newcomm);
+    *newcomm = nullptr;
+    verdict = failVerbatim(verdict, why);
+  }
+  return verdict;
+}
+
+braidResult_t commSplit(braidComm* comm, int color, int key, braidComm_t* newcomm,
+                        const braidConfig_t* config, braidResult_t prior) {
+  BRAID_TRY(checkComm(comm, "braidCommSplit"));
+  if (braid::insideGroup())  // the split's all-gathers would be deferred: nothing can run
+    return fail(braidInvalidUsage,
+                "braidCommSplit: called inside braidGroupStart/End; split outside a group");
+  if (newcomm) *newcomm = nullptr;
+  // A bad argument on this rank alone: it still takes part in the exchange, so that its
+  // peers fail with it instead of waiting for it.
+  braidResult_t local = prior;  // the caller's failure, if any (its message in lastError())
+  if (local == braidSuccess && !newcomm)
+    local = fail(braidInvalidArgument, "braidCommSplit: newcomm is NULL");
+  if (local == braidSuccess && color < BRAID_SPLIT_NOCOLOR)
+    local =
+        fail(braidInvalidArgument,
+             "braidCommSplit: color is %d; it must be >= 0, or BRAID_SPLIT_NOCOLOR (-1)", color);
+  if (local == braidSuccess) local = checkConfig(config, "braidCommSplit");
+  return splitComm(comm, color, key, newcomm, config, local);
+}
+
+}  // namespace braid
+
 extern "C" {
 
 braidResult_t braidGetVersion(int* version) {
-  if (!version) return fail(braidInvalidArgument, "braidGetVersion: version is NULL");
-  *version = BRAID_VERSION_CODE;
-  return braidSuccess;
+  return braid::guardApi("braidGetVersion", [&]() -> braidResult_t {
+    if (!version) return fail(braidInvalidArgument, "braidGetVersion: version is NULL");
+    *version = BRAID_VERSION_CODE;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidGetUniqueId(braidUniqueId* uniqueId) {
-  if (!uniqueId) return fail(braidInvalidArgument, "braidGetUniqueId: uniqueId is NULL");
-  return braid::createUniqueId(uniqueId);
+  return braid::guardApi("braidGetUniqueId", [&]() -> braidResult_t {
+    if (!uniqueId) return fail(braidInvalidArgument, "braidGetUniqueId: uniqueId is NULL");
+    return braid::createUniqueId(uniqueId);
+  });
 }
 
 braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank) {
-  return braidCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+  return braid::guardApi("braidCommInitRank", [&]() -> braidResult_t {
+    return braidCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+  });
 }
 
 braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId, int rank,
                                       braidConfig_t* config) {
-  if (!comm) return fail(braidInvalidArgument, "braidCommInitRank: comm is NULL");
-  BRAID_TRY(checkConfig(config, "braidCommInitRankConfig"));
-  *comm = nullptr;
-  if (nranks < 1)
-    return fail(braidInvalidArgument, "braidCommInitRank: nranks is %d; it must be >= 1", nranks);
-  if (rank < 0 || rank >= nranks)
-    return fail(braidInvalidArgument,
-                "braidCommInitRank: rank %d is out of range; it must be in [0, nranks=%d)", rank,
-                nranks);
-  braid::UniqueIdData data;
-  BRAID_TRY(braid::decodeUniqueId(commId, &data));
-  return braid::commInit(comm, nranks, commId, rank, config);
+  return braid::guardApi("braidCommInitRankConfig", [&]() -> braidResult_t {
+    if (!comm) return fail(braidInvalidArgument, "braidCommInitRank: comm is NULL");
+    BRAID_TRY(checkConfig(config, "braidCommInitRankConfig"));
+    *comm = nullptr;
+    if (nranks < 1)
+      return fail(braidInvalidArgument, "braidCommInitRank: nranks is %d; it must be >= 1", nranks);
+    if (rank < 0 || rank >= nranks)
+      return fail(braidInvalidArgument,
+                  "braidCommInitRank: rank %d is out of range; it must be in [0, nranks=%d)", rank,
+                  nranks);
+    braid::UniqueIdData data;
+    BRAID_TRY(braid::decodeUniqueId(commId, &data));
+    return braid::commInit(comm, nranks, commId, rank, config);
+  });
 }
 
 braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist) {
-  (void)devlist;  // GPUs come with the CUDA build; host ranks have no device
-  if (!comms) return fail(braidInvalidArgument, "braidCommInitAll: comms is NULL");
-  if (ndev < 1)
-    return fail(braidInvalidArgument, "braidCommInitAll: ndev is %d; it must be >= 1", ndev);
-  braidUniqueId id;
-  BRAID_TRY(braidGetUniqueId(&id));
-  std::vector<braidResult_t> results(ndev, braidSuccess);
-  std::vector<std::string> messages(ndev);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ndev; ++r) {
-    threads.emplace_back([&, r] {
-      results[r] = braidCommInitRank(&comms[r], ndev, id, r);
-      if (results[r] != braidSuccess) messages[r] = braid::lastError();
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < ndev; ++r) {
-    if (results[r] != braidSuccess) {
-      for (int k = 0; k < ndev; ++k)
-        if (results[k] == braidSuccess && comms[k]) braidCommDestroy(comms[k]);
-      for (int k = 0; k < ndev; ++k) comms[k] = nullptr;
-      return braid::failVerbatim(results[r], "braidCommInitAll: " + messages[r]);
+  return braid::guardApi("braidCommInitAll", [&]() -> braidResult_t {
+    (void)devlist;  // GPUs come with the CUDA build; host ranks have no device
+    if (!comms) return fail(braidInvalidArgument, "braidCommInitAll: comms is NULL");
+    if (ndev < 1)
+      return fail(braidInvalidArgument, "braidCommInitAll: ndev is %d; it must be >= 1", ndev);
+    braidUniqueId id;
+    BRAID_TRY(braidGetUniqueId(&id));
+    std::vector<braidResult_t> results(ndev, braidSuccess);
+    std::vector<std::string> messages(ndev);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ndev; ++r) {
+      threads.emplace_back([&, r] {
+        results[r] = braidCommInitRank(&comms[r], ndev, id, r);
+        if (results[r] != braidSuccess) messages[r] = braid::lastError();
+      });
     }
-  }
-  return braidSuccess;
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < ndev; ++r) {
+      if (results[r] != braidSuccess) {
+        for (int k = 0; k < ndev; ++k)
+          if (results[k] == braidSuccess && comms[k]) braidCommDestroy(comms[k]);
+        for (int k = 0; k < ndev; ++k) comms[k] = nullptr;
+        return braid::failVerbatim(results[r], "braidCommInitAll: " + messages[r]);
+      }
+    }
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm,
                              braidConfig_t* config) {
-  BRAID_TRY(checkComm(comm, "braidCommSplit"));
-  if (!newcomm) return fail(braidInvalidArgument, "braidCommSplit: newcomm is NULL");
-  *newcomm = nullptr;
-  if (color < BRAID_SPLIT_NOCOLOR)
-    return fail(braidInvalidArgument,
-                "braidCommSplit: color is %d; it must be >= 0, or BRAID_SPLIT_NOCOLOR (-1)", color);
-  BRAID_TRY(checkConfig(config, "braidCommSplit"));
-  if (braid::insideGroup())
-    return fail(braidInvalidUsage,
-                "braidCommSplit: called inside braidGroupStart/End; split outside a group");
-  // Round 1: every rank's (color, key). Round 2: each new rank 0's unique id.
-  const int n = comm->nranks;
-  std::vector<int32_t> colorKey(2 * static_cast<size_t>(n));
-  const int32_t mine[2] = {color, key};
-  BRAID_TRY(braidAllGather(mine, colorKey.data(), 2, braidInt32, comm, nullptr));
-  std::vector<int> members;  // parent ranks of my color, in new-rank order
-  if (color != BRAID_SPLIT_NOCOLOR) {
-    for (int r = 0; r < n; ++r)
-      if (colorKey[2 * r] == color) members.push_back(r);
-    std::stable_sort(members.begin(), members.end(),
-                     [&](int a, int b) { return colorKey[2 * a + 1] < colorKey[2 * b + 1]; });
-  }
-  braidUniqueId id{};
-  const bool leader = !members.empty() && members[0] == comm->rank;
-  if (leader) BRAID_TRY(braidGetUniqueId(&id));
-  std::vector<braidUniqueId> ids(n);
-  BRAID_TRY(braidAllGather(&id, ids.data(), sizeof id, braidUint8, comm, nullptr));
-  if (members.empty()) return braidSuccess;
-  const int newRank =
-      static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
-  braidConfig_t inherited = BRAID_CONFIG_INITIALIZER;
-  inherited.timeoutSec = comm->timeoutSec;
-  inherited.stallWarnSec = comm->stallWarnSec;
-  braidResult_t r = braidCommInitRankConfig(newcomm, static_cast<int>(members.size()),
-                                            ids[members[0]], newRank, config ? config : &inherited);
-  if (r != braidSuccess)
-    return braid::failVerbatim(r, std::string("braidCommSplit: ") + braid::lastError());
-  return braidSuccess;
+  return braid::guardApi("braidCommSplit", [&]() -> braidResult_t {
+    return braid::commSplit(comm, color, key, newcomm, config, braidSuccess);
+  });
 }
 
 braidResult_t braidCommDestroy(braidComm_t comm) {
-  BRAID_TRY(checkComm(comm, "braidCommDestroy"));
-  waitForQueuedWork(comm);  // it would run on freed memory
-  {
-    std::lock_guard<std::mutex> lock(comm->mu);  // waits for a running collective
-    comm->magic = 0;
-  }
-  if (comm->proxy && !comm->broken.empty()) comm->proxy->abandon();
-  delete comm;
-  return braidSuccess;
+  return braid::guardApi("braidCommDestroy", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommDestroy"));
+    waitForQueuedWork(comm);  // it would run on freed memory
+    {
+      std::lock_guard<std::mutex> lock(comm->mu);  // waits for a running collective
+      comm->magic = 0;
+    }
+    if (comm->proxy && !comm->broken.empty()) comm->proxy->abandon();
+    delete comm;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommAbort(braidComm_t comm) {
-  BRAID_TRY(checkComm(comm, "braidCommAbort"));
-  comm->aborted.store(true);
-  // Peers on this host that wait on this rank see the connection lost at their next
-  // liveness check (within 0.1 s) instead of waiting for BRAID_TIMEOUT.
-  for (braid::Connection* c : comm->connPtrs)
-    if (c) c->abandon(-1);
-  // Calls blocked in other threads end at their next wait: wake them until they have left.
-  while (comm->inFlight.load() > 0) {
-    if (comm->segment) comm->segment->doorbell()->ring();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  waitForQueuedWork(comm);  // it fails at once now
-  {
-    std::lock_guard<std::mutex> lock(comm->mu);
-    comm->magic = 0;
-  }
-  if (comm->proxy) comm->proxy->abandon();
-  delete comm;
-  return braidSuccess;
+  return braid::guardApi("braidCommAbort", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommAbort"));
+    comm->aborted.store(true);
+    // Peers on this host that wait on this rank see the connection lost at their next
+    // liveness check (within 0.1 s) instead of waiting for BRAID_TIMEOUT.
+    for (braid::Connection* c : comm->connPtrs)
+      if (c) c->abandon(-1);
+    // Calls blocked in other threads end at their next wait: wake them until they have left.
+    while (comm->inFlight.load() > 0) {
+      if (comm->segment) comm->segment->doorbell()->ring();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    waitForQueuedWork(comm);  // it fails at once now
+    {
+      std::lock_guard<std::mutex> lock(comm->mu);
+      comm->magic = 0;
+    }
+    if (comm->proxy) comm->proxy->abandon();
+    delete comm;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError) {
-  BRAID_TRY(checkComm(comm, "braidCommGetAsyncError"));
-  if (!asyncError) return fail(braidInvalidArgument, "braidCommGetAsyncError: asyncError is NULL");
-  *asyncError = comm->brokenCode.load();  // no lock: a watchdog polls while a call runs
-  return braidSuccess;
+  return braid::guardApi("braidCommGetAsyncError", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommGetAsyncError"));
+    if (!asyncError)
+      return fail(braidInvalidArgument, "braidCommGetAsyncError: asyncError is NULL");
+    *asyncError = comm->brokenCode.load();  // no lock: a watchdog polls while a call runs
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommFinalize(braidComm_t comm) {
-  BRAID_TRY(checkComm(comm, "braidCommFinalize"));
-  waitForQueuedWork(comm);
-  std::lock_guard<std::mutex> lock(comm->mu);
-  braid::LogRankScope rankScope(comm->rank);
-  comm->finalized = true;
-  if (comm->brokenCode != braidSuccess)
-    return fail(comm->brokenCode, "braidCommFinalize: the communicator failed earlier: %s",
-                comm->broken.c_str());
-  return braidSuccess;
+  return braid::guardApi("braidCommFinalize", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommFinalize"));
+    waitForQueuedWork(comm);
+    std::lock_guard<std::mutex> lock(comm->mu);
+    braid::LogRankScope rankScope(comm->rank);
+    comm->finalized = true;
+    if (comm->brokenCode != braidSuccess)
+      return fail(comm->brokenCode, "braidCommFinalize: the communicator failed earlier: %s",
+                  comm->broken.c_str());
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommCount(const braidComm_t comm, int* count) {
-  BRAID_TRY(checkComm(comm, "braidCommCount"));
-  if (!count) return fail(braidInvalidArgument, "braidCommCount: count is NULL");
-  *count = comm->nranks;
-  return braidSuccess;
+  return braid::guardApi("braidCommCount", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommCount"));
+    if (!count) return fail(braidInvalidArgument, "braidCommCount: count is NULL");
+    *count = comm->nranks;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommUserRank(const braidComm_t comm, int* rank) {
-  BRAID_TRY(checkComm(comm, "braidCommUserRank"));
-  if (!rank) return fail(braidInvalidArgument, "braidCommUserRank: rank is NULL");
-  *rank = comm->rank;
-  return braidSuccess;
+  return braid::guardApi("braidCommUserRank", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommUserRank"));
+    if (!rank) return fail(braidInvalidArgument, "braidCommUserRank: rank is NULL");
+    *rank = comm->rank;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommCuDevice(const braidComm_t comm, int* device) {
-  BRAID_TRY(checkComm(comm, "braidCommCuDevice"));
-  if (!device) return fail(braidInvalidArgument, "braidCommCuDevice: device is NULL");
-  *device = comm->cudaDevice;
-  return braidSuccess;
+  return braid::guardApi("braidCommCuDevice", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommCuDevice"));
+    if (!device) return fail(braidInvalidArgument, "braidCommCuDevice: device is NULL");
+    *device = comm->cudaDevice;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidMemAlloc(void** ptr, size_t size) {
-  if (!ptr) return fail(braidInvalidArgument, "braidMemAlloc: ptr is NULL");
-  *ptr = nullptr;
-  if (size == 0) return braidSuccess;
-  return braid::device::runtime().alloc(ptr, size);
+  return braid::guardApi("braidMemAlloc", [&]() -> braidResult_t {
+    if (!ptr) return fail(braidInvalidArgument, "braidMemAlloc: ptr is NULL");
+    *ptr = nullptr;
+    if (size == 0) return braidSuccess;
+    return braid::device::runtime().alloc(ptr, size);
+  });
 }
 
 braidResult_t braidMemFree(void* ptr) {
-  if (!ptr) return braidSuccess;
-  return braid::device::runtime().free(ptr);
+  return braid::guardApi("braidMemFree", [&]() -> braidResult_t {
+    if (!ptr) return braidSuccess;
+    return braid::device::runtime().free(ptr);
+  });
 }
 
 braidResult_t braidMemcpy(void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return braidSuccess;
-  if (!dst || !src)
-    return fail(braidInvalidArgument, "braidMemcpy: %s is NULL with %zu bytes to copy",
-                dst ? "src" : "dst", bytes);
-  const braid::device::Runtime& rt = braid::device::runtime();
-  const bool devDst = rt.isDevice(dst), devSrc = rt.isDevice(src);
-  if (devSrc && devDst) {  // through host memory: no device-to-device entry in the runtime
-    std::vector<char> staging(bytes);
-    BRAID_TRY(rt.toHost(staging.data(), src, bytes));
-    return rt.toDevice(dst, staging.data(), bytes);
-  }
-  if (devSrc) return rt.toHost(dst, src, bytes);
-  if (devDst) return rt.toDevice(dst, src, bytes);
-  std::memmove(dst, src, bytes);  // the ranges may overlap
-  return braidSuccess;
+  return braid::guardApi("braidMemcpy", [&]() -> braidResult_t {
+    if (bytes == 0) return braidSuccess;
+    if (!dst || !src)
+      return fail(braidInvalidArgument, "braidMemcpy: %s is NULL with %zu bytes to copy",
+                  dst ? "src" : "dst", bytes);
+    const braid::device::Runtime& rt = braid::device::runtime();
+    const bool devDst = rt.isDevice(dst), devSrc = rt.isDevice(src);
+    if (devSrc && devDst) {  // through host memory: no device-to-device entry in the runtime
+      std::vector<char> staging(bytes);
+      BRAID_TRY(rt.toHost(staging.data(), src, bytes));
+      return rt.toDevice(dst, staging.data(), bytes);
+    }
+    if (devSrc) return rt.toHost(dst, src, bytes);
+    if (devDst) return rt.toDevice(dst, src, bytes);
+    std::memmove(dst, src, bytes);  // the ranges may overlap
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle) {
-  BRAID_TRY(checkComm(comm, "braidCommRegister"));
-  if (!handle) return fail(braidInvalidArgument, "braidCommRegister: handle is NULL");
-  *handle = nullptr;
-  if (!buff && size > 0)
-    return fail(braidInvalidArgument, "braidCommRegister: buff is NULL with size %zu", size);
-  auto reg = std::make_unique<braidComm::Registration>(braidComm::Registration{buff, size});
-  std::lock_guard<std::mutex> lock(comm->mu);
-  *handle = reg.get();
-  comm->registrations.push_back(std::move(reg));
-  return braidSuccess;
+  return braid::guardApi("braidCommRegister", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommRegister"));
+    if (!handle) return fail(braidInvalidArgument, "braidCommRegister: handle is NULL");
+    *handle = nullptr;
+    if (!buff && size > 0)
+      return fail(braidInvalidArgument, "braidCommRegister: buff is NULL with size %zu", size);
+    auto reg = std::make_unique<braidComm::Registration>(braidComm::Registration{buff, size});
+    std::lock_guard<std::mutex> lock(comm->mu);
+    *handle = reg.get();
+    comm->registrations.push_back(std::move(reg));
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommDeregister(const braidComm_t comm, void* handle) {
-  BRAID_TRY(checkComm(comm, "braidCommDeregister"));
-  std::lock_guard<std::mutex> lock(comm->mu);
-  auto& regs = comm->registrations;
-  auto it =
-      std::find_if(regs.begin(), regs.end(), [&](const auto& r) { return r.get() == handle; });
-  if (it == regs.end())
-    return fail(braidInvalidArgument,
-                "braidCommDeregister: handle %p was not given by braidCommRegister on this "
-                "communicator (or was released already)",
-                handle);
-  regs.erase(it);
-  return braidSuccess;
+  return braid::guardApi("braidCommDeregister", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommDeregister"));
+    std::lock_guard<std::mutex> lock(comm->mu);
+    auto& regs = comm->registrations;
+    auto it =
+        std::find_if(regs.begin(), regs.end(), [&](const auto& r) { return r.get() == handle; });
+    if (it == regs.end())
+      return fail(braidInvalidArgument,
+                  "braidCommDeregister: handle %p was not given by braidCommRegister on this "
+                  "communicator (or was released already)",
+                  handle);
+    regs.erase(it);
+    return braidSuccess;
+  });
 }
 
 const char* braidGetErrorString(braidResult_t result) {
@@ -322,38 +454,42 @@ const char* braidGetLastError(braidComm_t comm) {
 
 braidResult_t braidUniqueIdToString(const braidUniqueId* id,
                                     char out[2 * BRAID_UNIQUE_ID_BYTES + 1]) {
-  if (!id || !out) return fail(braidInvalidArgument, "braidUniqueIdToString: id or out is NULL");
-  static const char* hex = "0123456789abcdef";
-  for (int i = 0; i < BRAID_UNIQUE_ID_BYTES; ++i) {
-    unsigned char b = static_cast<unsigned char>(id->internal[i]);
-    out[2 * i] = hex[b >> 4];
-    out[2 * i + 1] = hex[b & 15];
-  }
-  out[2 * BRAID_UNIQUE_ID_BYTES] = '\0';
-  return braidSuccess;
+  return braid::guardApi("braidUniqueIdToString", [&]() -> braidResult_t {
+    if (!id || !out) return fail(braidInvalidArgument, "braidUniqueIdToString: id or out is NULL");
+    static const char* hex = "0123456789abcdef";
+    for (int i = 0; i < BRAID_UNIQUE_ID_BYTES; ++i) {
+      unsigned char b = static_cast<unsigned char>(id->internal[i]);
+      out[2 * i] = hex[b >> 4];
+      out[2 * i + 1] = hex[b & 15];
+    }
+    out[2 * BRAID_UNIQUE_ID_BYTES] = '\0';
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidUniqueIdFromString(const char* text, braidUniqueId* id) {
-  if (!text || !id)
-    return fail(braidInvalidArgument, "braidUniqueIdFromString: text or id is NULL");
-  if (std::strlen(text) != 2 * BRAID_UNIQUE_ID_BYTES)
-    return fail(braidInvalidArgument,
-                "unique id text has %zu characters; it must be %d hex digits (BRAID_UNIQUE_ID)",
-                std::strlen(text), 2 * BRAID_UNIQUE_ID_BYTES);
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (int i = 0; i < BRAID_UNIQUE_ID_BYTES; ++i) {
-    int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
-    if (hi < 0 || lo < 0)
-      return fail(braidInvalidArgument, "unique id text has a non-hex character at position %d",
-                  hi < 0 ? 2 * i : 2 * i + 1);
-    id->internal[i] = static_cast<char>(hi << 4 | lo);
-  }
-  return braidSuccess;
+  return braid::guardApi("braidUniqueIdFromString", [&]() -> braidResult_t {
+    if (!text || !id)
+      return fail(braidInvalidArgument, "braidUniqueIdFromString: text or id is NULL");
+    if (std::strlen(text) != 2 * BRAID_UNIQUE_ID_BYTES)
+      return fail(braidInvalidArgument,
+                  "unique id text has %zu characters; it must be %d hex digits (BRAID_UNIQUE_ID)",
+                  std::strlen(text), 2 * BRAID_UNIQUE_ID_BYTES);
+    auto nibble = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    for (int i = 0; i < BRAID_UNIQUE_ID_BYTES; ++i) {
+      int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
+      if (hi < 0 || lo < 0)
+        return fail(braidInvalidArgument, "unique id text has a non-hex character at position %d",
+                    hi < 0 ? 2 * i : 2 * i + 1);
+      id->internal[i] = static_cast<char>(hi << 4 | lo);
+    }
+    return braidSuccess;
+  });
 }
 
 size_t braidTypeSize(braidDataType_t datatype) {

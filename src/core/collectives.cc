@@ -345,355 +345,397 @@ extern "C" {
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                              braidStream_t stream) {
-  Call c{"braidAllReduce", comm, Collective::kAllReduce, datatype, count, count, count, true, op};
-  return collective(c, sendbuff, recvbuff, stream, count);
+  return braid::guardApi("braidAllReduce", [&]() -> braidResult_t {
+    Call c{"braidAllReduce", comm, Collective::kAllReduce, datatype, count, count, count, true, op};
+    return collective(c, sendbuff, recvbuff, stream, count);
+  });
 }
 
 braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                  braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                                  braidStream_t stream) {
-  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidReduceScatter",
-         comm,
-         Collective::kReduceScatter,
-         datatype,
-         recvcount,
-         n * recvcount,
-         recvcount,
-         true,
-         op};
-  return collective(c, sendbuff, recvbuff, stream, n * recvcount);
+  return braid::guardApi("braidReduceScatter", [&]() -> braidResult_t {
+    size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+    Call c{"braidReduceScatter",
+           comm,
+           Collective::kReduceScatter,
+           datatype,
+           recvcount,
+           n * recvcount,
+           recvcount,
+           true,
+           op};
+    return collective(c, sendbuff, recvbuff, stream, n * recvcount);
+  });
 }
 
 braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                              braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
-  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidAllGather", comm,      Collective::kAllGather, datatype,
-         sendcount,        sendcount, n * sendcount};
-  return collective(c, sendbuff, recvbuff, stream);
+  return braid::guardApi("braidAllGather", [&]() -> braidResult_t {
+    size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+    Call c{"braidAllGather", comm,      Collective::kAllGather, datatype,
+           sendcount,        sendcount, n * sendcount};
+    return collective(c, sendbuff, recvbuff, stream);
+  });
 }
 
 braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, int root, braidComm_t comm,
                              braidStream_t stream) {
-  bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
-  Call c{"braidBroadcast",
-         comm,
-         Collective::kBroadcast,
-         datatype,
-         count,
-         isRoot ? count : 0,
-         count,
-         false,
-         braidSum,
-         true,
-         root};
-  return collective(c, sendbuff, recvbuff, stream);
+  return braid::guardApi("braidBroadcast", [&]() -> braidResult_t {
+    bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
+    Call c{"braidBroadcast",
+           comm,
+           Collective::kBroadcast,
+           datatype,
+           count,
+           isRoot ? count : 0,
+           count,
+           false,
+           braidSum,
+           true,
+           root};
+    return collective(c, sendbuff, recvbuff, stream);
+  });
 }
 
 braidResult_t braidBcast(void* buff, size_t count, braidDataType_t datatype, int root,
                          braidComm_t comm, braidStream_t stream) {
-  return braidBroadcast(buff, buff, count, datatype, root, comm, stream);
+  return braid::guardApi("braidBcast", [&]() -> braidResult_t {
+    return braidBroadcast(buff, buff, count, datatype, root, comm, stream);
+  });
 }
 
 braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count,
                           braidDataType_t datatype, braidRedOp_t op, int root, braidComm_t comm,
                           braidStream_t stream) {
-  bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
-  Call c{"braidReduce",
-         comm,
-         Collective::kReduce,
-         datatype,
-         count,
-         count,
-         isRoot ? count : 0,
-         true,
-         op,
-         true,
-         root};
-  return collective(c, sendbuff, recvbuff, stream, count);
+  return braid::guardApi("braidReduce", [&]() -> braidResult_t {
+    bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
+    Call c{"braidReduce",
+           comm,
+           Collective::kReduce,
+           datatype,
+           count,
+           count,
+           isRoot ? count : 0,
+           true,
+           op,
+           true,
+           root};
+    return collective(c, sendbuff, recvbuff, stream, count);
+  });
 }
 
 braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                             braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
-  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidAllToAll", comm, Collective::kAllToAll, datatype, count, n * count, n * count};
-  if (sendbuff && sendbuff == recvbuff && count > 0 && n > 1)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidAllToAll: sendbuff and recvbuff are the same buffer; "
-                             "all-to-all has no in-place form"));
-  return collective(c, sendbuff, recvbuff, stream);
+  return braid::guardApi("braidAllToAll", [&]() -> braidResult_t {
+    size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+    Call c{"braidAllToAll", comm, Collective::kAllToAll, datatype, count, n * count, n * count};
+    if (sendbuff && sendbuff == recvbuff && count > 0 && n > 1)
+      return record(comm, fail(braidInvalidArgument,
+                               "braidAllToAll: sendbuff and recvbuff are the same buffer; "
+                               "all-to-all has no in-place form"));
+    return collective(c, sendbuff, recvbuff, stream);
+  });
 }
 
 braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
                              const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
                              const size_t rdispls[], braidDataType_t datatype, braidComm_t comm,
                              braidStream_t stream) {
-  BRAID_TRY(checkComm(comm, "braidAllToAllv"));
-  if (!sendcounts || !sdispls || !recvcounts || !rdispls)
-    return record(comm, fail(braidInvalidArgument, "braidAllToAllv: %s is NULL",
-                             !sendcounts   ? "sendcounts"
-                             : !sdispls    ? "sdispls"
-                             : !recvcounts ? "recvcounts"
-                                           : "rdispls"));
-  size_t sendElems = 0, recvElems = 0, maxCount = 0;
-  const size_t size = braidTypeSize(datatype);
-  for (int j = 0; j < comm->nranks; ++j) {
-    for (size_t v : {sendcounts[j], sdispls[j], recvcounts[j], rdispls[j]})
-      if (size != 0 && v > SIZE_MAX / size / 4)
-        return record(
-            comm, fail(braidInvalidArgument,
-                       "braidAllToAllv: count or displacement %zu for peer %d overflows", v, j));
-    // Only non-empty blocks need memory: all-zero counts with NULL buffers are fine (MPI).
-    if (sendcounts[j] > 0) sendElems = std::max(sendElems, sdispls[j] + sendcounts[j]);
-    if (recvcounts[j] > 0) recvElems = std::max(recvElems, rdispls[j] + recvcounts[j]);
-    maxCount = std::max({maxCount, sendcounts[j], recvcounts[j]});
-  }
-  if (sendbuff && sendbuff == recvbuff && sendElems > 0 && recvElems > 0)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidAllToAllv: sendbuff and recvbuff are the same buffer; "
-                             "all-to-all-v has no in-place form"));
-  Call c{"braidAllToAllv", comm, Collective::kAllToAllv, datatype, maxCount, sendElems, recvElems};
-  const size_t* arrays[4] = {sendcounts, sdispls, recvcounts, rdispls};
-  return collective(c, sendbuff, recvbuff, stream, 0, arrays);
+  return braid::guardApi("braidAllToAllv", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidAllToAllv"));
+    if (!sendcounts || !sdispls || !recvcounts || !rdispls)
+      return record(comm, fail(braidInvalidArgument, "braidAllToAllv: %s is NULL",
+                               !sendcounts   ? "sendcounts"
+                               : !sdispls    ? "sdispls"
+                               : !recvcounts ? "recvcounts"
+                                             : "rdispls"));
+    size_t sendElems = 0, recvElems = 0, maxCount = 0;
+    const size_t size = braidTypeSize(datatype);
+    for (int j = 0; j < comm->nranks; ++j) {
+      for (size_t v : {sendcounts[j], sdispls[j], recvcounts[j], rdispls[j]})
+        if (size != 0 && v > SIZE_MAX / size / 4)
+          return record(
+              comm, fail(braidInvalidArgument,
+                         "braidAllToAllv: count or displacement %zu for peer %d overflows", v, j));
+      // Only non-empty blocks need memory: all-zero counts with NULL buffers are fine (MPI).
+      if (sendcounts[j] > 0) sendElems = std::max(sendElems, sdispls[j] + sendcounts[j]);
+      if (recvcounts[j] > 0) recvElems = std::max(recvElems, rdispls[j] + recvcounts[j]);
+      maxCount = std::max({maxCount, sendcounts[j], recvcounts[j]});
+    }
+    if (sendbuff && sendbuff == recvbuff && sendElems > 0 && recvElems > 0)
+      return record(comm, fail(braidInvalidArgument,
+                               "braidAllToAllv: sendbuff and recvbuff are the same buffer; "
+                               "all-to-all-v has no in-place form"));
+    Call c{"braidAllToAllv", comm,     Collective::kAllToAllv, datatype, maxCount,
+           sendElems,        recvElems};
+    const size_t* arrays[4] = {sendcounts, sdispls, recvcounts, rdispls};
+    return collective(c, sendbuff, recvbuff, stream, 0, arrays);
+  });
 }
 
 braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
                           braidDataType_t datatype, int root, braidComm_t comm,
                           braidStream_t stream) {
-  bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
-  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidGather",
-         comm,
-         Collective::kGather,
-         datatype,
-         count,
-         count,
-         isRoot ? n * count : 0,
-         false,
-         braidSum,
-         true,
-         root};
-  return collective(c, sendbuff, recvbuff, stream);
+  return braid::guardApi("braidGather", [&]() -> braidResult_t {
+    bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
+    size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+    Call c{"braidGather",
+           comm,
+           Collective::kGather,
+           datatype,
+           count,
+           count,
+           isRoot ? n * count : 0,
+           false,
+           braidSum,
+           true,
+           root};
+    return collective(c, sendbuff, recvbuff, stream);
+  });
 }
 
 braidResult_t braidScatter(const void* sendbuff, void* recvbuff, size_t count,
                            braidDataType_t datatype, int root, braidComm_t comm,
                            braidStream_t stream) {
-  bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
-  size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
-  Call c{"braidScatter", comm,  Collective::kScatter,
-         datatype,       count, isRoot ? n * count : 0,
-         count,          false, braidSum,
-         true,           root};
-  return collective(c, sendbuff, recvbuff, stream);
+  return braid::guardApi("braidScatter", [&]() -> braidResult_t {
+    bool isRoot = comm && comm->magic == braidComm::kMagic && comm->rank == root;
+    size_t n = comm && comm->magic == braidComm::kMagic ? comm->nranks : 1;
+    Call c{"braidScatter", comm,  Collective::kScatter,
+           datatype,       count, isRoot ? n * count : 0,
+           count,          false, braidSum,
+           true,           root};
+    return collective(c, sendbuff, recvbuff, stream);
+  });
 }
 
 braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream) {
-  Call c{"braidBarrier", comm, Collective::kBarrier, braidUint8, 0, 0, 0};
-  return collective(c, nullptr, nullptr, stream);
+  return braid::guardApi("braidBarrier", [&]() -> braidResult_t {
+    Call c{"braidBarrier", comm, Collective::kBarrier, braidUint8, 0, 0, 0};
+    return collective(c, nullptr, nullptr, stream);
+  });
 }
 
 braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer,
                         braidComm_t comm, braidStream_t stream) {
-  return p2p("braidSend", true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+  return braid::guardApi("braidSend", [&]() -> braidResult_t {
+    return p2p("braidSend", true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+  });
 }
 
 braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer,
                         braidComm_t comm, braidStream_t stream) {
-  return p2p("braidRecv", false, recvbuff, count, datatype, peer, comm, stream);
+  return braid::guardApi("braidRecv", [&]() -> braidResult_t {
+    return p2p("braidRecv", false, recvbuff, count, datatype, peer, comm, stream);
+  });
 }
 
 braidResult_t braidGroupStart(void) {
-  ++t_groupDepth;
-  return braidSuccess;
+  return braid::guardApi("braidGroupStart", [&]() -> braidResult_t {
+    ++t_groupDepth;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidGroupEnd(void) {
-  if (t_groupDepth == 0)
-    return fail(braidInvalidUsage, "braidGroupEnd without a matching braidGroupStart");
-  if (--t_groupDepth > 0) return braidSuccess;
-  std::vector<Pending> pending;
-  pending.swap(t_pending);
-  // Each communicator's items, in first-appearance order.
-  std::vector<braidComm*> comms;
-  for (const Pending& p : pending)
-    if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
-  std::vector<std::unique_ptr<braid::InFlight>> running;
-  for (braidComm* comm : comms) running.push_back(std::make_unique<braid::InFlight>(comm));
-  std::vector<braidResult_t> results(comms.size(), braidSuccess);
-  std::vector<std::string> messages(comms.size());
-  std::vector<std::thread> workers;
-  for (size_t k = 0; k < comms.size(); ++k) {
-    std::vector<Pending> items;
-    braidStream_t stream = nullptr;
+  return braid::guardApi("braidGroupEnd", [&]() -> braidResult_t {
+    if (t_groupDepth == 0)
+      return fail(braidInvalidUsage, "braidGroupEnd without a matching braidGroupStart");
+    if (--t_groupDepth > 0) return braidSuccess;
+    std::vector<Pending> pending;
+    pending.swap(t_pending);
+    // Each communicator's items, in first-appearance order.
+    std::vector<braidComm*> comms;
     for (const Pending& p : pending)
-      if (p.comm == comms[k]) {
-        items.push_back(p);
-        if (!stream) stream = p.stream;
-      }
-    braidComm* comm = comms[k];
-    if (stream) {
-      braid::enqueueOnStream(comm, stream, [comm, items] { return runGroupItems(comm, items); });
-    } else if (comms.size() == 1) {
-      results[k] = runGroupItems(comm, items);
-      if (results[k] != braidSuccess) messages[k] = braid::lastError();
-    } else {
-      // One thread drives several communicators: each runs on its own worker, or the
-      // ranks would wait on each other forever.
-      workers.emplace_back([&, k, comm, items] {
+      if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
+    std::vector<std::unique_ptr<braid::InFlight>> running;
+    for (braidComm* comm : comms) running.push_back(std::make_unique<braid::InFlight>(comm));
+    std::vector<braidResult_t> results(comms.size(), braidSuccess);
+    std::vector<std::string> messages(comms.size());
+    std::vector<std::thread> workers;
+    for (size_t k = 0; k < comms.size(); ++k) {
+      std::vector<Pending> items;
+      braidStream_t stream = nullptr;
+      for (const Pending& p : pending)
+        if (p.comm == comms[k]) {
+          items.push_back(p);
+          if (!stream) stream = p.stream;
+        }
+      braidComm* comm = comms[k];
+      if (stream) {
+        braid::enqueueOnStream(comm, stream, [comm, items] { return runGroupItems(comm, items); });
+      } else if (comms.size() == 1) {
         results[k] = runGroupItems(comm, items);
         if (results[k] != braidSuccess) messages[k] = braid::lastError();
-      });
+      } else {
+        // One thread drives several communicators: each runs on its own worker, or the
+        // ranks would wait on each other forever.
+        workers.emplace_back([&, k, comm, items] {
+          results[k] = runGroupItems(comm, items);
+          if (results[k] != braidSuccess) messages[k] = braid::lastError();
+        });
+      }
     }
-  }
-  for (auto& w : workers) w.join();
-  for (size_t k = 0; k < comms.size(); ++k) {
-    if (results[k] != braidSuccess) {
-      braidResult_t res = braid::failVerbatim(results[k], messages[k]);
-      return record(comms[k], res);
+    for (auto& w : workers) w.join();
+    for (size_t k = 0; k < comms.size(); ++k) {
+      if (results[k] != braidSuccess) {
+        braidResult_t res = braid::failVerbatim(results[k], messages[k]);
+        return record(comms[k], res);
+      }
     }
-  }
-  return braidSuccess;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDataType_t datatype,
                                         braidScalarResidence_t residence, braidComm_t comm) {
-  BRAID_TRY(checkComm(comm, "braidRedOpCreatePreMulSum"));
-  if (!op) return record(comm, fail(braidInvalidArgument, "braidRedOpCreatePreMulSum: op is NULL"));
-  if (!scalar)
-    return record(comm, fail(braidInvalidArgument, "braidRedOpCreatePreMulSum: scalar is NULL"));
-  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidRedOpCreatePreMulSum: datatype %d is not a braidDataType_t",
-                             static_cast<int>(datatype)));
-  if (residence != braidScalarDevice && residence != braidScalarHostImmediate)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidRedOpCreatePreMulSum: residence %d is not a "
-                             "braidScalarResidence_t",
-                             static_cast<int>(residence)));
-  std::lock_guard<std::mutex> lock(comm->mu);
-  braidComm::PreMulSum pm;
-  pm.dtype = datatype;
-  pm.live = true;
-  const size_t size = braidTypeSize(datatype);
-  if (residence == braidScalarHostImmediate)
-    pm.scalar.assign(static_cast<char*>(scalar), static_cast<char*>(scalar) + size);
-  else
-    pm.scalarPtr = scalar;  // host memory here; read when the collective runs
-  size_t slot = comm->preMulSums.size();
-  for (size_t k = 0; k < comm->preMulSums.size(); ++k)
-    if (!comm->preMulSums[k].live) slot = k;
-  if (slot == comm->preMulSums.size())
-    comm->preMulSums.push_back(pm);
-  else
-    comm->preMulSums[slot] = pm;
-  *op = static_cast<braidRedOp_t>(braidNumOps + static_cast<int>(slot));
-  return braidSuccess;
+  return braid::guardApi("braidRedOpCreatePreMulSum", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidRedOpCreatePreMulSum"));
+    if (!op)
+      return record(comm, fail(braidInvalidArgument, "braidRedOpCreatePreMulSum: op is NULL"));
+    if (!scalar)
+      return record(comm, fail(braidInvalidArgument, "braidRedOpCreatePreMulSum: scalar is NULL"));
+    if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes)
+      return record(comm, fail(braidInvalidArgument,
+                               "braidRedOpCreatePreMulSum: datatype %d is not a braidDataType_t",
+                               static_cast<int>(datatype)));
+    if (residence != braidScalarDevice && residence != braidScalarHostImmediate)
+      return record(comm, fail(braidInvalidArgument,
+                               "braidRedOpCreatePreMulSum: residence %d is not a "
+                               "braidScalarResidence_t",
+                               static_cast<int>(residence)));
+    std::lock_guard<std::mutex> lock(comm->mu);
+    braidComm::PreMulSum pm;
+    pm.dtype = datatype;
+    pm.live = true;
+    const size_t size = braidTypeSize(datatype);
+    if (residence == braidScalarHostImmediate)
+      pm.scalar.assign(static_cast<char*>(scalar), static_cast<char*>(scalar) + size);
+    else
+      pm.scalarPtr = scalar;  // host memory here; read when the collective runs
+    size_t slot = comm->preMulSums.size();
+    for (size_t k = 0; k < comm->preMulSums.size(); ++k)
+      if (!comm->preMulSums[k].live) slot = k;
+    if (slot == comm->preMulSums.size())
+      comm->preMulSums.push_back(pm);
+    else
+      comm->preMulSums[slot] = pm;
+    *op = static_cast<braidRedOp_t>(braidNumOps + static_cast<int>(slot));
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm) {
-  BRAID_TRY(checkComm(comm, "braidRedOpDestroy"));
-  std::lock_guard<std::mutex> lock(comm->mu);
-  size_t k = static_cast<size_t>(op) - braidNumOps;
-  if (static_cast<int>(op) < braidNumOps || k >= comm->preMulSums.size() ||
-      !comm->preMulSums[k].live)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidRedOpDestroy: op %d is not a live PreMulSum op of this comm",
-                             static_cast<int>(op)));
-  comm->preMulSums[k].live = false;
-  return braidSuccess;
+  return braid::guardApi("braidRedOpDestroy", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidRedOpDestroy"));
+    std::lock_guard<std::mutex> lock(comm->mu);
+    size_t k = static_cast<size_t>(op) - braidNumOps;
+    if (static_cast<int>(op) < braidNumOps || k >= comm->preMulSums.size() ||
+        !comm->preMulSums[k].live)
+      return record(comm, fail(braidInvalidArgument,
+                               "braidRedOpDestroy: op %d is not a live PreMulSum op of this comm",
+                               static_cast<int>(op)));
+    comm->preMulSums[k].live = false;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidListAlgorithms(const char* collective, const char** names, int max, int* count) {
-  if (!collective || !count)
-    return fail(braidInvalidArgument, "braidListAlgorithms: collective or count is NULL");
-  int c = 0;
-  for (; c < braid::kNumCollectives; ++c)
-    if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
-  if (c == braid::kNumCollectives)
-    return fail(braidInvalidArgument,
-                "braidListAlgorithms: unknown collective \"%s\" (allreduce, reducescatter, "
-                "allgather, broadcast, reduce, alltoall, alltoallv, gather, scatter, barrier)",
-                collective);
-  int k = 0;
-  for (const braid::AlgorithmInfo& a : braid::algorithms()) {
-    if (static_cast<int>(a.coll) != c) continue;
-    if (names && k < max) names[k] = a.name;
-    ++k;
-  }
-  *count = k;
-  return braidSuccess;
+  return braid::guardApi("braidListAlgorithms", [&]() -> braidResult_t {
+    if (!collective || !count)
+      return fail(braidInvalidArgument, "braidListAlgorithms: collective or count is NULL");
+    int c = 0;
+    for (; c < braid::kNumCollectives; ++c)
+      if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
+    if (c == braid::kNumCollectives)
+      return fail(braidInvalidArgument,
+                  "braidListAlgorithms: unknown collective \"%s\" (allreduce, reducescatter, "
+                  "allgather, broadcast, reduce, alltoall, alltoallv, gather, scatter, barrier)",
+                  collective);
+    int k = 0;
+    for (const braid::AlgorithmInfo& a : braid::algorithms()) {
+      if (static_cast<int>(a.coll) != c) continue;
+      if (names && k < max) names[k] = a.name;
+      ++k;
+    }
+    *count = k;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
                                     const char* algorithm) {
-  BRAID_TRY(checkComm(comm, "braidCommSetAlgorithm"));
-  if (!collective)
-    return record(comm, fail(braidInvalidArgument, "braidCommSetAlgorithm: collective is NULL"));
-  int c = 0;
-  for (; c < braid::kNumCollectives; ++c)
-    if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
-  if (c == braid::kNumCollectives)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidCommSetAlgorithm: unknown collective \"%s\"", collective));
-  std::string name = algorithm ? algorithm : "";
-  if (!name.empty() && !braid::findAlgorithm(static_cast<Collective>(c), name))
-    return record(comm,
-                  fail(braidInvalidArgument, "braidCommSetAlgorithm: no %s algorithm named \"%s\"",
-                       collective, name.c_str()));
-  std::lock_guard<std::mutex> lock(comm->mu);
-  comm->forcedAlgo[c] = name;
-  comm->plans.clear();  // cached plans carry the algorithm chosen before
-  return braidSuccess;
+  return braid::guardApi("braidCommSetAlgorithm", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommSetAlgorithm"));
+    if (!collective)
+      return record(comm, fail(braidInvalidArgument, "braidCommSetAlgorithm: collective is NULL"));
+    int c = 0;
+    for (; c < braid::kNumCollectives; ++c)
+      if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
+    if (c == braid::kNumCollectives)
+      return record(comm, fail(braidInvalidArgument,
+                               "braidCommSetAlgorithm: unknown collective \"%s\"", collective));
+    std::string name = algorithm ? algorithm : "";
+    if (!name.empty() && !braid::findAlgorithm(static_cast<Collective>(c), name))
+      return record(
+          comm, fail(braidInvalidArgument, "braidCommSetAlgorithm: no %s algorithm named \"%s\"",
+                     collective, name.c_str()));
+    std::lock_guard<std::mutex> lock(comm->mu);
+    comm->forcedAlgo[c] = name;
+    comm->plans.clear();  // cached plans carry the algorithm chosen before
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t count,
                                braidDataType_t dtype, const char* algorithm, double* predictedUs,
                                const char** chosen) {
-  BRAID_TRY(checkComm(comm, "braidCommPredict"));
-  if (!collective)
-    return record(comm, fail(braidInvalidArgument, "braidCommPredict: collective is NULL"));
-  if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= braidNumTypes)
-    return record(comm, fail(braidInvalidArgument,
-                             "braidCommPredict: dtype %d is not a braid "
-                             "data type",
-                             static_cast<int>(dtype)));
-  int c = 0;
-  for (; c < braid::kNumCollectives; ++c)
-    if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
-  if (c == braid::kNumCollectives)
-    return record(comm, fail(braidInvalidArgument, "braidCommPredict: unknown collective \"%s\"",
-                             collective));
-  braid::CollArgs args;
-  args.coll = static_cast<Collective>(c);
-  args.count = count;
-  args.dtype = dtype;
-  args.rank = comm->rank;
-  args.nranks = comm->nranks;
-  const size_t elemSize = braidTypeSize(dtype);
-  int best = -1;
-  const auto cands = braid::tuning::rankCandidates(args, elemSize, comm->fabric, &best);
-  if (chosen) *chosen = best >= 0 ? cands[best].algo->name : nullptr;
-  const braid::tuning::Candidate* pick = best >= 0 ? &cands[best] : nullptr;
-  if (algorithm && *algorithm) {
-    pick = nullptr;
-    for (const auto& cand : cands)
-      if (!strcasecmp(cand.algo->name, algorithm)) pick = &cand;
-    if (!pick)
+  return braid::guardApi("braidCommPredict", [&]() -> braidResult_t {
+    BRAID_TRY(checkComm(comm, "braidCommPredict"));
+    if (!collective)
+      return record(comm, fail(braidInvalidArgument, "braidCommPredict: collective is NULL"));
+    if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= braidNumTypes)
       return record(comm, fail(braidInvalidArgument,
-                               "braidCommPredict: no %s algorithm named "
-                               "\"%s\"",
-                               collective, algorithm));
-    if (pick->unsupported)
-      return record(comm, fail(braidInvalidUsage, "braidCommPredict: %s cannot run this %s: %s",
-                               algorithm, collective, pick->unsupported));
-  }
-  if (!pick)
-    return record(comm, fail(braidInvalidUsage, "braidCommPredict: no algorithm can run this %s",
-                             collective));
-  if (predictedUs) *predictedUs = pick->predicted_us;
-  return braidSuccess;
+                               "braidCommPredict: dtype %d is not a braid "
+                               "data type",
+                               static_cast<int>(dtype)));
+    int c = 0;
+    for (; c < braid::kNumCollectives; ++c)
+      if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
+    if (c == braid::kNumCollectives)
+      return record(comm, fail(braidInvalidArgument, "braidCommPredict: unknown collective \"%s\"",
+                               collective));
+    braid::CollArgs args;
+    args.coll = static_cast<Collective>(c);
+    args.count = count;
+    args.dtype = dtype;
+    args.rank = comm->rank;
+    args.nranks = comm->nranks;
+    const size_t elemSize = braidTypeSize(dtype);
+    int best = -1;
+    const auto cands = braid::tuning::rankCandidates(args, elemSize, comm->fabric, &best);
+    if (chosen) *chosen = best >= 0 ? cands[best].algo->name : nullptr;
+    const braid::tuning::Candidate* pick = best >= 0 ? &cands[best] : nullptr;
+    if (algorithm && *algorithm) {
+      pick = nullptr;
+      for (const auto& cand : cands)
+        if (!strcasecmp(cand.algo->name, algorithm)) pick = &cand;
+      if (!pick)
+        return record(comm, fail(braidInvalidArgument,
+                                 "braidCommPredict: no %s algorithm named "
+                                 "\"%s\"",
+                                 collective, algorithm));
+      if (pick->unsupported)
+        return record(comm, fail(braidInvalidUsage, "braidCommPredict: %s cannot run this %s: %s",
+                                 algorithm, collective, pick->unsupported));
+    }
+    if (!pick)
+      return record(comm, fail(braidInvalidUsage, "braidCommPredict: no algorithm can run this %s",
+                               collective));
+    if (predictedUs) *predictedUs = pick->predicted_us;
+    return braidSuccess;
+  });
 }
 
 }  // extern "C"

@@ -30,7 +30,7 @@ std::string PeerCard::encode() const {
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
          std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
          ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n" +
-         std::to_string(procToken) + "\n";
+         std::to_string(procToken) + "\n" + stallAddr + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
@@ -41,7 +41,7 @@ bool PeerCard::decode(const std::string& text, PeerCard* out) {
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
       !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
       !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr) ||
-      !std::getline(in, check) || !std::getline(in, token))
+      !std::getline(in, check) || !std::getline(in, token) || !std::getline(in, out->stallAddr))
     return false;
   out->procToken = std::strtoull(token.c_str(), nullptr, 10);
   out->check = check == "1";
@@ -373,6 +373,14 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     mine.shmName = comm->segment->name();
     mine.shmAddr = reinterpret_cast<uintptr_t>(comm->segment->base());
   }
+  // Rank 0's stall board (stall.h): diagnosis only, so a rank 0 that cannot listen says so and
+  // goes on without it.
+  if (rank == 0 && nranks > 1) {
+    if (StallBoard::createRoot(idData.secret, nranks, &comm->stallBoard) == braidSuccess)
+      mine.stallAddr = comm->stallBoard->address();
+    else
+      BRAID_WARN("STALL", "init: no stall summary on rank 0: %s", lastError());
+  }
   std::vector<std::string> cards;
   BRAID_TRY(boot->allGather(mine.encode(), &cards));
   comm->peers.resize(nranks);
@@ -433,6 +441,14 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     local += sameMachine;
   }
   comm->nhosts = static_cast<int>(hostNames.size());
+  if (comm->stallBoard) {
+    std::vector<const CallPosition*> positions(nranks, nullptr);
+    for (int r = 0; r < nranks; ++r)
+      if (comm->peerSegments[r]) positions[r] = comm->peerSegments[r]->position();
+    comm->stallBoard->setPositions(std::move(positions));
+  } else if (rank != 0 && !comm->peers[0].stallAddr.empty()) {
+    comm->stallBoard = StallBoard::forPeer(comm->peers[0].stallAddr, idData.secret);
+  }
   BRAID_TRY(chooseRing(comm.get()));
   BRAID_TRY(commFabric(comm.get()));
   // A rank with network peers has a busy second thread, its proxy.
@@ -563,6 +579,27 @@ braidResult_t markBroken(braidComm* comm, braidResult_t res) {
   }
   return res;
 }
+
+// Publishes the call this rank is in, and then the last it finished, in its segment's
+// CallPosition, where rank 0's stall summary reads it (two relaxed stores per call).
+class CallScope {
+ public:
+  CallScope(braidComm* comm, uint32_t kind)
+      : pos_(comm->segment ? comm->segment->position() : nullptr), seq_(comm->opCount) {
+    if (!pos_) return;
+    pos_->what.store(kind, std::memory_order_relaxed);
+    pos_->started.store(seq_, std::memory_order_relaxed);
+  }
+  ~CallScope() {
+    if (pos_) pos_->done.store(seq_, std::memory_order_relaxed);
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  CallPosition* pos_;
+  uint64_t seq_;
+};
 
 braidResult_t checkUsable(const braidComm* comm) {
   if (comm->aborted.load(std::memory_order_relaxed))
@@ -707,6 +744,9 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;
   ctx.blamed = &comm->blamed;
+  ctx.stall = comm->stallBoard.get();
+  ctx.kind = static_cast<uint32_t>(args.coll) + 1;
+  CallScope position(comm, ctx.kind);
   return markBroken(comm, execute(plan, ctx));
 }
 
@@ -770,7 +810,8 @@ braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
     ++comm->queued;
   }
   return streamEnqueue(stream, [comm, work = std::move(work)] {
-    braidResult_t res = work();
+    // Guarded here, so that the count below drops even if the work throws.
+    braidResult_t res = guardApi("a call queued on a stream", work);
     std::lock_guard<std::mutex> lock(comm->queueMu);
     --comm->queued;
     comm->queueCv.notify_all();
@@ -842,6 +883,8 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;
   ctx.blamed = &comm->blamed;
+  ctx.stall = comm->stallBoard.get();
+  CallScope position(comm, 0);
   return markBroken(comm, execute(&plan, ctx));
 }
 

@@ -15,6 +15,7 @@
 #include "algorithms/schedule.h"
 #include "braid/braid.h"
 #include "core/executor.h"
+#include "core/stall.h"
 #include "topology/topology.h"
 #include "transport/net_proxy.h"
 #include "transport/shm.h"
@@ -38,9 +39,10 @@ struct PeerCard {
   std::string transport;      // this rank's BRAID_TRANSPORT ("" for the default)
   int nsocks = 0;             // this rank's BRAID_NSOCKS_PERPEER
   int numa = -1;              // NUMA node this rank runs on (topo::currentNumaNode), -1 unknown
-  std::string tune;   // BRAID_TUNE_FILE's figures (tuning::formatCalibration, ';' for newlines)
-  std::string ring;   // this rank's BRAID_RING (rank 0's applies)
-  std::string table;  // BRAID_TUNE_TABLE's rows for this rank count (MeasuredTable::encode)
+  std::string tune;       // BRAID_TUNE_FILE's figures (tuning::formatCalibration, ';' for newlines)
+  std::string ring;       // this rank's BRAID_RING (rank 0's applies)
+  std::string table;      // BRAID_TUNE_TABLE's rows for this rank count (MeasuredTable::encode)
+  std::string stallAddr;  // rank 0's: where its stall board listens ("" for none; stall.h)
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -84,7 +86,9 @@ struct braidComm {
   double timeoutSec = 0;        // bound of every wait, s (braidConfig_t, else BRAID_TIMEOUT)
   double stallWarnSec = 0;      // braidConfig_t's, else BRAID_STALL_WARN; 0: off
   std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness
-  uint64_t opCount = 0;         // collectives issued, for messages
+  // Rank 0's stall summary, or the channel that reports to it (stall.h); null for one rank.
+  std::unique_ptr<braid::StallBoard> stallBoard;
+  uint64_t opCount = 0;  // collectives issued, for messages
   std::mutex mu;
   // Work queued on streams and not yet finished; braidCommDestroy waits for it.
   std::mutex queueMu;
@@ -142,6 +146,16 @@ class InFlight {
 bool insideGroup();
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
                        const braidConfig_t* config = nullptr);
+// braidCommSplit, where `prior` may carry the caller's own failure (a code, its message in
+// lastError()): this rank still takes part in the exchange and fails with it, and its peers
+// fail naming it (ncclCommSplit with a bad ncclConfig_t).
+braidResult_t commSplit(braidComm* comm, int color, int key, braidComm_t* newcomm,
+                        const braidConfig_t* config, braidResult_t prior);
+// braidCommSplit after its argument checks: `local` is this rank's failure so far
+// (braidSuccess, or a code with its message in lastError()); the rank takes part in the
+// exchange either way, and every rank fails, naming the failed ranks, if any did.
+braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcomm,
+                        const braidConfig_t* config, braidResult_t local);
 // BRAID_CHECK: the ranks compare this call (collective, count, datatype, and op and root
 // where they matter) through an all-gather; where they differ every rank returns
 // braidInvalidUsage with a message listing each rank's call.

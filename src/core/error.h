@@ -3,7 +3,10 @@
 // peer is at fault and what to do.
 #pragma once
 
+#include <exception>
+#include <new>
 #include <string>
+#include <system_error>
 
 #include "braid/braid.h"
 
@@ -36,6 +39,28 @@ class LogRankScope {
  private:
   int saved_;
 };
+
+// Runs a C entry point's body: an exception escaping it (std::bad_alloc from a huge count,
+// std::system_error from a thread that cannot start, anything else) becomes an error code
+// with a message naming fn, never a crash through a C caller. The non-throwing path costs
+// nothing (zero-cost exception tables).
+template <typename Body>
+braidResult_t guardApi(const char* fn, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(braidSystemError,
+                "%s: out of memory (std::bad_alloc); a smaller count, or "
+                "fewer ranks per host, may fit",
+                fn);
+  } catch (const std::system_error& e) {
+    return fail(braidSystemError, "%s: system error: %s", fn, e.what());
+  } catch (const std::exception& e) {
+    return fail(braidInternalError, "%s: unexpected exception: %s", fn, e.what());
+  } catch (...) {
+    return fail(braidInternalError, "%s: unexpected exception of unknown type", fn);
+  }
+}
 
 }  // namespace braid
 

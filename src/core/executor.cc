@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/stall.h"
 #include "kernels/reduce.h"
 
 namespace braid {
@@ -34,6 +36,11 @@ class Run {
     if (ctx.nbases > static_cast<size_t>(BufferId::kScratch))
       bases_[static_cast<int>(BufferId::kScratch)] = plan->scratch.data();
   }
+  ~Run() {
+    if (stallWarned_ && ctx_.stall) ctx_.stall->callEnded();
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
 
   braidResult_t go() {
     std::fill(plan_.done.begin(), plan_.done.end(), 0);
@@ -97,7 +104,19 @@ class Run {
           BRAID_WARN("STALL", "%s #%llu%s has made no progress for %.0f s (BRAID_STALL_WARN): %s",
                      ctx_.what, static_cast<unsigned long long>(ctx_.opCount), what, waited,
                      waitingFor().c_str());
+          if (ctx_.stall) {
+            StallReport mine;
+            mine.rank = ctx_.rank;
+            mine.seq = ctx_.opCount;
+            mine.kind = ctx_.kind;
+            mine.bytes = ctx_.count * ctx_.elemSize;
+            mine.waitingOn = waitedPeer();
+            // Rank 0 gathers the others' reports for a while before its summary: long enough
+            // for ranks that entered the call with it, short beside BRAID_STALL_WARN.
+            ctx_.stall->stalled(mine, std::clamp(stallWarn / 2, 0.2, 5.0));
+          }
         }
+        if (stallWarned_ && ctx_.stall) ctx_.stall->poll();
         // A peer process on this host that has exited will never answer: say so now rather
         // than at the timeout.
         if (now - lastLivenessCheck > std::chrono::milliseconds(100)) {
@@ -344,6 +363,15 @@ class Run {
                 "the job cannot finish this call",
                 ctx_.what, static_cast<unsigned long long>(ctx_.opCount), peer,
                 ctx_.peerPids[peer]);
+  }
+
+  // The peer waitingFor() names, or -1.
+  int waitedPeer() const {
+    for (size_t q = 0; q < plan_.recvs.size(); ++q)
+      if (recvCur_[q].index < plan_.recvs[q].steps.size()) return plan_.recvs[q].peer;
+    for (size_t q = 0; q < plan_.sends.size(); ++q)
+      if (sendCur_[q].retired < plan_.sends[q].steps.size()) return plan_.sends[q].peer;
+    return -1;
   }
 
   // What this rank waits for: the first receive stuck on its peer, else the first send

@@ -17,6 +17,8 @@
 
 namespace braid {
 
+class StallBoard;
+
 struct Plan {
   const AlgorithmInfo* algo = nullptr;  // what built the schedule
   Schedule schedule;
@@ -71,6 +73,9 @@ struct ExecContext {
   // Where a failed call writes the rank it blames (the peer lost or waited on at the
   // timeout, or the one that peer blamed); -1 when none. May be null.
   int* blamed = nullptr;
+  // Rank 0's stall summary (stall.h): a stalled call reports to it; may be null.
+  StallBoard* stall = nullptr;
+  uint32_t kind = 0;  // the call's kind in stall reports (stallKindLabel)
 };
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);

@@ -286,27 +286,31 @@ braidResult_t launchFromEnv(EnvLaunch* out) {
 extern "C" {
 
 braidResult_t braidUniqueIdFromEnv(braidUniqueId* id, int* rank, int* nranks, int* localRank) {
-  if (!id) return braid::fail(braidInvalidArgument, "braidUniqueIdFromEnv: id is NULL");
-  braid::EnvLaunch l;
-  BRAID_TRY(braid::launchFromEnv(&l));
-  *id = l.id;
-  if (rank) *rank = l.rank;
-  if (nranks) *nranks = l.nranks;
-  if (localRank) *localRank = l.localRank;
-  return braidSuccess;
+  return braid::guardApi("braidUniqueIdFromEnv", [&]() -> braidResult_t {
+    if (!id) return braid::fail(braidInvalidArgument, "braidUniqueIdFromEnv: id is NULL");
+    braid::EnvLaunch l;
+    BRAID_TRY(braid::launchFromEnv(&l));
+    *id = l.id;
+    if (rank) *rank = l.rank;
+    if (nranks) *nranks = l.nranks;
+    if (localRank) *localRank = l.localRank;
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidCommInitFromEnv(braidComm_t* comm) {
-  if (!comm) return braid::fail(braidInvalidArgument, "braidCommInitFromEnv: comm is NULL");
-  *comm = nullptr;
-  braid::EnvLaunch l;
-  BRAID_TRY(braid::launchFromEnv(&l));
-  braidResult_t res = braidCommInitRank(comm, l.nranks, l.id, l.rank);
-  if (res != braidSuccess)
-    return braid::failVerbatim(res, "braidCommInitFromEnv (rank from " + l.rankSource +
-                                        ", rendezvous " + l.rendezvous +
-                                        "): " + braid::lastError());
-  return braidSuccess;
+  return braid::guardApi("braidCommInitFromEnv", [&]() -> braidResult_t {
+    if (!comm) return braid::fail(braidInvalidArgument, "braidCommInitFromEnv: comm is NULL");
+    *comm = nullptr;
+    braid::EnvLaunch l;
+    BRAID_TRY(braid::launchFromEnv(&l));
+    braidResult_t res = braidCommInitRank(comm, l.nranks, l.id, l.rank);
+    if (res != braidSuccess)
+      return braid::failVerbatim(res, "braidCommInitFromEnv (rank from " + l.rankSource +
+                                          ", rendezvous " + l.rendezvous +
+                                          "): " + braid::lastError());
+    return braidSuccess;
+  });
 }
 
 }  // extern "C"

@@ -1,5 +1,7 @@
 #include "core/stream.h"
 
+#include <memory>
+
 #include "core/error.h"
 
 namespace braid {
@@ -14,7 +16,7 @@ void workerLoop(braidStream* s) {
     s->queue.pop_front();
     ++s->running;
     lock.unlock();
-    braidResult_t res = work();
+    braidResult_t res = guardApi("work queued on a stream", work);
     std::string msg = res == braidSuccess ? std::string() : lastError();
     lock.lock();
     --s->running;
@@ -40,39 +42,45 @@ braidResult_t streamEnqueue(braidStream* s, std::function<braidResult_t()> work)
 extern "C" {
 
 braidResult_t braidStreamCreate(braidStream_t* stream) {
-  if (!stream) return braid::fail(braidInvalidArgument, "braidStreamCreate: stream is NULL");
-  auto* s = new braidStream();
-  s->worker = std::thread(braid::workerLoop, s);
-  *stream = s;
-  return braidSuccess;
+  return braid::guardApi("braidStreamCreate", [&]() -> braidResult_t {
+    if (!stream) return braid::fail(braidInvalidArgument, "braidStreamCreate: stream is NULL");
+    auto s = std::make_unique<braidStream>();
+    s->worker = std::thread(braid::workerLoop, s.get());
+    *stream = s.release();
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidStreamSynchronize(braidStream_t s) {
-  if (!s) return braid::fail(braidInvalidArgument, "braidStreamSynchronize: stream is NULL");
-  std::unique_lock<std::mutex> lock(s->mu);
-  s->cv.wait(lock, [s] { return s->queue.empty() && s->running == 0; });
-  braidResult_t res = s->firstError;
-  if (res != braidSuccess) {
-    std::string msg = s->firstErrorMessage;
-    s->firstError = braidSuccess;
-    s->firstErrorMessage.clear();
-    lock.unlock();
-    return braid::fail(res, "work queued on the stream failed: %s", msg.c_str());
-  }
-  return braidSuccess;
+  return braid::guardApi("braidStreamSynchronize", [&]() -> braidResult_t {
+    if (!s) return braid::fail(braidInvalidArgument, "braidStreamSynchronize: stream is NULL");
+    std::unique_lock<std::mutex> lock(s->mu);
+    s->cv.wait(lock, [s] { return s->queue.empty() && s->running == 0; });
+    braidResult_t res = s->firstError;
+    if (res != braidSuccess) {
+      std::string msg = s->firstErrorMessage;
+      s->firstError = braidSuccess;
+      s->firstErrorMessage.clear();
+      lock.unlock();
+      return braid::fail(res, "work queued on the stream failed: %s", msg.c_str());
+    }
+    return braidSuccess;
+  });
 }
 
 braidResult_t braidStreamDestroy(braidStream_t s) {
-  if (!s) return braid::fail(braidInvalidArgument, "braidStreamDestroy: stream is NULL");
-  braidResult_t res = braidStreamSynchronize(s);
-  {
-    std::lock_guard<std::mutex> lock(s->mu);
-    s->stopping = true;
-    s->cv.notify_all();
-  }
-  s->worker.join();
-  delete s;
-  return res;
+  return braid::guardApi("braidStreamDestroy", [&]() -> braidResult_t {
+    if (!s) return braid::fail(braidInvalidArgument, "braidStreamDestroy: stream is NULL");
+    braidResult_t res = braidStreamSynchronize(s);
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->stopping = true;
+      s->cv.notify_all();
+    }
+    s->worker.join();
+    delete s;
+    return res;
+  });
 }
 
 }  // extern "C"

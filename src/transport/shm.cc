@@ -33,6 +33,10 @@ struct SegmentHeader {
   uint64_t slotBytes;
   uint64_t fifoBytes;
 };
+// The owner's CallPosition follows the header in the first line.
+constexpr size_t kPositionOffset = 32;
+static_assert(sizeof(SegmentHeader) <= kPositionOffset);
+static_assert(kPositionOffset + sizeof(CallPosition) <= kLine);
 constexpr uint64_t kSegMagic = 0x4d48532d44495242ull;  // "BRAID-SHM"
 
 // Names this process created and has not unlinked yet. If the process exits while a rank
@@ -133,6 +137,7 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   h->slots = static_cast<uint32_t>(slots);
   h->slotBytes = slotBytes;
   h->fifoBytes = fifoBytes;
+  new (static_cast<char*>(base) + kPositionOffset) CallPosition();
   new (static_cast<char*>(base) + kLine) Doorbell();
   for (int i = 0; i < nfifos; ++i) {
     Fifo::init(s->fifo(i));
@@ -189,6 +194,10 @@ int ShmSegment::slots() const {
   return static_cast<int>(static_cast<SegmentHeader*>(base_)->slots);
 }
 size_t ShmSegment::slotBytes() const { return static_cast<SegmentHeader*>(base_)->slotBytes; }
+
+CallPosition* ShmSegment::position() const {
+  return reinterpret_cast<CallPosition*>(static_cast<char*>(base_) + kPositionOffset);
+}
 
 Doorbell* ShmSegment::doorbell() const {
   return reinterpret_cast<Doorbell*>(static_cast<char*>(base_) + kLine);

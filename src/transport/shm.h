@@ -16,6 +16,7 @@
 #include <string>
 
 #include "braid/braid.h"
+#include "core/stall.h"
 #include "transport/fifo.h"
 #include "transport/transport.h"
 
@@ -39,6 +40,9 @@ class ShmSegment {
   size_t slotBytes() const;
   // The owner's doorbell: peers ring it when they publish to or drain from its FIFOs.
   Doorbell* doorbell() const;
+  // The owner's position (the call it is in, the last it finished), for rank 0's stall
+  // summary: the owner writes it, peers read it.
+  CallPosition* position() const;
 
  private:
   ShmSegment() = default;

@@ -1,0 +1,311 @@
+#include "core/stall.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "algorithms/schedule.h"
+#include "core/comm.h"
+#include "core/error.h"
+#include "core/socket.h"
+
+namespace braid {
+namespace {
+
+constexpr uint32_t kWireMagic = 0x4c415453;  // "STAL"
+
+// A report on the wire: fixed size, host byte order (the job runs one architecture).
+struct Wire {
+  uint8_t secret[32];
+  uint32_t magic;
+  int32_t rank;
+  uint64_t seq;
+  uint64_t bytes;
+  uint32_t kind;
+  int32_t waitingOn;
+};
+
+// How long a stalled rank may spend reaching rank 0, and rank 0 reading one report.
+constexpr int kConnectMs = 500;
+constexpr int kReadMs = 100;
+
+bool parseAddress(const std::string& text, sockaddr_in* sa) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return false;
+  *sa = sockaddr_in{};
+  sa->sin_family = AF_INET;
+  sa->sin_port = htons(static_cast<uint16_t>(std::atoi(text.c_str() + colon + 1)));
+  return inet_pton(AF_INET, text.substr(0, colon).c_str(), &sa->sin_addr) == 1;
+}
+
+// Connects within kConnectMs; -1 on any failure. Raw calls: a failed report must not replace
+// the calling thread's last error.
+int connectQuickly(const sockaddr_in& sa) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return -1;
+  if (connect(s, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    pollfd p{s, POLLOUT, 0};
+    int err = errno == EINPROGRESS && poll(&p, 1, kConnectMs) == 1 ? 0 : -1;
+    socklen_t len = sizeof(err);
+    if (err == 0) getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      close(s);
+      return -1;
+    }
+  }
+  return s;
+}
+
+// Reads exactly len bytes within kReadMs; false on close, error or time out.
+bool readQuickly(int fd, void* buf, size_t len) {
+  char* p = static_cast<char*>(buf);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadMs);
+  while (len > 0) {
+    const ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR)) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) return false;
+    pollfd pf{fd, POLLIN, 0};
+    poll(&pf, 1, static_cast<int>(left));
+  }
+  return true;
+}
+
+// "rank 3" or "ranks 0,2,5" (at most 32 listed).
+std::string rankList(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size() && i < 32; ++i) {
+    if (i) s += ',';
+    s += std::to_string(ranks[i]);
+  }
+  if (ranks.size() > 32) s += ",... (" + std::to_string(ranks.size()) + ")";
+  return s;
+}
+
+}  // namespace
+
+const char* stallKindLabel(uint32_t kind) {
+  if (kind == 0) return "send/recv group";
+  if (kind > static_cast<uint32_t>(kNumCollectives)) return "call";
+  return collectiveLabel(static_cast<Collective>(kind - 1));
+}
+
+braidResult_t StallBoard::createRoot(const uint8_t secret[32], int nranks,
+                                     std::unique_ptr<StallBoard>* out) {
+  in_addr addr{};
+  std::string ifname;
+  BRAID_TRY(chooseListenAddress(&addr, &ifname));
+  int fd = -1;
+  sockaddr_in bound{};
+  BRAID_TRY(listenOn(addr, &fd, &bound));
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  std::unique_ptr<StallBoard> b(new StallBoard());
+  b->root_ = true;
+  b->fd_ = fd;
+  b->address_ = addressString(bound);
+  std::memcpy(b->secret_, secret, sizeof(b->secret_));
+  b->reports_.resize(static_cast<size_t>(nranks));
+  *out = std::move(b);
+  return braidSuccess;
+}
+
+std::unique_ptr<StallBoard> StallBoard::forPeer(const std::string& rootAddress,
+                                                const uint8_t secret[32]) {
+  std::unique_ptr<StallBoard> b(new StallBoard());
+  b->address_ = rootAddress;
+  std::memcpy(b->secret_, secret, sizeof(b->secret_));
+  return b;
+}
+
+StallBoard::~StallBoard() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void StallBoard::stalled(const StallReport& mine, double windowSec) {
+  if (root_) {
+    for (StallReport& r : reports_) r = StallReport{};
+    mine_ = mine;
+    reports_[static_cast<size_t>(mine.rank)] = mine;
+    gathering_ = true;
+    printed_ = false;
+    until_ = std::chrono::steady_clock::now() +
+             std::chrono::microseconds(static_cast<long long>(windowSec * 1e6));
+    takeReports();
+    return;
+  }
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  sockaddr_in sa{};
+  if (!parseAddress(address_, &sa)) return;
+  const int s = connectQuickly(sa);
+  if (s < 0) {
+    BRAID_WARN("STALL",
+               "cannot reach rank 0 at %s to report this stall; its summary will say "
+               "\"no report\" for this rank",
+               address_.c_str());
+    return;
+  }
+  Wire w{};
+  std::memcpy(w.secret, secret_, sizeof(w.secret));
+  w.magic = kWireMagic;
+  w.rank = mine.rank;
+  w.seq = mine.seq;
+  w.bytes = mine.bytes;
+  w.kind = mine.kind;
+  w.waitingOn = mine.waitingOn;
+  // 64 bytes into a fresh connection's empty send buffer: never blocks.
+  if (send(s, &w, sizeof(w), MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof(w))) {
+    close(s);
+    return;
+  }
+  fd_ = s;  // open until the call ends: rank 0 reads an open report as current
+}
+
+void StallBoard::takeReports() {
+  for (int k = 0; k < 4096; ++k) {
+    const int s = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (s < 0) return;  // none pending (or a transient error: try at the next poll)
+    Wire w{};
+    const bool ok = readQuickly(s, &w, sizeof(w)) && w.magic == kWireMagic &&
+                    std::memcmp(w.secret, secret_, sizeof(secret_)) == 0 && w.rank >= 0 &&
+                    static_cast<size_t>(w.rank) < reports_.size();
+    // The reporter closes its connection when its call ends: a closed one is stale.
+    char probe = 0;
+    const ssize_t more = recv(s, &probe, 1, MSG_DONTWAIT | MSG_PEEK);
+    const bool open = more < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    close(s);
+    if (!ok || !open) continue;
+    StallReport& r = reports_[static_cast<size_t>(w.rank)];
+    r.rank = w.rank;
+    r.seq = w.seq;
+    r.bytes = w.bytes;
+    r.kind = w.kind;
+    r.waitingOn = w.waitingOn;
+  }
+}
+
+void StallBoard::poll() {
+  if (!root_ || !gathering_ || printed_) return;
+  takeReports();
+  if (std::chrono::steady_clock::now() < until_) return;
+  printed_ = true;
+  BRAID_WARN("STALL", "%s", summary().c_str());
+}
+
+void StallBoard::callEnded() {
+  if (root_) {
+    gathering_ = false;
+    return;
+  }
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+std::string StallBoard::summary() const {
+  // Each rank's position, ordered: in call s (2s+1) < finished s, not in a call (2s+2) <
+  // in call s+1. Ranks neither reporting nor mapped are listed apart.
+  struct Group {
+    std::vector<int> ranks;
+    std::vector<int> waits;  // per rank: the peer it waits on, -1 unknown, -2 no report
+    uint64_t bytes = 0;
+  };
+  std::map<std::tuple<uint64_t, uint32_t>, Group> groups;
+  std::vector<int> unknown;
+  const int n = static_cast<int>(reports_.size());
+  for (int r = 0; r < n; ++r) {
+    const StallReport& rep = reports_[static_cast<size_t>(r)];
+    if (rep.rank >= 0) {
+      Group& g = groups[{2 * rep.seq + 1, rep.kind}];
+      g.ranks.push_back(r);
+      g.waits.push_back(rep.waitingOn);
+      g.bytes = rep.bytes;
+      continue;
+    }
+    const CallPosition* p =
+        static_cast<size_t>(r) < positions_.size() ? positions_[static_cast<size_t>(r)] : nullptr;
+    if (!p) {
+      unknown.push_back(r);
+      continue;
+    }
+    const uint64_t done = p->done.load(std::memory_order_relaxed);
+    const uint64_t started = p->started.load(std::memory_order_relaxed);
+    if (started > done) {
+      Group& g = groups[{2 * started + 1, p->what.load(std::memory_order_relaxed)}];
+      g.ranks.push_back(r);
+      g.waits.push_back(-2);
+    } else {
+      Group& g = groups[{2 * done + 2, ~0u}];
+      g.ranks.push_back(r);
+      g.waits.push_back(-2);
+    }
+  }
+  char head[160];
+  std::snprintf(head, sizeof(head), "STALL summary of %s #%llu on %d ranks (rank 0's view): ",
+                stallKindLabel(mine_.kind), static_cast<unsigned long long>(mine_.seq), n);
+  std::string out = head;
+  constexpr const char* kNoReport =
+      " sent no report (not in a call, or in it for less than BRAID_STALL_WARN)";
+  // Where every rank heard from is at one place, the silent ones are the ones behind.
+  const bool silentBehind = groups.size() <= 1 && !unknown.empty();
+  if (silentBehind) out += "behind: " + rankList(unknown) + kNoReport;
+  bool first = !silentBehind;
+  for (const auto& entry : groups) {
+    const uint64_t pos = std::get<0>(entry.first);
+    const uint32_t kind = std::get<1>(entry.first);
+    const Group& g = entry.second;
+    out += first ? (groups.size() > 1 ? "behind: " : "none behind: ") : "; then ";
+    out += rankList(g.ranks);
+    char where[160];
+    if (pos % 2 == 0) {
+      std::snprintf(where, sizeof(where), " not in a call (last completed #%llu)",
+                    static_cast<unsigned long long>(pos / 2 - 1));
+      out += where;
+    } else {
+      std::snprintf(where, sizeof(where), " at %s #%llu", stallKindLabel(kind),
+                    static_cast<unsigned long long>(pos / 2));
+      out += where;
+      if (g.bytes > 0) out += " (" + std::to_string(g.bytes) + " bytes)";
+      const bool same =
+          std::all_of(g.waits.begin(), g.waits.end(), [&](int w) { return w == g.waits[0]; });
+      if (same && g.waits[0] >= 0) {
+        out += " waiting on " + std::to_string(g.waits[0]);
+      } else if (same && g.waits[0] == -2) {
+        out += " (not stalled long enough to report)";
+      } else {
+        out += " (";
+        for (size_t i = 0; i < g.ranks.size() && i < 32; ++i) {
+          const int w = g.waits[i];
+          if (i) out += ", ";
+          out += std::to_string(g.ranks[i]);
+          out += w >= 0    ? " waits on " + std::to_string(w)
+                 : w == -1 ? " waits on none"
+                           : " no report yet";
+        }
+        out += ")";
+      }
+    }
+    first = false;
+  }
+  if (!unknown.empty() && !silentBehind) out += "; " + rankList(unknown) + kNoReport;
+  return out;
+}
+
+}  // namespace braid

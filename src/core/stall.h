@@ -1,0 +1,104 @@
+// Hang diagnosis across ranks (issue 8): after BRAID_STALL_WARN seconds without progress in
+// one call, every rank logs its own STALL line (executor.cc); rank 0 also gathers the ranks'
+// positions and logs one summary line naming the ranks that are behind and where they are.
+//
+// The side channel is independent of the data path, so it can neither hang a call nor mix
+// with its pieces:
+// - Rank 0 listens on a TCP socket of its own (its address travels in rank 0's card). A rank
+//   whose call stalls connects once, sends one fixed-size report (secret, rank, sequence
+//   number, collective, bytes, the peer it waits on) and keeps the connection open until
+//   the call ends: an open connection says "still stalled there", a closed one is stale.
+//   Connecting and sending are bounded by half a second and happen only on a stall.
+// - Each rank writes the sequence number of the call it enters and of the last one it
+//   finished into its shared-memory segment's header (two relaxed stores per call); rank 0
+//   reads them for the peers it has mapped, so a rank that never entered the call (stuck in
+//   user code) is seen too, with its last completed call.
+// - Rank 0, once its own call has stalled, takes the reports for a short window while it
+//   keeps waiting (no thread of its own), then logs the summary once per call, positions
+//   from furthest behind to furthest ahead:
+//     STALL summary of all-reduce #12 on 4 ranks (rank 0's view): behind: rank 1 not in a
+//     call (last completed #11); then ranks 0,2 at all-reduce #12 (400 bytes) waiting on 1;
+//     rank 3 sent no report (not in a call, or in it for less than BRAID_STALL_WARN)
+// A rank 0 that is itself behind (not in a call) logs nothing: the others' own lines name
+// whom they wait on.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "braid/braid.h"
+
+namespace braid {
+
+// Where a rank is, in its own shared-memory segment (ShmSegment::position), written by the
+// rank, read by rank 0.
+struct CallPosition {
+  std::atomic<uint64_t> started{0};  // sequence number of the last call entered (0: none)
+  std::atomic<uint64_t> done{0};     // sequence number of the last call finished
+  std::atomic<uint32_t> what{0};     // kind of the call entered (stallKindLabel)
+};
+
+// The kind of a call in reports and positions: a Collective's value + 1, 0 for a send/recv group.
+const char* stallKindLabel(uint32_t kind);
+
+// One rank's report of its stalled call.
+struct StallReport {
+  int rank = -1;
+  uint64_t seq = 0;
+  uint32_t kind = 0;  // stallKindLabel
+  uint64_t bytes = 0;
+  int waitingOn = -1;  // the peer it waits on, -1 none
+};
+
+class StallBoard {
+ public:
+  // Rank 0's board: listens for reports. Fails (braidSystemError) if no socket can listen.
+  static braidResult_t createRoot(const uint8_t secret[32], int nranks,
+                                  std::unique_ptr<StallBoard>* out);
+  // Another rank's board: reports to rank 0 at `rootAddress` ("a.b.c.d:port").
+  static std::unique_ptr<StallBoard> forPeer(const std::string& rootAddress,
+                                             const uint8_t secret[32]);
+  ~StallBoard();
+  StallBoard(const StallBoard&) = delete;
+  StallBoard& operator=(const StallBoard&) = delete;
+
+  // Rank 0: its listening address, for its card.
+  const std::string& address() const { return address_; }
+  // Rank 0: the peers' positions (by rank, null where not mapped), read for a rank that sent
+  // no report.
+  void setPositions(std::vector<const CallPosition*> positions) {
+    positions_ = std::move(positions);
+  }
+
+  // The calling rank's call has stalled (once per call): a peer reports to rank 0; rank 0
+  // starts gathering for `windowSec`.
+  void stalled(const StallReport& mine, double windowSec);
+  // Rank 0 while it waits after stalled(): takes reports; logs the summary once the
+  // window has passed.
+  void poll();
+  // The call ended: a peer closes its report; rank 0 drops what it gathered.
+  void callEnded();
+
+ private:
+  StallBoard() = default;
+  void takeReports();
+  std::string summary() const;
+
+  bool root_ = false;
+  int fd_ = -1;  // rank 0: listening socket; others: the open report, -1 when none
+  std::string address_;
+  uint8_t secret_[32] = {};
+  std::vector<const CallPosition*> positions_;
+  // Rank 0, during a stalled call:
+  bool gathering_ = false;
+  bool printed_ = false;
+  std::chrono::steady_clock::time_point until_;
+  StallReport mine_;
+  std::vector<StallReport> reports_;  // by rank; rank -1: none
+};
+
+}  // namespace braid
