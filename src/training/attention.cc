@@ -35,6 +35,16 @@ void storeBlock(const float* in, size_t ld, size_t first, size_t rows, size_t co
   }
 }
 
+// One head's Q, K, V [rows, dh] (rows [first, first + rows), columns col of each third of
+// qkv).
+void copyHead(const Tensor& qkv, size_t first, size_t rows, size_t col, size_t dh,
+              std::vector<float>& q, std::vector<float>& k, std::vector<float>& v) {
+  const size_t d3 = qkv.cols(), width = d3 / 3;
+  copyBlock(qkv.data(), d3, first, rows, col, dh, q.data());
+  copyBlock(qkv.data(), d3, first, rows, width + col, dh, k.data());
+  copyBlock(qkv.data(), d3, first, rows, 2 * width + col, dh, v.data());
+}
+
 }  // namespace
 
 PatchEmbedding::PatchEmbedding(size_t height, size_t width, size_t patch, size_t dim,
@@ -142,29 +152,18 @@ void MultiHeadSelfAttention::initialize(std::mt19937_64& rng) {
   uniformInit(bo_, bound, rng);
 }
 
-void MultiHeadSelfAttention::forward(const Tensor& x, Tensor& y) {
-  if (x.rank() != 2 || x.cols() != dim_ || x.rows() % tokens_ != 0) {
-    throw std::invalid_argument(name_ + ": input of shape " + x.shapeString() + ", expected [k * " +
-                                std::to_string(tokens_) + ", " + std::to_string(dim_) + "]");
-  }
-  x_ = x;
-  const size_t rows = x.rows(), batch = rows / tokens_, T = tokens_, dh = head_dim_;
-  const size_t d3 = 3 * dim_;
-  qkv_.resize({rows, d3});
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t j = 0; j < d3; ++j) qkv_[r * d3 + j] = bqkv_.value[j];
-  }
-  gemm(false, true, rows, d3, dim_, 1.0f, x.data(), wqkv_.value, 1.0f, qkv_.data());
-  o_.resize({rows, dim_});
-  probs_.assign(batch * heads_ * T * T, 0.0f);
-  std::vector<float> q(T * dh), k(T * dh), v(T * dh), o(T * dh);
+void attentionCoreForward(const Tensor& qkv, size_t tokens, size_t heads, Tensor& o,
+                          std::vector<float>& probs) {
+  const size_t rows = qkv.rows(), batch = rows / tokens, T = tokens, d3 = qkv.cols();
+  const size_t width = d3 / 3, dh = width / heads;
+  o.resize({rows, width});
+  probs.assign(batch * heads * T * T, 0.0f);
+  std::vector<float> q(T * dh), k(T * dh), v(T * dh), oh(T * dh);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   for (size_t b = 0; b < batch; ++b) {
-    for (size_t h = 0; h < heads_; ++h) {
-      copyBlock(qkv_.data(), d3, b * T, T, h * dh, dh, q.data());
-      copyBlock(qkv_.data(), d3, b * T, T, dim_ + h * dh, dh, k.data());
-      copyBlock(qkv_.data(), d3, b * T, T, 2 * dim_ + h * dh, dh, v.data());
-      float* a = probs_.data() + (b * heads_ + h) * T * T;
+    for (size_t h = 0; h < heads; ++h) {
+      copyHead(qkv, b * T, T, h * dh, dh, q, k, v);
+      float* a = probs.data() + (b * heads + h) * T * T;
       gemm(false, true, T, T, dh, scale, q.data(), k.data(), 0.0f, a);
       for (size_t i = 0; i < T; ++i) {
         float* row = a + i * T;
@@ -177,38 +176,27 @@ void MultiHeadSelfAttention::forward(const Tensor& x, Tensor& y) {
         }
         for (size_t j = 0; j < T; ++j) row[j] = static_cast<float>(row[j] / sum);
       }
-      gemm(false, false, T, dh, T, 1.0f, a, v.data(), 0.0f, o.data());
-      storeBlock(o.data(), dim_, b * T, T, h * dh, dh, o_.data());
+      gemm(false, false, T, dh, T, 1.0f, a, v.data(), 0.0f, oh.data());
+      storeBlock(oh.data(), width, b * T, T, h * dh, dh, o.data());
     }
   }
-  y.resize({rows, dim_});
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t j = 0; j < dim_; ++j) y[r * dim_ + j] = bo_.value[j];
-  }
-  gemm(false, true, rows, dim_, dim_, 1.0f, o_.data(), wo_.value, 1.0f, y.data());
 }
 
-void MultiHeadSelfAttention::backward(const Tensor& dy, Tensor& dx) {
-  const size_t rows = dy.rows(), batch = rows / tokens_, T = tokens_, dh = head_dim_;
-  const size_t d3 = 3 * dim_;
-  // Output projection.
-  gemm(true, false, dim_, dim_, rows, 1.0f, dy.data(), o_.data(), 1.0f, wo_.grad);
-  addColumnSums(dy.data(), rows, dim_, bo_.grad);
-  Tensor dout({rows, dim_});
-  gemm(false, false, rows, dim_, dim_, 1.0f, dy.data(), wo_.value, 0.0f, dout.data());
-  // Attention, per sequence and head: dA = dO V^T, dV = A^T dO,
-  // dS = A * (dA - rowsum(dA * A)) / sqrt(dh), dQ = dS K, dK = dS^T Q.
-  Tensor dqkv({rows, d3});
+void attentionCoreBackward(const Tensor& qkv, const std::vector<float>& probs, const Tensor& dout,
+                           size_t tokens, size_t heads, Tensor& dqkv) {
+  const size_t rows = qkv.rows(), batch = rows / tokens, T = tokens, d3 = qkv.cols();
+  const size_t width = d3 / 3, dh = width / heads;
+  // Per sequence and head: dA = dO V^T, dV = A^T dO, dS = A * (dA - rowsum(dA * A)) / sqrt(dh),
+  // dQ = dS K, dK = dS^T Q.
+  dqkv.resize({rows, d3});
   std::vector<float> q(T * dh), k(T * dh), v(T * dh), dO(T * dh), da(T * T), dq(T * dh), dk(T * dh),
       dv(T * dh);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   for (size_t b = 0; b < batch; ++b) {
-    for (size_t h = 0; h < heads_; ++h) {
-      copyBlock(qkv_.data(), d3, b * T, T, h * dh, dh, q.data());
-      copyBlock(qkv_.data(), d3, b * T, T, dim_ + h * dh, dh, k.data());
-      copyBlock(qkv_.data(), d3, b * T, T, 2 * dim_ + h * dh, dh, v.data());
-      copyBlock(dout.data(), dim_, b * T, T, h * dh, dh, dO.data());
-      const float* a = probs_.data() + (b * heads_ + h) * T * T;
+    for (size_t h = 0; h < heads; ++h) {
+      copyHead(qkv, b * T, T, h * dh, dh, q, k, v);
+      copyBlock(dout.data(), width, b * T, T, h * dh, dh, dO.data());
+      const float* a = probs.data() + (b * heads + h) * T * T;
       gemm(false, true, T, T, dh, 1.0f, dO.data(), v.data(), 0.0f, da.data());
       gemm(true, false, T, dh, T, 1.0f, a, dO.data(), 0.0f, dv.data());
       for (size_t i = 0; i < T; ++i) {
@@ -221,10 +209,40 @@ void MultiHeadSelfAttention::backward(const Tensor& dy, Tensor& dx) {
       gemm(false, false, T, dh, T, 1.0f, da.data(), k.data(), 0.0f, dq.data());
       gemm(true, false, T, dh, T, 1.0f, da.data(), q.data(), 0.0f, dk.data());
       storeBlock(dq.data(), d3, b * T, T, h * dh, dh, dqkv.data());
-      storeBlock(dk.data(), d3, b * T, T, dim_ + h * dh, dh, dqkv.data());
-      storeBlock(dv.data(), d3, b * T, T, 2 * dim_ + h * dh, dh, dqkv.data());
+      storeBlock(dk.data(), d3, b * T, T, width + h * dh, dh, dqkv.data());
+      storeBlock(dv.data(), d3, b * T, T, 2 * width + h * dh, dh, dqkv.data());
     }
   }
+}
+
+void MultiHeadSelfAttention::forward(const Tensor& x, Tensor& y) {
+  if (x.rank() != 2 || x.cols() != dim_ || x.rows() % tokens_ != 0) {
+    throw std::invalid_argument(name_ + ": input of shape " + x.shapeString() + ", expected [k * " +
+                                std::to_string(tokens_) + ", " + std::to_string(dim_) + "]");
+  }
+  x_ = x;
+  const size_t rows = x.rows(), d3 = 3 * dim_;
+  qkv_.resize({rows, d3});
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < d3; ++j) qkv_[r * d3 + j] = bqkv_.value[j];
+  }
+  gemm(false, true, rows, d3, dim_, 1.0f, x.data(), wqkv_.value, 1.0f, qkv_.data());
+  attentionCoreForward(qkv_, tokens_, heads_, o_, probs_);
+  y.resize({rows, dim_});
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < dim_; ++j) y[r * dim_ + j] = bo_.value[j];
+  }
+  gemm(false, true, rows, dim_, dim_, 1.0f, o_.data(), wo_.value, 1.0f, y.data());
+}
+
+void MultiHeadSelfAttention::backward(const Tensor& dy, Tensor& dx) {
+  const size_t rows = dy.rows(), d3 = 3 * dim_;
+  // Output projection.
+  gemm(true, false, dim_, dim_, rows, 1.0f, dy.data(), o_.data(), 1.0f, wo_.grad);
+  addColumnSums(dy.data(), rows, dim_, bo_.grad);
+  Tensor dout({rows, dim_}), dqkv;
+  gemm(false, false, rows, dim_, dim_, 1.0f, dy.data(), wo_.value, 0.0f, dout.data());
+  attentionCoreBackward(qkv_, probs_, dout, tokens_, heads_, dqkv);
   gemm(true, false, d3, dim_, rows, 1.0f, dqkv.data(), x_.data(), 1.0f, wqkv_.grad);
   addColumnSums(dqkv.data(), rows, d3, bqkv_.grad);
   if (!needs_input_grad) return;
@@ -310,7 +328,7 @@ void TokenMeanPool::backward(const Tensor& dy, Tensor& dx) {
 
 std::unique_ptr<Sequential> makeVit(size_t height, size_t width, size_t patch, size_t dim,
                                     size_t heads, size_t depth, size_t classes,
-                                    const VitFeedForward& ffn) {
+                                    const VitFeedForward& ffn, const VitAttention& attention) {
   auto m = std::make_unique<Sequential>();
   auto embed = std::make_unique<PatchEmbedding>(height, width, patch, dim);
   const size_t tokens = embed->tokens();
@@ -319,7 +337,11 @@ std::unique_ptr<Sequential> makeVit(size_t height, size_t width, size_t patch, s
     const std::string block = "block" + std::to_string(d);
     std::vector<std::unique_ptr<Layer>> attn;
     attn.push_back(std::make_unique<LayerNorm>(dim, 1e-5f, block + ".ln1"));
-    attn.push_back(std::make_unique<MultiHeadSelfAttention>(dim, heads, tokens, block + ".attn"));
+    if (attention) {
+      attn.push_back(attention(block + ".attn", tokens));
+    } else {
+      attn.push_back(std::make_unique<MultiHeadSelfAttention>(dim, heads, tokens, block + ".attn"));
+    }
     m->add(std::make_unique<Residual>(std::move(attn), block + ".attn_residual"));
     std::vector<std::unique_ptr<Layer>> mlp;
     mlp.push_back(std::make_unique<LayerNorm>(dim, 1e-5f, block + ".ln2"));

@@ -41,6 +41,18 @@ class PatchEmbedding : public Layer {
   Tensor patches_;  // [batch * T, patch * patch]
 };
 
+/// The per-head core of multi-head self-attention, shared by MultiHeadSelfAttention and its
+/// tensor-parallel split: qkv [batch * tokens, 3 heads dh] holds every head's queries, then
+/// every head's keys, then values (head h at columns h dh of each third); per sequence and head,
+/// O_h = softmax(Q_h K_h^T / sqrt(dh)) V_h into o [batch * tokens, heads dh], and the softmax
+/// into probs [batch, heads, tokens, tokens] (kept for backward).
+void attentionCoreForward(const Tensor& qkv, size_t tokens, size_t heads, Tensor& o,
+                          std::vector<float>& probs);
+/// The core's backward: from dout [batch * tokens, heads dh] and what forward read and kept,
+/// writes dqkv [batch * tokens, 3 heads dh] (same layout as qkv).
+void attentionCoreBackward(const Tensor& qkv, const std::vector<float>& probs, const Tensor& dout,
+                           size_t tokens, size_t heads, Tensor& dqkv);
+
 /// Multi-head self-attention over sequences of `tokens` rows: x [batch * tokens, dim] ->
 /// [q k v] = x Wqkv^T + bqkv (Wqkv [3 dim, dim]); per head h (dim / heads features each)
 /// O_h = softmax(Q_h K_h^T / sqrt(dim / heads)) V_h; y = O Wo^T + bo (Wo [dim, dim]).
@@ -80,6 +92,8 @@ class Residual : public Layer {
   void initialize(std::mt19937_64& rng) override;
   size_t cacheElements() const override;
   void releaseCache() override;
+  size_t numLayers() const { return layers_.size(); }
+  Layer& layer(size_t i) { return *layers_.at(i); }
 
  private:
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -104,12 +118,18 @@ class TokenMeanPool : public Layer {
 /// after its LayerNorm, inside the residual.
 using VitFeedForward = std::function<std::vector<std::unique_ptr<Layer>>(const std::string&)>;
 
+/// The attention of one ViT block, given its name ("block0.attn") and the tokens per sequence:
+/// the layer after the block's first LayerNorm, inside the residual.
+using VitAttention = std::function<std::unique_ptr<Layer>(const std::string&, size_t)>;
+
 /// A small ViT for single-channel images: patch embedding (patch x patch, dim features), then
 /// `depth` pre-norm blocks [x + MHSA(LN(x)); x + FFN(LN(x))], LayerNorm, mean over tokens,
 /// Linear(dim, classes). FFN is `ffn`'s layers, by default the MLP Linear(dim, 2 dim) GELU
-/// Linear(2 dim, dim) (makeVitMoe gives a mixture of experts instead).
+/// Linear(2 dim, dim) (makeVitMoe gives a mixture of experts instead); MHSA is `attention`'s
+/// layer, by default MultiHeadSelfAttention(dim, heads) (makeTensorParallelVit splits it).
 std::unique_ptr<Sequential> makeVit(size_t height, size_t width, size_t patch, size_t dim,
                                     size_t heads, size_t depth, size_t classes,
-                                    const VitFeedForward& ffn = {});
+                                    const VitFeedForward& ffn = {},
+                                    const VitAttention& attention = {});
 
 }  // namespace braid::training

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -32,7 +33,9 @@
 #include "training/data.h"
 #include "training/data_parallel.h"
 #include "training/model.h"
+#include "training/moe.h"
 #include "training/optimizer.h"
+#include "training/parameter_server.h"
 #include "training/pipeline.h"
 #include "training/tensor_parallel.h"
 
@@ -65,19 +68,30 @@ struct Options {
   std::string schedule = "1f1b";
   long microbatches = 0;  // 0: pp (one micro-batch per stage), at least 1
   std::vector<size_t> widths = {784, 256, 128, 10};
+  int ep = 1;              // expert-parallel ranks (vit-moe), a divisor of the job's size
+  long moe_experts = 4;    // E
+  int top_k = 1;           // 1 (Switch) or 2 (GShard)
+  double capacity = 1.25;  // capacity factor
+  int ps_servers = 0;      // > 0: parameter server, the job's first ranks serving
+  int staleness = 0;       // SSP bound s (0: BSP)
   bool modelParallel() const { return pp > 1 || tp > 1; }
+  bool moe() const { return model == "vit-moe"; }
 };
 
 const char* kUsage =
-    "usage: braid-train [--model mlp|vit] [--data DIR] [--dp N] [--zero 0|1|2|3] [--precision "
+    "usage: braid-train [--model mlp|vit|vit-moe] [--data DIR] [--dp N] [--zero 0|1|2|3] "
+    "[--precision "
     "fp32|bf16|fp16]\n"
     "                   [--epochs N] [--batch-size GLOBAL] [--lr LR] [--seed S]\n"
     "                   [--optimizer sgd|adamw|adafactor] [--json] [--first-bucket-mb MB]\n"
     "                   [--bucket-cap-mb MB] [--no-overlap] [--max-steps N] [--train-limit N]\n"
     "                   [--constant-lr] [--recompute] [--loss-scale-window N]\n"
     "                   [--initial-loss-scale S] [--pp N] [--tp N] [--schedule gpipe|1f1b]\n"
-    "                   [--microbatches M] [--mlp-widths 784,H1,...,10]\n"
-    "  --model M           mlp (784-256-128-10) or vit (7x7 patches, dim 64, 4 heads, 2 blocks)\n"
+    "                   [--microbatches M] [--mlp-widths 784,H1,...,10] [--ep N]\n"
+    "                   [--moe-experts E] [--topk 1|2] [--capacity F] [--ps-servers S]\n"
+    "                   [--staleness S]\n"
+    "  --model M           mlp (784-256-128-10), vit (7x7 patches, dim 64, 4 heads, 2 blocks)\n"
+    "                      or vit-moe (the vit with each block's MLP a mixture of experts)\n"
     "  --data DIR          Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)\n"
     "  --dp N              data-parallel ranks: threads of this process, or the job's size\n"
     "                      under braidrun/mpirun/torchrun (must match it)\n"
@@ -104,12 +118,25 @@ const char* kUsage =
     "  --train-limit N     use only the first N training images\n"
     "  --pp N              pipeline stages (the model's layers cut into N contiguous stages)\n"
     "  --tp N              tensor-parallel ranks (Megatron: column- then row-parallel Linear\n"
-    "                      pairs; --model mlp only)\n"
+    "                      pairs; the ViT's attention heads and MLPs split the same way)\n"
     "                      pp x tp x dp must equal the ranks (threads: pp x tp x dp are started)\n"
     "  --schedule S        1f1b (default; warm-up, one forward one backward, cool-down) or gpipe\n"
     "                      (all forwards, then all backwards)\n"
     "  --microbatches M    micro-batches per step of each data-parallel replica (default --pp)\n"
-    "  --mlp-widths W      the MLP's widths, comma-separated (default 784,256,128,10)\n";
+    "  --mlp-widths W      the MLP's widths, comma-separated (default 784,256,128,10)\n"
+    "  --ep N              vit-moe: expert-parallel ranks (a divisor of the data-parallel ranks;\n"
+    "                      default 1): each group of N holds the E experts, E/N per rank, and\n"
+    "                      exchanges tokens with all-to-all-v; the experts' gradients are\n"
+    "                      averaged over the groups\n"
+    "  --moe-experts E     vit-moe: experts per layer, a multiple of --ep (default 4)\n"
+    "  --topk K            vit-moe: 1 (Switch, default) or 2 (GShard) experts per token\n"
+    "  --capacity F        vit-moe: capacity factor: each expert takes ceil(F K T / E) of a\n"
+    "                      rank's T tokens, the rest are dropped (default 1.25)\n"
+    "  --ps-servers S      parameter server: the job's first S ranks hold the parameters'\n"
+    "                      shards and step them, the others are workers that push gradients\n"
+    "                      and pull parameters (the global batch is split over the workers)\n"
+    "  --staleness S       parameter server: 0 (default) BSP; S > 0 SSP, workers pull every\n"
+    "                      S + 1 steps\n";
 
 [[noreturn]] void usageError(const std::string& msg) {
   fprintf(stderr, "braid-train: %s (braid-train --help lists the flags)\n", msg.c_str());
@@ -138,6 +165,32 @@ double parsePositive(const std::string& flag, const char* v) {
   return x;
 }
 
+// What the mixture of experts and the parameter server support here.
+void checkMoeAndParameterServer(const Options& o) {
+  if (o.ep > 1 && !o.moe()) usageError("--ep " + std::to_string(o.ep) + " needs --model vit-moe");
+  if (o.staleness > 0 && o.ps_servers == 0) {
+    usageError("--staleness " + std::to_string(o.staleness) + " needs --ps-servers");
+  }
+  if (!o.moe() && o.ps_servers == 0) return;
+  const std::string what = o.moe() ? "--model vit-moe" : "--ps-servers";
+  if (o.moe() && o.ps_servers > 0) usageError("--ps-servers does not take --model vit-moe");
+  if (o.modelParallel()) usageError(what + " does not take --pp or --tp");
+  if (o.zero != 0) usageError(what + " runs without ZeRO: use --zero 0");
+  if (o.precision != "fp32") usageError(what + " runs in fp32 only: use --precision fp32");
+  if (o.recompute) usageError(what + ": --recompute is not supported");
+  if (o.optimizer == "adafactor") usageError(what + ": adafactor would factor shards");
+  if (o.moe()) {
+    if (o.moe_experts % o.ep != 0) {
+      usageError("--moe-experts " + std::to_string(o.moe_experts) + " is not a multiple of --ep " +
+                 std::to_string(o.ep));
+    }
+    if (o.top_k > o.moe_experts) {
+      usageError("--topk " + std::to_string(o.top_k) + " exceeds --moe-experts " +
+                 std::to_string(o.moe_experts));
+    }
+  }
+}
+
 // What pipeline and tensor parallelism support here; the ranks' count is checked later.
 void checkModelParallel(const Options& o) {
   if (!o.modelParallel()) return;
@@ -146,16 +199,15 @@ void checkModelParallel(const Options& o) {
   if (o.zero != 0) usageError(what + " runs data parallelism as a plain all-reduce: use --zero 0");
   if (o.precision != "fp32") usageError(what + " runs in fp32 only: use --precision fp32");
   if (o.recompute) usageError(what + ": --recompute is not supported with model parallelism");
-  if (o.tp > 1 && o.model != "mlp") {
-    usageError("--tp " + std::to_string(o.tp) +
-               ": tensor parallelism splits the MLP's Linears; "
-               "use --model mlp");
+  // The ViT's heads are split over the tp ranks (and with them its widths 64 and 128).
+  if (o.model == "vit" && 4 % o.tp != 0) {
+    usageError("--tp " + std::to_string(o.tp) + " does not divide the ViT's 4 attention heads");
   }
   if (o.tp > 1 && o.optimizer == "adafactor") {
     usageError("--tp " + std::to_string(o.tp) + ": adafactor would factor shards, not matrices");
   }
   // Linears 2j and 2j + 1 form a pair split on width 2j + 1; an unpaired last one is whole.
-  for (size_t i = 1; o.tp > 1 && i + 1 < o.widths.size(); i += 2) {
+  for (size_t i = 1; o.tp > 1 && o.model == "mlp" && i + 1 < o.widths.size(); i += 2) {
     if (o.widths[i] % static_cast<size_t>(o.tp) != 0) {
       usageError("--tp " + std::to_string(o.tp) + " does not divide the hidden width " +
                  std::to_string(o.widths[i]) + " that a column-/row-parallel pair splits");
@@ -182,8 +234,8 @@ Options parse(int argc, char** argv) {
       exit(0);
     } else if (a == "--model") {
       o.model = value();
-      if (o.model != "mlp" && o.model != "vit") {
-        usageError("--model " + o.model + ": expected mlp or vit");
+      if (o.model != "mlp" && o.model != "vit" && o.model != "vit-moe") {
+        usageError("--model " + o.model + ": expected mlp, vit or vit-moe");
       }
     } else if (a == "--data") {
       o.data = value();
@@ -257,12 +309,25 @@ Options parse(int argc, char** argv) {
       if (o.widths.size() < 2 || o.widths.front() != 784 || o.widths.back() != 10) {
         usageError("--mlp-widths " + v + ": expected 784,...,10 (28x28 images, 10 classes)");
       }
+    } else if (a == "--ep") {
+      o.ep = static_cast<int>(parseLong(a, value(), 1, 1024));
+    } else if (a == "--moe-experts") {
+      o.moe_experts = parseLong(a, value(), 1, 4096);
+    } else if (a == "--topk") {
+      o.top_k = static_cast<int>(parseLong(a, value(), 1, 2));
+    } else if (a == "--capacity") {
+      o.capacity = parsePositive(a, value());
+    } else if (a == "--ps-servers") {
+      o.ps_servers = static_cast<int>(parseLong(a, value(), 1, 1023));
+    } else if (a == "--staleness") {
+      o.staleness = static_cast<int>(parseLong(a, value(), 0, 1 << 20));
     } else {
       usageError("unknown argument " + a);
     }
   }
   if (o.lr < 0) o.lr = o.optimizer == "sgd" ? 0.05 : o.optimizer == "adafactor" ? 1e-2 : 1e-3;
   if (o.microbatches == 0) o.microbatches = o.pp;
+  checkMoeAndParameterServer(o);
   checkModelParallel(o);
   if (o.optimizer == "adafactor" && o.zero != 0) {
     usageError("--optimizer adafactor factors whole matrices, which --zero " +
@@ -273,6 +338,14 @@ Options parse(int argc, char** argv) {
 
 // pp x tp x dp must be the job's size (dp defaults to what is left); "" when it is.
 std::string layoutError(const Options& o, int nranks) {
+  if (o.ep > 1 && nranks % o.ep != 0) {
+    return "--ep " + std::to_string(o.ep) + " does not divide the job's " + std::to_string(nranks) +
+           " ranks";
+  }
+  if (o.ps_servers >= nranks) {
+    return "--ps-servers " + std::to_string(o.ps_servers) + " leaves no worker among the job's " +
+           std::to_string(nranks) + " ranks";
+  }
   const int model = o.pp * o.tp;
   const std::string flags = "--pp " + std::to_string(o.pp) + " x --tp " + std::to_string(o.tp);
   if (o.dp == 0 && nranks % model != 0) {
@@ -289,6 +362,21 @@ std::string layoutError(const Options& o, int nranks) {
            " ranks (pp x tp x dp must equal the world size)";
   }
   return "";
+}
+
+// The global batch must split evenly over the ranks that take data; "" when it does.
+std::string batchError(const Options& o, int nranks) {
+  const int takers = o.ps_servers > 0    ? nranks - o.ps_servers
+                     : o.modelParallel() ? nranks / (o.pp * o.tp)
+                                         : nranks;
+  const char* what = o.ps_servers > 0    ? " workers"
+                     : o.modelParallel() ? " data-parallel replicas"
+                                         : " data-parallel ranks";
+  if (takers <= 0 || o.batch_size % takers == 0) return "";  // layoutError names a layout of 0
+  return "--batch-size " + std::to_string(o.batch_size) + " is not a multiple of the " +
+         std::to_string(takers) + what +
+         (o.ps_servers > 0 ? " (the ranks --ps-servers " + std::to_string(o.ps_servers) + " leaves)"
+                           : std::string());
 }
 
 // A launcher that starts one process per rank leaves one of these set.
@@ -367,8 +455,19 @@ std::string precisionLine(const Options& o) {
 
 std::string modelLine(const Options& o) {
   if (o.model == "vit") return "vit (28x28, patch 7, dim 64, 4 heads, 2 blocks)";
+  if (o.moe()) {
+    char buf[160];
+    snprintf(buf, sizeof(buf),
+             "vit-moe (28x28, patch 7, dim 64, 4 heads, 2 blocks, %ld experts of width 128, "
+             "top-%d, capacity factor %g, ep %d)",
+             o.moe_experts, o.top_k, o.capacity, o.ep);
+    return buf;
+  }
   std::string s = "mlp ";
-  for (size_t i = 0; i < o.widths.size(); ++i) s += (i ? "-" : "") + std::to_string(o.widths[i]);
+  for (size_t i = 0; i < o.widths.size(); ++i) {
+    if (i > 0) s += '-';
+    s += std::to_string(o.widths[i]);
+  }
   return s;
 }
 
@@ -377,6 +476,50 @@ void check(braidResult_t r, const char* what) {
     throw std::runtime_error(std::string(what) + " failed: " + braidGetErrorString(r) + ": " +
                              braidGetLastError(nullptr));
   }
+}
+
+// The training images used, and the steps of each epoch, the same on every rank: each of
+// `takers` ranks reads ceil(count / takers) of them (distributedIndices) in local batches,
+// at most --max-steps.
+struct EpochPlan {
+  size_t train_count = 0, steps = 0, total_steps = 0;
+  EpochPlan(const Options& o, const ImageDataset& train, size_t takers, size_t local_batch) {
+    train_count =
+        o.train_limit > 0 ? std::min(train.count, static_cast<size_t>(o.train_limit)) : train.count;
+    const size_t per_rank = (train_count + takers - 1) / takers;
+    steps = (per_rank + local_batch - 1) / local_batch;
+    if (o.max_steps > 0) steps = std::min(steps, static_cast<size_t>(o.max_steps));
+    total_steps = steps * static_cast<size_t>(o.epochs);
+  }
+};
+
+// Test accuracy: share `share` of `shares` evaluates a contiguous part of the test set in
+// batches of 1000, every share running the same number of batches, the last ones maybe empty
+// (forward may be collective: ZeRO-3, a pipeline, a mixture of experts). forward returns the
+// logits, or nullptr where this rank holds none. Returns the images classified right.
+size_t countCorrect(const ImageDataset& test, size_t share, size_t shares,
+                    const std::function<const Tensor*(const Tensor&)>& forward) {
+  const size_t per_share = (test.count + shares - 1) / shares;
+  const size_t lo = std::min(test.count, share * per_share);
+  const size_t hi = std::min(test.count, lo + per_share);
+  std::vector<size_t> test_idx(test.count);
+  for (size_t i = 0; i < test.count; ++i) test_idx[i] = i;
+  const size_t eval_batch = 1000;
+  SoftmaxCrossEntropy loss;
+  Tensor x;
+  std::vector<int32_t> labels;
+  size_t correct = 0;
+  for (size_t b = 0; b < (per_share + eval_batch - 1) / eval_batch; ++b) {
+    const size_t begin = std::min(hi, lo + b * eval_batch);
+    const size_t end = std::min(hi, begin + eval_batch);
+    gatherBatch(test, test_idx, begin, end, x, labels);
+    const Tensor* logits = forward(x);
+    if (logits != nullptr && end > begin) {
+      loss.forward(*logits, labels);
+      correct += loss.correct();
+    }
+  }
+  return correct;
 }
 
 // Pipeline and/or tensor parallelism (with data parallelism over the remaining factor): each
@@ -388,6 +531,9 @@ void trainModelParallel(braidComm_t world, int rank, const Options& o, const Ima
   TensorParallelCounters tpc;
   // Copies of the stage's layers hold the activations of micro-batches in flight.
   const ModelFactory factory = [&]() -> std::unique_ptr<Sequential> {
+    if (o.tp > 1 && o.model == "vit") {
+      return makeTensorParallelVit(28, 28, 7, 64, 4, 2, 10, o.seed, groups.tp(), &tpc);
+    }
     if (o.tp > 1) return makeTensorParallelMlp(o.widths, o.seed, groups.tp(), &tpc);
     return o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10) : makeMlp(o.widths);
   };
@@ -425,14 +571,8 @@ void trainModelParallel(braidComm_t world, int rank, const Options& o, const Ima
   SoftmaxCrossEntropy loss;
   Tensor x;
   std::vector<int32_t> labels;
-  const size_t train_count =
-      o.train_limit > 0 ? std::min(train.count, static_cast<size_t>(o.train_limit)) : train.count;
-  const size_t steps_per_epoch = [&] {
-    const size_t per_rank = (train_count + dp - 1) / dp;
-    const size_t s = (per_rank + local_batch - 1) / local_batch;
-    return o.max_steps > 0 ? std::min(s, static_cast<size_t>(o.max_steps)) : s;
-  }();
-  const size_t total_steps = steps_per_epoch * static_cast<size_t>(o.epochs);
+  const EpochPlan plan(o, train, dp, local_batch);
+  const size_t train_count = plan.train_count, total_steps = plan.total_steps;
   size_t global_step = 0;
   const int world_size = l.world;
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
@@ -464,23 +604,11 @@ void trainModelParallel(braidComm_t world, int rank, const Options& o, const Ima
 
     // Each replica evaluates a contiguous share of the test set, whole batches through the
     // pipeline; every rank of a replica runs the same batches.
-    const size_t per_rank = (test.count + dp - 1) / dp;
-    const size_t lo = std::min(test.count, static_cast<size_t>(l.dp_rank) * per_rank);
-    const size_t hi = std::min(test.count, lo + per_rank);
-    std::vector<size_t> test_idx(test.count);
-    for (size_t i = 0; i < test.count; ++i) test_idx[i] = i;
-    const size_t eval_batch = 1000;
-    size_t correct = 0;
-    for (size_t b = 0; b < (per_rank + eval_batch - 1) / eval_batch; ++b) {
-      const size_t begin = std::min(hi, lo + b * eval_batch);
-      const size_t end = std::min(hi, begin + eval_batch);
-      gatherBatch(test, test_idx, begin, end, x, labels);
-      const Tensor* logits = stage.forward(x);
-      if (logits != nullptr && counts && end > begin) {
-        loss.forward(*logits, labels);
-        correct += loss.correct();
-      }
-    }
+    const size_t correct =
+        countCorrect(test, static_cast<size_t>(l.dp_rank), dp, [&](const Tensor& images) {
+          const Tensor* logits = stage.forward(images);
+          return counts ? logits : nullptr;
+        });
     const double bubble = pc.step_seconds > 0 ? pc.wait_seconds / pc.step_seconds : 0.0;
     std::vector<double> totals = {counts ? loss_sum / std::max<size_t>(steps, 1) : 0.0,
                                   static_cast<double>(correct),
@@ -537,17 +665,65 @@ void trainModelParallel(braidComm_t world, int rank, const Options& o, const Ima
   }
 }
 
+// A communicator split from the world, destroyed with this.
+struct SplitComm {
+  braidComm_t comm = nullptr;
+  SplitComm(braidComm_t parent, int color, int key, const char* what) {
+    check(braidCommSplit(parent, color, key, &comm, nullptr), what);
+  }
+  ~SplitComm() {
+    if (comm != nullptr) braidCommDestroy(comm);
+  }
+  SplitComm(const SplitComm&) = delete;
+  SplitComm& operator=(const SplitComm&) = delete;
+};
+
+// The MoE layers' figures of one step, summed over the layers.
+struct MoeStep {
+  double aux_loss = 0, dropped = 0, alltoall_bytes = 0;
+  static MoeStep of(const std::vector<MoELayer*>& moes) {
+    MoeStep m;
+    for (const MoELayer* l : moes) {
+      m.aux_loss += l->auxLoss();
+      m.dropped += static_cast<double>(l->dropped());
+      m.alltoall_bytes += static_cast<double>(l->alltoallBytes());
+    }
+    return m;
+  }
+};
+
+void trainParameterServer(braidComm_t comm, int rank, const Options& o, const ImageDataset& train,
+                          const ImageDataset& test);
+
 void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const ImageDataset& train,
                const ImageDataset& test) {
   if (o.modelParallel()) {
     trainModelParallel(comm, rank, o, train, test);
     return;
   }
-  if (o.model == "vit" && train.features != 28 * 28) {
-    throw std::invalid_argument("--model vit expects 28x28 images; " + o.data + " holds " +
-                                std::to_string(train.features) + " pixels per image");
+  if (o.ps_servers > 0) {
+    trainParameterServer(comm, rank, o, train, test);
+    return;
   }
-  auto model = o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10) : makeMlp(o.widths);
+  // vit-moe: the expert-parallel group (ranks r / ep together) and the ranks holding the same
+  // experts (r % ep), whose gradients DataParallel averages (Megatron's expert-data-parallel
+  // group). Both are split from the world, so their calls never meet the engine's stream.
+  std::unique_ptr<SplitComm> ep_group, expert_replicas;
+  std::vector<MoELayer*> moes;
+  std::unique_ptr<Sequential> model;
+  if (o.moe()) {
+    ep_group = std::make_unique<SplitComm>(comm, rank / o.ep, rank, "braidCommSplit (--ep group)");
+    expert_replicas =
+        std::make_unique<SplitComm>(comm, rank % o.ep, rank, "braidCommSplit (expert replicas)");
+    MoEOptions mo;
+    mo.experts = static_cast<size_t>(o.moe_experts);
+    mo.hidden = 128;  // the dense ViT's MLP width
+    mo.top_k = o.top_k;
+    mo.capacity_factor = o.capacity;
+    model = makeVitMoe(28, 28, 7, 64, 4, 2, 10, mo, ep_group->comm, &moes);
+  } else {
+    model = o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10) : makeMlp(o.widths);
+  }
   model->initialize(o.seed);
   auto optimizer = makeOptimizer(o.optimizer, static_cast<float>(o.lr));
   DataParallelOptions dpo;
@@ -563,6 +739,9 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
   dpo.loss_scaling = fp16;
   dpo.scaler.growth_interval = o.loss_scale_window;
   dpo.scaler.initial_scale = static_cast<float>(o.initial_loss_scale);
+  for (MoELayer* m : moes)
+    for (Parameter* p : m->expertParameters()) dpo.local_parameters.push_back(p);
+  if (expert_replicas) dpo.local_comm = expert_replicas->comm;
   model->setRecompute(o.recompute);
   DataParallel engine(*model, *optimizer, comm, dpo);
   const size_t act_bytes_per_element = bytesPerElement(dpo.compute);
@@ -584,6 +763,15 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
         o.batch_size, local_batch, o.lr, engine.numUnits(),
         o.zero == 3 ? "layer units" : "gradient buckets",
         o.recompute ? ", activation recomputation" : "");
+    if (o.moe()) {
+      size_t local = 0;
+      for (MoELayer* m : moes)
+        for (Parameter* p : m->expertParameters()) local += p->numel;
+      printf(
+          "# experts: %zu parameters on this rank (%ld of %ld experts per layer), outside "
+          "psi; gradients averaged over %d expert replica(s)\n",
+          local, o.moe_experts / o.ep, o.moe_experts, nranks / o.ep);
+    }
     const std::string state = factored ? "factored state" : std::to_string(k) + "psi state";
     printf(
         "# per-rank memory, paper's formulas (fp32, %s: 4psi params, 4psi grads, %s): params %s, "
@@ -598,14 +786,8 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
   SoftmaxCrossEntropy loss;
   Tensor x;
   std::vector<int32_t> labels;
-  const size_t train_count =
-      o.train_limit > 0 ? std::min(train.count, static_cast<size_t>(o.train_limit)) : train.count;
-  const size_t steps_per_epoch = [&] {
-    const size_t per_rank = (train_count + n - 1) / n;
-    const size_t s = (per_rank + local_batch - 1) / local_batch;
-    return o.max_steps > 0 ? std::min(s, static_cast<size_t>(o.max_steps)) : s;
-  }();
-  const size_t total_steps = steps_per_epoch * static_cast<size_t>(o.epochs);
+  const EpochPlan plan(o, train, n, local_batch);
+  const size_t train_count = plan.train_count, total_steps = plan.total_steps;
   size_t global_step = 0;
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     const std::vector<size_t> idx =
@@ -616,6 +798,7 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
     double loss_sum = 0.0;
     size_t samples = 0;
     size_t act_elements = 0, act_peak_elements = 0;
+    MoeStep moe_sum;
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t s = 0; s < steps; ++s) {
       const size_t begin = s * local_batch, end = std::min(idx.size(), begin + local_batch);
@@ -627,6 +810,10 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
       ++global_step;
       loss_sum += engine.step(x, labels, loss);
       samples += end - begin;
+      const MoeStep m = MoeStep::of(moes);
+      moe_sum.aux_loss += m.aux_loss;
+      moe_sum.dropped += m.dropped;
+      moe_sum.alltoall_bytes += m.alltoall_bytes;
       act_elements = std::max(act_elements, model->activationElements());
       act_peak_elements = std::max(act_peak_elements, model->peakBackwardActivationElements());
     }
@@ -637,26 +824,17 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
 
     // Test accuracy: rank r evaluates a contiguous share of the test set; every rank runs the
     // same number of batches (ZeRO-3's forward is collective), some maybe empty.
-    const size_t per_rank = (test.count + n - 1) / n;
-    const size_t lo = std::min(test.count, static_cast<size_t>(rank) * per_rank);
-    const size_t hi = std::min(test.count, lo + per_rank);
-    std::vector<size_t> test_idx(test.count);
-    for (size_t i = 0; i < test.count; ++i) test_idx[i] = i;
-    const size_t eval_batch = 1000;
-    size_t correct = 0;
-    for (size_t b = 0; b < (per_rank + eval_batch - 1) / eval_batch; ++b) {
-      const size_t begin = std::min(hi, lo + b * eval_batch);
-      const size_t end = std::min(hi, begin + eval_batch);
-      gatherBatch(test, test_idx, begin, end, x, labels);
-      const Tensor& logits = engine.forward(x);
-      if (end > begin) {
-        loss.forward(logits, labels);
-        correct += loss.correct();
-      }
-    }
+    const size_t correct =
+        countCorrect(test, static_cast<size_t>(rank), n,
+                     [&](const Tensor& images) { return &engine.forward(images); });
     std::vector<double> totals = {loss_sum / std::max<size_t>(steps, 1),
-                                  static_cast<double>(correct), static_cast<double>(samples),
-                                  train_s, comm_s};
+                                  static_cast<double>(correct),
+                                  static_cast<double>(samples),
+                                  train_s,
+                                  comm_s,
+                                  moe_sum.aux_loss,
+                                  moe_sum.dropped,
+                                  moe_sum.alltoall_bytes};
     engine.allReduceSum(totals);
     // Every rank holds the same totals, so all stop together on a diverged run.
     if (!std::isfinite(totals[0]))
@@ -670,6 +848,17 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
       const double samples_per_s = totals[2] / train_time;
       const double comm_fraction = totals[4] / totals[3];
       const double bytes_per_step = steps ? static_cast<double>(comm_bytes) / steps : 0.0;
+      // MoE, per rank and step, summed over the layers. Choices: each token's top-k in each
+      // layer, 16 tokens an image. With nothing dropped a rank sends 4 x tokens x top-k x dim
+      // x 4 B a layer: each kept choice's row there and back, in forward and in backward.
+      const double per_rank_step =
+          1.0 / (static_cast<double>(nranks) * static_cast<double>(std::max<size_t>(steps, 1)));
+      const double tokens = totals[2] * 16 * per_rank_step;
+      const double layer_choices = tokens * o.top_k * static_cast<double>(moes.size());
+      const double moe_aux = totals[5] * per_rank_step;
+      const double moe_dropped = layer_choices > 0 ? totals[6] * per_rank_step / layer_choices : 0;
+      const double moe_bytes = totals[7] * per_rank_step;
+      const double moe_formula = 4.0 * layer_choices * 64 * 4;
       if (o.json) {
         nlohmann::json j = {
             {"epoch", epoch + 1},
@@ -692,15 +881,137 @@ void trainRank(braidComm_t comm, int rank, int nranks, const Options& o, const I
             {"loss_scale", engine.lossScale()},
             {"skipped_steps", engine.skippedSteps()},
             {"model", o.model}};
+        if (o.moe()) {
+          j["ep"] = o.ep;
+          j["moe_experts"] = o.moe_experts;
+          j["topk"] = o.top_k;
+          j["capacity_factor"] = o.capacity;
+          j["moe_aux_loss"] = moe_aux;
+          j["moe_dropped_fraction"] = moe_dropped;
+          j["alltoall_bytes_per_rank_step"] = moe_bytes;
+          j["alltoall_bytes_formula"] = moe_formula;
+        }
         printf("%s\n", j.dump().c_str());
       } else {
         printf("%6d %10.4f %10.4f %12.0f %10.3f %14zu %14zu %14zu %12.0f %12zu %12g %8ld\n",
                epoch + 1, mean_loss, accuracy, samples_per_s, comm_fraction, mem.param_bytes,
                mem.grad_bytes, mem.optim_bytes, bytes_per_step,
                act_elements * act_bytes_per_element, engine.lossScale(), engine.skippedSteps());
+        if (o.moe()) {
+          printf(
+              "#      moe: aux loss %.5f, dropped %.2f%% of choices, all-to-all-v %.0f B per "
+              "rank and step (4 x tokens x top-k x dim x 4 B x layers = %.0f)\n",
+              moe_aux, 100 * moe_dropped, moe_bytes, moe_formula);
+        }
       }
       fflush(stdout);
     }
+  }
+}
+
+// The parameter server (--ps-servers S): ranks [0, S) serve, the others train on shares of
+// the data and push / pull; BSP (--staleness 0) or SSP.
+void trainParameterServer(braidComm_t comm, int rank, const Options& o, const ImageDataset& train,
+                          const ImageDataset& test) {
+  auto model = o.model == "vit" ? makeVit(28, 28, 7, 64, 4, 2, 10) : makeMlp(o.widths);
+  model->initialize(o.seed);
+  auto optimizer = makeOptimizer(o.optimizer, static_cast<float>(o.lr));
+  ParameterServer ps(*model, *optimizer, comm, {o.ps_servers, o.staleness});
+  const int workers = ps.workers(), worker = rank - o.ps_servers;
+  const size_t w = static_cast<size_t>(workers);
+  const size_t local_batch = static_cast<size_t>(o.batch_size) / w;
+  if (rank == 0 && !o.json) {
+    printf(
+        "# braid-train: model %s, psi = %zu parameters, parameter server: %d server(s), %d "
+        "worker(s), %s (staleness %d), %s, global batch %ld (%zu per worker), lr %g\n",
+        modelLine(o).c_str(), model->numParameters(), o.ps_servers, workers,
+        o.staleness ? "SSP" : "BSP", o.staleness, o.optimizer.c_str(), o.batch_size, local_batch,
+        o.lr);
+    printf("%6s %10s %10s %12s %14s %12s\n", "epoch", "loss", "test_acc", "samples/s",
+           "push_B/step", "pulls/step");
+    fflush(stdout);
+  }
+  SoftmaxCrossEntropy loss;
+  Tensor x;
+  std::vector<int32_t> labels;
+  // Servers run as many clocks as the workers' steps: every rank computes the same count.
+  const EpochPlan plan(o, train, w, local_batch);
+  const size_t train_count = plan.train_count, steps = plan.steps, total_steps = plan.total_steps;
+  size_t global_step = 0;
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    std::vector<size_t> idx;
+    if (!ps.isServer()) {
+      idx = distributedIndices(train_count, worker, workers, o.seed, static_cast<uint64_t>(epoch));
+    }
+    const size_t bytes0 = ps.bytesSent(), pulls0 = ps.pulls();
+    double loss_sum = 0.0;
+    size_t samples = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t s = 0; s < steps; ++s, ++global_step) {
+      if (o.cosine) {
+        optimizer->setLearningRate(
+            cosineLearningRate(static_cast<float>(o.lr), global_step, total_steps));
+      }
+      if (ps.isServer()) {
+        ps.serve();
+        continue;
+      }
+      // distributedIndices pads the shares to one length: every worker has rows at each step.
+      const size_t begin = std::min(idx.size(), s * local_batch);
+      const size_t end = std::min(idx.size(), begin + local_batch);
+      gatherBatch(train, idx, begin, end, x, labels);
+      loss_sum += ps.step(x, labels, loss);
+      samples += end - begin;
+    }
+    ps.synchronize();  // workers' copies are now the servers' latest
+    const double train_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // The workers evaluate contiguous shares of the test set.
+    const size_t correct =
+        ps.isServer() ? 0
+                      : countCorrect(test, static_cast<size_t>(worker), w,
+                                     [&](const Tensor& images) { return &model->forward(images); });
+    const bool counts = !ps.isServer();
+    std::vector<double> totals = {counts ? loss_sum / std::max<size_t>(steps, 1) : 0.0,
+                                  static_cast<double>(correct),
+                                  static_cast<double>(samples),
+                                  counts ? train_s : 0.0,
+                                  counts ? static_cast<double>(ps.bytesSent() - bytes0) : 0.0,
+                                  counts ? static_cast<double>(ps.pulls() - pulls0) : 0.0};
+    check(braidAllReduce(totals.data(), totals.data(), totals.size(), braidFloat64, braidSum, comm,
+                         nullptr),
+          "braidAllReduce (epoch totals)");
+    if (!std::isfinite(totals[0]))
+      fail(rank, "the training loss is not finite after epoch " + std::to_string(epoch + 1) +
+                     ": training diverged (try a lower --lr)");
+    if (rank != 0) continue;
+    const double per_worker_step =
+        1.0 / (static_cast<double>(workers) * std::max<size_t>(steps, 1));
+    const double mean_loss = totals[0] / workers;
+    const double accuracy = totals[1] / static_cast<double>(test.count);
+    const double samples_per_s = totals[2] / (totals[3] / workers);
+    const double push_bytes = totals[4] * per_worker_step;
+    // The final synchronize's pull counts too.
+    const double pulls = totals[5] * per_worker_step;
+    if (o.json) {
+      nlohmann::json j = {{"epoch", epoch + 1},
+                          {"loss", mean_loss},
+                          {"test_accuracy", accuracy},
+                          {"samples_per_s", samples_per_s},
+                          {"step_ms", 1e3 * totals[3] * per_worker_step},
+                          {"push_bytes_per_worker_step", push_bytes},
+                          {"pulls_per_worker_step", pulls},
+                          {"psi", model->numParameters()},
+                          {"ps_servers", o.ps_servers},
+                          {"workers", workers},
+                          {"staleness", o.staleness},
+                          {"model", o.model}};
+      printf("%s\n", j.dump().c_str());
+    } else {
+      printf("%6d %10.4f %10.4f %12.0f %14.0f %12.3f\n", epoch + 1, mean_loss, accuracy,
+             samples_per_s, push_bytes, pulls);
+    }
+    fflush(stdout);
   }
 }
 
@@ -717,6 +1028,12 @@ void runRank(braidComm_t comm, int rank, int nranks, const Options& o, const Ima
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  // Threads: the layout is known now, before the data is read.
+  const int thread_ranks = (o.dp == 0 ? 1 : o.dp) * o.pp * o.tp;
+  if (!launchedAsRanks()) {
+    for (const std::string& e : {layoutError(o, thread_ranks), batchError(o, thread_ranks)})
+      if (!e.empty()) usageError(e);
+  }
   ImageDataset train, test;
   try {
     train = loadFashionMnist(o.data, true);
@@ -753,16 +1070,8 @@ int main(int argc, char** argv) {
       braidCommDestroy(comm);
       return 2;
     }
-    if (o.modelParallel()) {
-      const int dp = nranks / (o.pp * o.tp);
-      if (o.batch_size % dp != 0) {
-        fail(rank, "--batch-size " + std::to_string(o.batch_size) + " is not a multiple of the " +
-                       std::to_string(dp) + " data-parallel replicas");
-      }
-    } else if (o.batch_size % nranks != 0) {
-      fail(rank, "--batch-size " + std::to_string(o.batch_size) + " is not a multiple of the " +
-                     std::to_string(nranks) + " data-parallel ranks");
-    }
+    const std::string batch = batchError(o, nranks);
+    if (!batch.empty()) fail(rank, batch);
     // One BLAS thread per rank process: ranks share the host's cores.
     if (nranks > 1) setBlasThreads(1);
     runRank(comm, rank, nranks, o, train, test);
@@ -772,12 +1081,7 @@ int main(int argc, char** argv) {
 #endif
     return 0;
   }
-  const int dp = o.dp == 0 ? 1 : o.dp;
-  const int nranks = dp * o.pp * o.tp;
-  if (o.batch_size % dp != 0) {
-    usageError("--batch-size " + std::to_string(o.batch_size) + " is not a multiple of --dp " +
-               std::to_string(dp));
-  }
+  const int nranks = thread_ranks;
   if (nranks > 1) setBlasThreads(1);
   std::vector<braidComm_t> comms(nranks, nullptr);
   braidResult_t r = braidCommInitAll(comms.data(), nranks, nullptr);

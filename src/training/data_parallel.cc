@@ -481,6 +481,19 @@ bool DataParallel::gradientsOverflowed() {
   return flag != 0.0f;
 }
 
+void DataParallel::averageLocalGradients() {
+  int n = 1;
+  if (local_grads_.empty() || options_.local_comm == nullptr) return;
+  check(braidCommCount(options_.local_comm, &n), "braidCommCount (local_comm)");
+  if (n == 1) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  check(braidAllReduce(local_grads_.data(), local_grads_.data(), local_grads_.size(), braidFloat32,
+                       braidAvg, options_.local_comm, nullptr),
+        "braidAllReduce (local parameters' gradients)");
+  comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  comm_volume_bytes_ += local_grads_.size() * sizeof(float);
+}
+
 void DataParallel::optimizerStep() {
   synchronize();
   widenGradients();
@@ -491,6 +504,7 @@ void DataParallel::optimizerStep() {
   switch (last_step_applied_ ? options_.zero_stage : -1) {
     case 0:
       optimizer_.update(params_.data(), grads_.data(), params_.size(), 0);
+      averageLocalGradients();
       if (!local_values_.empty())  // its state after the shared parameters'
         optimizer_.update(local_values_.data(), local_grads_.data(), local_values_.size(),
                           params_.size());

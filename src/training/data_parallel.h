@@ -72,6 +72,12 @@ struct DataParallelOptions {
   /// Stage 0, fp32 compute and gradients, no loss scaling, an optimizer that steps flat
   /// ranges; else std::invalid_argument. numParameters() and fullParameters() leave them out.
   std::vector<Parameter*> local_parameters;
+  /// The ranks holding the same local parameters (with expert parallelism of width ep inside
+  /// data parallelism of width dp: the dp / ep ranks with this rank's expert-parallel rank,
+  /// Megatron's expert-data-parallel group). Before each step the local gradients are averaged
+  /// over it (a blocking braidAllReduce on the calling thread: give it a communicator no
+  /// other thread uses meanwhile). NULL or 1 rank: stepped as they are.
+  braidComm_t local_comm = nullptr;
 };
 
 /// Bytes this rank holds between steps (fp32): the paper's 4 psi params, 4 psi grads, and the
@@ -150,6 +156,8 @@ class DataParallel {
   struct Unit;
   void check(braidResult_t r, const char* call);
   void synchronize();
+  // local_parameters' gradients averaged over options_.local_comm.
+  void averageLocalGradients();
   void launchGradients(size_t u);
   void gatherParameters(size_t u, bool for_compute = true);
   void releaseParameters(size_t u);
