@@ -22,16 +22,9 @@ export CC="${CC:-clang}" CXX="${CXX:-clang++}"
 # libbraid links UCX, whose signal handler would catch a crash before libFuzzer saves it.
 export UCX_HANDLE_ERRORS=none UCX_ERROR_SIGNALS=
 
-if ! command -v "$CXX" >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null |
-    grep -q 'install ok installed'; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang \
-    libclang-rt-14-dev >/dev/null || true
-fi
-if ! command -v "$CXX" >/dev/null; then
-  echo "fuzz.sh: $CXX not found (apt-get install clang libclang-rt-14-dev)" >&2
-  exit 2
-fi
+# shellcheck source=need_clang.sh
+. "$root/scripts/need_clang.sh"
+need_clang
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$root"
 fi

@@ -166,6 +166,13 @@ TEST(MoE, ShortCapacityDropsChoices) {
   for (float v : r.params) ASSERT_TRUE(std::isfinite(v));
 }
 
+// A factor beyond K T / E slots is clamped to K T (1e300 would not fit a size_t).
+TEST(MoE, HugeCapacityDropsNothing) {
+  MoEOptions o = noDrop(2);
+  o.capacity_factor = 1e300;
+  EXPECT_EQ(train(2, o).dropped, 0u);
+}
+
 // The same through DataParallel (DDP, stage 0) with the experts as local parameters, the
 // MoE on a communicator of its own (a braidCommSplit of the world), so that its exchanges never
 // interleave with the engine's stream: ep 2 and 4 against one rank, SGD with momentum.

@@ -25,6 +25,15 @@
 extern "C" {
 #endif
 
+/// In C++ the enums below have int as their fixed underlying type, so that any int a C caller
+/// passes (an out-of-range datatype such as 42) is a value of the type, which the library
+/// then refuses with an error, rather than undefined behaviour in C++.
+#ifdef __cplusplus
+#define BRAID_ENUM_INT : int
+#else
+#define BRAID_ENUM_INT
+#endif
+
 #define BRAID_MAJOR 0
 #define BRAID_MINOR 1
 #define BRAID_PATCH 0
@@ -32,7 +41,7 @@ extern "C" {
 #define BRAID_VERSION_CODE (BRAID_MAJOR * 10000 + BRAID_MINOR * 100 + BRAID_PATCH)
 
 /// Result codes; the values 0..7 are ncclResult_t's.
-typedef enum {
+typedef enum BRAID_ENUM_INT {
   braidSuccess = 0,
   braidUnhandledCudaError = 1,
   braidSystemError = 2,      ///< a system call failed (socket, mmap, shm_open, ...), or memory
@@ -47,7 +56,7 @@ typedef enum {
 } braidResult_t;
 
 /// Element types; the values 0..11 are ncclDataType_t's (NCCL 2.19+).
-typedef enum {
+typedef enum BRAID_ENUM_INT {
   braidInt8 = 0,
   braidChar = 0,
   braidUint8 = 1,
@@ -73,7 +82,7 @@ typedef enum {
 /// integers); integer results truncate toward zero, floating-point results round once.
 /// Integer sum and product wrap around modulo 2^bits (computed without undefined behaviour).
 /// fp16, bf16 and fp8 are reduced in fp32 and rounded once per reduction step.
-typedef enum {
+typedef enum BRAID_ENUM_INT {
   braidSum = 0,
   braidProd = 1,
   braidMax = 2,
@@ -342,7 +351,7 @@ braidResult_t braidGroupEnd(void);
 braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream);
 
 /// Where the scalar of braidRedOpCreatePreMulSum lives (NCCL's ncclScalarResidence_t).
-typedef enum {
+typedef enum BRAID_ENUM_INT {
   braidScalarDevice = 0,        ///< read when the collective runs
   braidScalarHostImmediate = 1  ///< read once, at creation
 } braidScalarResidence_t;

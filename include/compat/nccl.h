@@ -53,6 +53,15 @@ typedef struct CUstream_st* cudaStream_t;
 extern "C" {
 #endif
 
+/// In C++ the enums below have int as their fixed underlying type, so that any int a C caller
+/// passes (an out-of-range datatype such as 42) is a value of the type, which the library
+/// then refuses with an error, rather than undefined behaviour in C++.
+#ifdef __cplusplus
+#define NCCL_COMPAT_ENUM_INT : int
+#else
+#define NCCL_COMPAT_ENUM_INT
+#endif
+
 typedef struct ncclComm* ncclComm_t;
 #define NCCL_COMM_NULL NULL
 
@@ -61,7 +70,7 @@ typedef struct {
   char internal[NCCL_UNIQUE_ID_BYTES];
 } ncclUniqueId;
 
-typedef enum {
+typedef enum NCCL_COMPAT_ENUM_INT {
   ncclSuccess = 0,
   ncclUnhandledCudaError = 1,
   ncclSystemError = 2,
@@ -97,7 +106,7 @@ typedef struct ncclConfig_v21700 {
         NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT             \
   }
 
-typedef enum {
+typedef enum NCCL_COMPAT_ENUM_INT {
   ncclInt8 = 0,
   ncclChar = 0,
   ncclUint8 = 1,
@@ -119,7 +128,7 @@ typedef enum {
   ncclNumTypes = 12
 } ncclDataType_t;
 
-typedef enum {
+typedef enum NCCL_COMPAT_ENUM_INT {
   ncclSum = 0,
   ncclProd = 1,
   ncclMax = 2,
@@ -130,7 +139,10 @@ typedef enum {
   ncclMaxRedOp = 0x7fffffff
 } ncclRedOp_t;
 
-typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
+typedef enum NCCL_COMPAT_ENUM_INT {
+  ncclScalarDevice = 0,
+  ncclScalarHostImmediate = 1
+} ncclScalarResidence_t;
 
 /* Version, ids and communicators. */
 ncclResult_t ncclGetVersion(int* version);

@@ -431,7 +431,7 @@ void compilePlan(Plan* plan, size_t elemSize) {
   auto queueFor = [](std::vector<Plan::Queue>* qs, int peer) -> Plan::Queue& {
     for (Plan::Queue& q : *qs)
       if (q.peer == peer) return q;
-    qs->push_back(Plan::Queue{peer, {}});
+    qs->push_back(Plan::Queue{peer, {}, {}});
     return qs->back();
   };
   for (size_t i = 0; i < s.steps.size(); ++i) {

@@ -74,6 +74,7 @@ struct Options {
   double capacity = 1.25;  // capacity factor
   int ps_servers = 0;      // > 0: parameter server, the job's first ranks serving
   int staleness = 0;       // SSP bound s (0: BSP)
+  std::string moe_flag;    // the last of --moe-experts, --topk, --capacity given
   bool modelParallel() const { return pp > 1 || tp > 1; }
   bool moe() const { return model == "vit-moe"; }
 };
@@ -168,6 +169,7 @@ double parsePositive(const std::string& flag, const char* v) {
 // What the mixture of experts and the parameter server support here.
 void checkMoeAndParameterServer(const Options& o) {
   if (o.ep > 1 && !o.moe()) usageError("--ep " + std::to_string(o.ep) + " needs --model vit-moe");
+  if (!o.moe() && !o.moe_flag.empty()) usageError(o.moe_flag + " needs --model vit-moe");
   if (o.staleness > 0 && o.ps_servers == 0) {
     usageError("--staleness " + std::to_string(o.staleness) + " needs --ps-servers");
   }
@@ -313,12 +315,15 @@ Options parse(int argc, char** argv) {
       o.ep = static_cast<int>(parseLong(a, value(), 1, 1024));
     } else if (a == "--moe-experts") {
       o.moe_experts = parseLong(a, value(), 1, 4096);
+      o.moe_flag = a;
     } else if (a == "--topk") {
       o.top_k = static_cast<int>(parseLong(a, value(), 1, 2));
+      o.moe_flag = a;
     } else if (a == "--capacity") {
       o.capacity = parsePositive(a, value());
+      o.moe_flag = a;
     } else if (a == "--ps-servers") {
-      o.ps_servers = static_cast<int>(parseLong(a, value(), 1, 1023));
+      o.ps_servers = static_cast<int>(parseLong(a, value(), 0, 1023));
     } else if (a == "--staleness") {
       o.staleness = static_cast<int>(parseLong(a, value(), 0, 1 << 20));
     } else {
@@ -1063,15 +1068,14 @@ int main(int argc, char** argv) {
     int rank = 0, nranks = 1;
     braidCommUserRank(comm, &rank);
     braidCommCount(comm, &nranks);
-    const std::string layout = layoutError(o, nranks);
+    std::string layout = layoutError(o, nranks);
+    if (layout.empty()) layout = batchError(o, nranks);
     if (!layout.empty()) {
       // Every rank sees the same flags and job size, so all of them stop here.
       if (rank == 0) fprintf(stderr, "braid-train: %s\n", layout.c_str());
       braidCommDestroy(comm);
       return 2;
     }
-    const std::string batch = batchError(o, nranks);
-    if (!batch.empty()) fail(rank, batch);
     // One BLAS thread per rank process: ranks share the host's cores.
     if (nranks > 1) setBlasThreads(1);
     runRank(comm, rank, nranks, o, train, test);

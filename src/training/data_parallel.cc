@@ -491,7 +491,7 @@ void DataParallel::averageLocalGradients() {
                        braidAvg, options_.local_comm, nullptr),
         "braidAllReduce (local parameters' gradients)");
   comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  comm_volume_bytes_ += local_grads_.size() * sizeof(float);
+  comm_volume_bytes_ += 2 * local_grads_.size() * sizeof(float);  // as the buckets' all-reduce
 }
 
 void DataParallel::optimizerStep() {

@@ -191,9 +191,10 @@ void MoELayer::forward(const Tensor& x, Tensor& y) {
     aux += stats[e] / Tg * (stats[E + e] / Tg);
   }
   aux_loss_ = static_cast<float>(o_.aux_loss_weight * static_cast<double>(E) * aux);
-  // Capacity: first choices first (GShard), each in token order.
-  const size_t cap =
-      static_cast<size_t>(std::ceil(o_.capacity_factor * static_cast<double>(K * T) / E));
+  // Capacity: first choices first (GShard), each in token order. K * T slots hold every choice,
+  // so a larger factor is clamped there (before the cast: 1e300 does not fit a size_t).
+  const size_t cap = static_cast<size_t>(std::min(
+      std::ceil(o_.capacity_factor * static_cast<double>(K * T) / E), static_cast<double>(K * T)));
   std::vector<size_t> load(E, 0);
   choice_.assign(T * K, -1);
   dropped_ = 0;

@@ -9,6 +9,7 @@ set -eu
 B=${1:?usage: $0 BUILD_DIR [EPOCHS [moe|ps|all]]}
 EPOCHS=${2:-5}
 PART=${3:-all}
+case "$PART" in moe | ps | all) ;; *) echo "$0: part '$PART': expected moe, ps or all" >&2; exit 2 ;; esac
 TRAIN="$B/src/training/braid-train"
 RUN="$B/src/braidrun"
 [ -x "$TRAIN" ] || { echo "$0: $TRAIN not built" >&2; exit 2; }
@@ -19,8 +20,10 @@ trap 'rm -rf "$OUT"' EXIT
 # One run on 4 ranks: NAME FLAGS... -> $OUT/NAME.json (rank 0's JSON lines)
 run() {
   name=$1; shift
-  "$RUN" -n 4 -- "$TRAIN" --json --epochs "$EPOCHS" "$@" | sed 's/^[0-9]*: //' |
-    grep '^{' > "$OUT/$name.json"
+  "$RUN" -n 4 -- "$TRAIN" --json --epochs "$EPOCHS" "$@" > "$OUT/$name.out"
+  sed 's/^[0-9]*: //' "$OUT/$name.out" | grep '^{' > "$OUT/$name.json" || true
+  [ "$(wc -l < "$OUT/$name.json")" -eq "$EPOCHS" ] ||
+    { echo "$0: braid-train $* did not print $EPOCHS epochs" >&2; exit 1; }
 }
 
 # NAME LABEL -> one table row: accuracy per epoch, last loss, samples/s, and the MoE figures

@@ -148,7 +148,6 @@ ColumnParallelLinear::ColumnParallelLinear(size_t in, size_t out, braidComm_t tp
                                            int tp, std::string name,
                                            TensorParallelCounters* counters)
     : in_(in),
-      out_(out),
       shard_(shardOf(name, "output", out, tp)),
       comm_(tp_comm),
       tp_rank_(tp_rank),
@@ -189,8 +188,7 @@ void ColumnParallelLinear::backward(const Tensor& dy, Tensor& dx) {
 
 RowParallelLinear::RowParallelLinear(size_t in, size_t out, braidComm_t tp_comm, int tp_rank,
                                      int tp, std::string name, TensorParallelCounters* counters)
-    : in_(in),
-      out_(out),
+    : out_(out),
       shard_(shardOf(name, "input", in, tp)),
       comm_(tp_comm),
       tp_rank_(tp_rank),
@@ -315,7 +313,9 @@ std::unique_ptr<Sequential> makeTensorParallelVit(size_t height, size_t width, s
                                                   size_t classes, uint64_t seed,
                                                   braidComm_t tp_comm,
                                                   TensorParallelCounters* counters) {
-  const auto [tp, tp_rank] = tpSizeAndRank(tp_comm);
+  const std::pair<int, int> size_rank = tpSizeAndRank(tp_comm);
+  // Plain ints: clang 14 cannot capture structured bindings in the lambdas below.
+  const int tp = size_rank.first, tp_rank = size_rank.second;
   auto ffn = [&](const std::string& block) {
     std::vector<std::unique_ptr<Layer>> layers;
     layers.push_back(std::make_unique<ColumnParallelLinear>(dim, 2 * dim, tp_comm, tp_rank, tp,

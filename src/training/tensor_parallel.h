@@ -58,7 +58,7 @@ class ColumnParallelLinear : public InputCachingLayer, public TensorParallelLaye
   int tpRank() const { return tp_rank_; }
 
  private:
-  size_t in_, out_, shard_;
+  size_t in_, shard_;
   braidComm_t comm_;
   int tp_rank_;
   std::string name_;
@@ -84,7 +84,7 @@ class RowParallelLinear : public InputCachingLayer, public TensorParallelLayer {
   int tpRank() const { return tp_rank_; }
 
  private:
-  size_t in_, out_, shard_;
+  size_t out_, shard_;
   braidComm_t comm_;
   int tp_rank_;
   std::string name_;

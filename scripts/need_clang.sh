@@ -1,0 +1,17 @@
+# Sourced by fuzz.sh and sanitize.sh: installs clang and its runtime libraries (libFuzzer and
+# the sanitizers' runtimes: Debian's libclang-rt-14-dev) when $CXX is clang and either is
+# missing, then checks that $CXX runs.
+need_clang() {
+  case "$CXX" in *clang*) ;; *) return 0 ;; esac
+  if ! command -v "$CXX" >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null |
+      grep -q 'install ok installed'; then
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang \
+      libclang-rt-14-dev >/dev/null || true
+  fi
+  if ! command -v "$CXX" >/dev/null; then
+    echo "$(basename "$0"): $CXX not found (apt-get install clang libclang-rt-14-dev)" >&2
+    exit 2
+  fi
+}
