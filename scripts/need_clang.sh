@@ -7,11 +7,15 @@ need_clang() {
       grep -q 'install ok installed'; then
     local sudo=""
     [ "$(id -u)" -ne 0 ] && sudo=sudo
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang \
-      libclang-rt-14-dev >/dev/null || true
+    # A fresh image has no package lists yet: update once if the first try fails.
+    local install=($sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
+      --no-install-recommends clang libclang-rt-14-dev)
+    "${install[@]}" >/dev/null 2>&1 || { $sudo apt-get update -qq && "${install[@]}" >/dev/null; } ||
+      true
   fi
-  if ! command -v "$CXX" >/dev/null; then
-    echo "$(basename "$0"): $CXX not found (apt-get install clang libclang-rt-14-dev)" >&2
+  if ! command -v "$CXX" >/dev/null ||
+      ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q 'install ok installed'; then
+    echo "$(basename "$0"): $CXX or clang's runtimes missing (apt-get install clang libclang-rt-14-dev)" >&2
     exit 2
   fi
 }

@@ -136,7 +136,8 @@ std::string summaryLines(const std::string& log) {
 // Rank 1 of 3 stays in user code 1.5 s before its second all-reduce. Rank 0, after its own
 // stall (BRAID_STALL_WARN 0.3 s through braidConfig_t), logs one summary naming rank 1 as
 // behind, not in a call and last done with call #1, and itself and rank 2 in call #2 (with
-// BRAID_CHECK, call #2 is stuck in its exchange, an all-gather); the call then completes.
+// BRAID_CHECK, call #2, the all-reduce, is stuck in its exchange, reported as the all-reduce it
+// precedes); the call then completes.
 TEST(Stall, RootSummaryNamesTheRankBehind) {
   braidUniqueId id;
   ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
@@ -167,11 +168,11 @@ TEST(Stall, RootSummaryNamesTheRankBehind) {
   const std::string summary = summaryLines(log);
   // One line, from rank 0, once.
   EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 1) << log;
-  EXPECT_NE(summary.find("[0] BRAID WARN STALL summary of all-gather #2 on 3 ranks"),
+  EXPECT_NE(summary.find("[0] BRAID WARN STALL summary of all-reduce #2 on 3 ranks"),
             std::string::npos)
       << log;
   EXPECT_NE(summary.find("behind: rank 1 not in a call (last completed #1); then ranks 0,2 at "
-                         "all-gather #2"),
+                         "all-reduce #2"),
             std::string::npos)
       << log;
 }
@@ -197,7 +198,7 @@ TEST(Stall, RootSummaryAsProcessesOverShm) {
     EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
   const std::string summary = summaryLines(results[0].output);
   EXPECT_NE(summary.find("behind: rank 1 not in a call (last completed #1); then ranks 0,2 at "
-                         "all-gather #2"),
+                         "all-reduce #2"),
             std::string::npos)
       << results[0].output;
   for (int r = 1; r < 3; ++r) EXPECT_EQ(summaryLines(results[r].output), "") << "rank " << r;
@@ -210,7 +211,7 @@ TEST(Stall, RootSummaryAsProcessesOverTcp) {
     EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
   const std::string summary = summaryLines(results[0].output);
   EXPECT_NE(summary.find("behind: rank 1 sent no report (not in a call, or in it for less than "
-                         "BRAID_STALL_WARN); then ranks 0,2 at all-gather #2"),
+                         "BRAID_STALL_WARN); then ranks 0,2 at all-reduce #2"),
             std::string::npos)
       << results[0].output;
 }

@@ -711,13 +711,16 @@ TEST(Detect, ThisMachine) {
   } else {
     dlclose(nvml);
   }
-  if (listDir("/sys/class/infiniband").empty())
+  if (listDir("/sys/class/infiniband").empty()) {
     EXPECT_EQ(std::count(sys.notes.begin(), sys.notes.end(), "no RDMA device"), 1);
+  }
   for (auto& n : sys.notes) EXPECT_EQ(std::count(sys.notes.begin(), sys.notes.end(), n), 1) << n;
   // Ethernet speeds are read or said unknown.
-  for (auto& n : sys.nets)
-    if (n.speed_gbps <= 0)
+  for (auto& n : sys.nets) {
+    if (n.speed_gbps <= 0) {
       EXPECT_TRUE(hasNote(sys, "network " + n.name + ": speed unknown")) << n.name;
+    }
+  }
 }
 
 // Run by the topology_detect_fake_nvml test with tests/fake_nvml.cc as libnvidia-ml.so.1.
@@ -903,7 +906,9 @@ void expectNvlinkRing(const System& sys, const std::vector<int>& gpuOfRank,
                       const std::vector<int>& order, const std::string& what) {
   for (size_t i = 0; i < order.size(); ++i) {
     int a = gpuOfRank[order[i]], b = gpuOfRank[order[(i + 1) % order.size()]];
-    if (a != b) EXPECT_GT(nvlinkCount(sys, a, b), 0) << what << ": GPU " << a << " -> " << b;
+    if (a != b) {
+      EXPECT_GT(nvlinkCount(sys, a, b), 0) << what << ": GPU " << a << " -> " << b;
+    }
   }
 }
 

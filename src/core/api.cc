@@ -167,6 +167,9 @@ braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcom
 braidResult_t commSplit(braidComm* comm, int color, int key, braidComm_t* newcomm,
                         const braidConfig_t* config, braidResult_t prior) {
   BRAID_TRY(checkComm(comm, "braidCommSplit"));
+  // In flight across its rounds: a braidCommAbort from another thread waits for it (its
+  // abort flag makes the remaining rounds fail at once) instead of freeing comm under it.
+  InFlight running(comm);
   if (braid::insideGroup())  // the split's all-gathers would be deferred: nothing can run
     return fail(braidInvalidUsage,
                 "braidCommSplit: called inside braidGroupStart/End; split outside a group");
@@ -237,7 +240,10 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
     BRAID_TRY(braidGetUniqueId(&id));
     std::vector<braidResult_t> results(ndev, braidSuccess);
     std::vector<std::string> messages(ndev);
-    std::vector<std::thread> threads;
+    // jthreads: if one cannot start (std::system_error, made braidSystemError by guardApi),
+    // those started are joined as the vector unwinds (after their ranks' init fails: the
+    // missing rank never comes), never left joinable.
+    std::vector<std::jthread> threads;
     for (int r = 0; r < ndev; ++r) {
       threads.emplace_back([&, r] {
         results[r] = braidCommInitRank(&comms[r], ndev, id, r);

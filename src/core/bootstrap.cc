@@ -42,53 +42,10 @@ uint64_t fnv1a(const void* data, size_t len) {
   return h;
 }
 
-bool secretEqual(const uint8_t* a, const uint8_t* b) {
-  uint8_t diff = 0;  // constant time: no early exit on the first differing byte
-  for (int i = 0; i < 32; ++i) diff |= a[i] ^ b[i];
-  return diff == 0;
-}
-
 braidResult_t sendStatus(int fd, braidResult_t code, const std::string& msg, Deadline d) {
   Status s{static_cast<uint32_t>(code), static_cast<uint32_t>(msg.size())};
   BRAID_TRY(sendAll(fd, &s, sizeof(s), d));
   return sendAll(fd, msg.data(), msg.size(), d);
-}
-
-// Connects without recording an error, for retries: 0 on success, else the errno of the
-// attempt (ETIMEDOUT past the deadline).
-int connectQuietly(const sockaddr_in& sa, Deadline deadline, int* fd) {
-  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (s < 0) return errno;
-  int err = 0;
-  if (connect(s, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
-    err = errno;
-    while (err == EINPROGRESS || err == EINTR) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        err = ETIMEDOUT;
-        break;
-      }
-      pollfd p{s, POLLOUT, 0};
-      int r = poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
-      if (r < 0 && errno != EINTR) {
-        err = errno;
-        break;
-      }
-      if (r > 0) {
-        socklen_t len = sizeof(err);
-        getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
-      }
-    }
-  }
-  if (err != 0) {
-    ::close(s);
-    return err;
-  }
-  fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
-  int one = 1;
-  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  *fd = s;
-  return 0;
 }
 
 // Connects to a root that may not be listening yet: retries (10 ms, doubling to 500 ms)

@@ -553,7 +553,8 @@ braidResult_t braidGroupEnd(void) {
     for (braidComm* comm : comms) running.push_back(std::make_unique<braid::InFlight>(comm));
     std::vector<braidResult_t> results(comms.size(), braidSuccess);
     std::vector<std::string> messages(comms.size());
-    std::vector<std::thread> workers;
+    // jthreads: one that cannot start leaves the others joined, not joinable (see api.cc).
+    std::vector<std::jthread> workers;
     for (size_t k = 0; k < comms.size(); ++k) {
       std::vector<Pending> items;
       braidStream_t stream = nullptr;

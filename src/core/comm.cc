@@ -374,8 +374,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     mine.shmAddr = reinterpret_cast<uintptr_t>(comm->segment->base());
   }
   // Rank 0's stall board (stall.h): diagnosis only, so a rank 0 that cannot listen says so and
-  // goes on without it.
-  if (rank == 0 && nranks > 1) {
+  // goes on without it; none (no listening socket) when its stall warnings are off.
+  if (rank == 0 && nranks > 1 && comm->stallWarnSec > 0) {
     if (StallBoard::createRoot(idData.secret, nranks, &comm->stallBoard) == braidSuccess)
       mine.stallAddr = comm->stallBoard->address();
     else
@@ -584,14 +584,17 @@ braidResult_t markBroken(braidComm* comm, braidResult_t res) {
 // CallPosition, where rank 0's stall summary reads it (two relaxed stores per call).
 class CallScope {
  public:
-  CallScope(braidComm* comm, uint32_t kind)
-      : pos_(comm->segment ? comm->segment->position() : nullptr), seq_(comm->opCount) {
+  // finishes false: the scope only starts the call (BRAID_CHECK's exchange before it).
+  CallScope(braidComm* comm, uint32_t kind, bool finishes = true)
+      : pos_(comm->segment ? comm->segment->position() : nullptr),
+        seq_(comm->opCount),
+        finishes_(finishes) {
     if (!pos_) return;
     pos_->what.store(kind, std::memory_order_relaxed);
     pos_->started.store(seq_, std::memory_order_relaxed);
   }
   ~CallScope() {
-    if (pos_) pos_->done.store(seq_, std::memory_order_relaxed);
+    if (pos_ && finishes_) pos_->done.store(seq_, std::memory_order_relaxed);
   }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
@@ -599,6 +602,7 @@ class CallScope {
  private:
   CallPosition* pos_;
   uint64_t seq_;
+  bool finishes_;
 };
 
 braidResult_t checkUsable(const braidComm* comm) {
@@ -679,7 +683,7 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
 }
 
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
-                            void* recvbuff) {
+                            void* recvbuff, const CollArgs* userCall) {
   std::lock_guard<std::mutex> lock(comm->mu);
   LogRankScope rankScope(comm->rank);
   BRAID_TRY(checkUsable(comm));
@@ -745,8 +749,10 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   ctx.stallWarnSec = comm->stallWarnSec;
   ctx.blamed = &comm->blamed;
   ctx.stall = comm->stallBoard.get();
-  ctx.kind = static_cast<uint32_t>(args.coll) + 1;
-  CallScope position(comm, ctx.kind);
+  // BRAID_CHECK's exchange reports (and publishes) the user's call it precedes, whose number
+  // it has: a rank stuck in it is at that call, not past it.
+  ctx.kind = static_cast<uint32_t>(userCall ? userCall->coll : args.coll) + 1;
+  CallScope position(comm, ctx.kind, userCall == nullptr);
   return markBroken(comm, execute(plan, ctx));
 }
 
@@ -770,7 +776,7 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
   g.op = braidSum;
   // The exchange is not one of the user's calls: it keeps their numbering.
   const uint64_t userCalls = comm->opCount;
-  const braidResult_t res = runCollective(comm, g, mine, all.data());
+  const braidResult_t res = runCollective(comm, g, mine, all.data(), &a);
   comm->opCount = userCalls;
   if (res != braidSuccess)
     return fail(res, "BRAID_CHECK's exchange before call #%llu (%s) failed: %s",
@@ -809,14 +815,22 @@ braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
     std::lock_guard<std::mutex> lock(comm->queueMu);
     ++comm->queued;
   }
-  return streamEnqueue(stream, [comm, work = std::move(work)] {
-    // Guarded here, so that the count below drops even if the work throws.
-    braidResult_t res = guardApi("a call queued on a stream", work);
+  auto dequeued = [comm] {
     std::lock_guard<std::mutex> lock(comm->queueMu);
     --comm->queued;
     comm->queueCv.notify_all();
-    return res;
-  });
+  };
+  try {
+    return streamEnqueue(stream, [dequeued, work = std::move(work)] {
+      // Guarded here, so that the count below drops even if the work throws.
+      braidResult_t res = guardApi("a call queued on a stream", work);
+      dequeued();
+      return res;
+    });
+  } catch (...) {  // not queued (out of memory): destroy must not wait for it
+    dequeued();
+    throw;
+  }
 }
 
 braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {

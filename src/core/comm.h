@@ -161,8 +161,10 @@ braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcom
 // braidInvalidUsage with a message listing each rank's call.
 braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& args);
 // Runs one collective on comm now (the caller holds no lock). args.op is a built-in op.
+// userCall: set for BRAID_CHECK's exchange before that call, which then stands for it in the
+// rank's published position (its kind; not finished when the exchange is).
 braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* sendbuff,
-                            void* recvbuff);
+                            void* recvbuff, const CollArgs* userCall = nullptr);
 
 // One point-to-point operation of a group.
 struct P2POp {

@@ -46,19 +46,34 @@ class LogRankScope {
 // nothing (zero-cost exception tables).
 template <typename Body>
 braidResult_t guardApi(const char* fn, Body&& body) noexcept {
+  // The message needs memory too: without it, the code alone.
+  auto report = [](braidResult_t code, auto&& message) noexcept -> braidResult_t {
+    try {
+      return message();
+    } catch (...) {
+      return code;
+    }
+  };
   try {
     return body();
   } catch (const std::bad_alloc&) {
-    return fail(braidSystemError,
-                "%s: out of memory (std::bad_alloc); a smaller count, or "
-                "fewer ranks per host, may fit",
-                fn);
+    return report(braidSystemError, [&] {
+      return fail(braidSystemError,
+                  "%s: out of memory (std::bad_alloc); a smaller count, or "
+                  "fewer ranks per host, may fit",
+                  fn);
+    });
   } catch (const std::system_error& e) {
-    return fail(braidSystemError, "%s: system error: %s", fn, e.what());
+    return report(braidSystemError,
+                  [&] { return fail(braidSystemError, "%s: system error: %s", fn, e.what()); });
   } catch (const std::exception& e) {
-    return fail(braidInternalError, "%s: unexpected exception: %s", fn, e.what());
+    return report(braidInternalError, [&] {
+      return fail(braidInternalError, "%s: unexpected exception: %s", fn, e.what());
+    });
   } catch (...) {
-    return fail(braidInternalError, "%s: unexpected exception of unknown type", fn);
+    return report(braidInternalError, [&] {
+      return fail(braidInternalError, "%s: unexpected exception of unknown type", fn);
+    });
   }
 }
 

@@ -365,12 +365,24 @@ class Run {
                 ctx_.peerPids[peer]);
   }
 
+  // The queue this rank is stuck on: the first receive queue with steps left, else the first
+  // send queue its peer has not drained ({-1, ...} when none).
+  struct Stuck {
+    int recvQueue = -1, sendQueue = -1;
+  };
+  Stuck stuck() const {
+    for (size_t q = 0; q < plan_.recvs.size(); ++q)
+      if (recvCur_[q].index < plan_.recvs[q].steps.size()) return {static_cast<int>(q), -1};
+    for (size_t q = 0; q < plan_.sends.size(); ++q)
+      if (sendCur_[q].retired < plan_.sends[q].steps.size()) return {-1, static_cast<int>(q)};
+    return {};
+  }
+
   // The peer waitingFor() names, or -1.
   int waitedPeer() const {
-    for (size_t q = 0; q < plan_.recvs.size(); ++q)
-      if (recvCur_[q].index < plan_.recvs[q].steps.size()) return plan_.recvs[q].peer;
-    for (size_t q = 0; q < plan_.sends.size(); ++q)
-      if (sendCur_[q].retired < plan_.sends[q].steps.size()) return plan_.sends[q].peer;
+    const Stuck s = stuck();
+    if (s.recvQueue >= 0) return plan_.recvs[static_cast<size_t>(s.recvQueue)].peer;
+    if (s.sendQueue >= 0) return plan_.sends[static_cast<size_t>(s.sendQueue)].peer;
     return -1;
   }
 
@@ -378,26 +390,25 @@ class Run {
   // whose peer has not drained it, with the step.
   std::string waitingFor() const {
     char buf[256];
-    for (size_t q = 0; q < plan_.recvs.size(); ++q) {
-      if (recvCur_[q].index < plan_.recvs[q].steps.size()) {
-        const int32_t idx = plan_.recvs[q].steps[recvCur_[q].index];
-        std::snprintf(buf, sizeof(buf),
-                      "waiting to receive from rank %d (step %d of %zu, %s of %zu elements): "
-                      "rank %d is late, stalled or dead",
-                      plan_.recvs[q].peer, idx, plan_.schedule.steps.size(),
-                      stepKindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count,
-                      plan_.recvs[q].peer);
-        return buf;
-      }
+    const Stuck s = stuck();
+    if (s.recvQueue >= 0) {
+      const Plan::Queue& q = plan_.recvs[static_cast<size_t>(s.recvQueue)];
+      const int32_t idx = q.steps[recvCur_[static_cast<size_t>(s.recvQueue)].index];
+      std::snprintf(buf, sizeof(buf),
+                    "waiting to receive from rank %d (step %d of %zu, %s of %zu elements): "
+                    "rank %d is late, stalled or dead",
+                    q.peer, idx, plan_.schedule.steps.size(),
+                    stepKindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count,
+                    q.peer);
+      return buf;
     }
-    for (size_t q = 0; q < plan_.sends.size(); ++q) {
-      if (sendCur_[q].retired < plan_.sends[q].steps.size()) {
-        std::snprintf(buf, sizeof(buf),
-                      "waiting for rank %d to drain its receive buffer: rank %d is late, "
-                      "stalled or dead",
-                      plan_.sends[q].peer, plan_.sends[q].peer);
-        return buf;
-      }
+    if (s.sendQueue >= 0) {
+      const int peer = plan_.sends[static_cast<size_t>(s.sendQueue)].peer;
+      std::snprintf(buf, sizeof(buf),
+                    "waiting for rank %d to drain its receive buffer: rank %d is late, "
+                    "stalled or dead",
+                    peer, peer);
+      return buf;
     }
     return "waiting on no peer";
   }

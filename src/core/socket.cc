@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -218,6 +219,56 @@ braidResult_t randomBytes(void* buf, size_t len) {
     len -= static_cast<size_t>(n);
   }
   return braidSuccess;
+}
+
+bool secretEqual(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;
+  for (int i = 0; i < 32; ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+int connectQuietly(const sockaddr_in& sa, Deadline deadline, int* fd) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return errno;
+  int err = 0;
+  if (connect(s, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    err = errno;
+    while (err == EINPROGRESS || err == EINTR) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
+        err = ETIMEDOUT;
+        break;
+      }
+      pollfd p{s, POLLOUT, 0};
+      int r = poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+      if (r < 0 && errno != EINTR) {
+        err = errno;
+        break;
+      }
+      if (r > 0) {
+        socklen_t len = sizeof(err);
+        getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+      }
+    }
+  }
+  // A connection to a local port nobody listens on yet can pick that very port as its own
+  // ephemeral one and connect to itself (TCP simultaneous open): it then holds the port the
+  // root is about to bind. Refused like the attempt it replaces, so a retry comes later.
+  sockaddr_in local{}, peer{};
+  socklen_t ll = sizeof(local), pl = sizeof(peer);
+  if (err == 0 && getsockname(s, reinterpret_cast<sockaddr*>(&local), &ll) == 0 &&
+      getpeername(s, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 &&
+      local.sin_port == peer.sin_port && local.sin_addr.s_addr == peer.sin_addr.s_addr)
+    err = ECONNREFUSED;
+  if (err != 0) {
+    ::close(s);
+    return err;
+  }
+  fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+  int one = 1;
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  *fd = s;
+  return 0;
 }
 
 }  // namespace braid

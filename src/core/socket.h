@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "braid/braid.h"
@@ -31,11 +32,18 @@ std::string addressString(const sockaddr_in& sa);
 braidResult_t listenOn(const in_addr& addr, int* fd, sockaddr_in* bound);
 braidResult_t acceptBefore(int listenFd, Deadline deadline, int* fd);
 braidResult_t connectTo(const sockaddr_in& sa, Deadline deadline, int* fd);
+// Connects without recording an error (for retries, and for diagnosis that must not replace
+// the caller's last error): 0 and a blocking, TCP_NODELAY socket in *fd, else the errno of
+// the attempt (ETIMEDOUT past the deadline).
+int connectQuietly(const sockaddr_in& sa, Deadline deadline, int* fd);
 // Full-length transfers; braidRemoteError on EOF or reset, braidTimeout past deadline.
 braidResult_t sendAll(int fd, const void* buf, size_t len, Deadline deadline);
 braidResult_t recvAll(int fd, void* buf, size_t len, Deadline deadline);
 
 // Random bytes from the kernel (getrandom).
 braidResult_t randomBytes(void* buf, size_t len);
+// Whether two 32-byte job secrets are equal, in constant time (no early exit on the first
+// differing byte, which would tell a stranger how much of a guess was right).
+bool secretEqual(const uint8_t* a, const uint8_t* b);
 
 }  // namespace braid

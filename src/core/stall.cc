@@ -38,7 +38,11 @@ struct Wire {
 
 // How long a stalled rank may spend reaching rank 0, and rank 0 reading one report.
 constexpr int kConnectMs = 500;
-constexpr int kReadMs = 100;
+// Rank 0 takes reports from inside its wait loop: one look at the pending connections lasts at
+// most kTakeMs, each connection's 64 bytes (sent right after connecting) at most kReadMs of it,
+// so that a connection that sends nothing (a port scanner) cannot hold rank 0's call.
+constexpr int kTakeMs = 20;
+constexpr int kReadMs = 5;
 
 bool parseAddress(const std::string& text, sockaddr_in* sa) {
   const size_t colon = text.rfind(':');
@@ -49,28 +53,9 @@ bool parseAddress(const std::string& text, sockaddr_in* sa) {
   return inet_pton(AF_INET, text.substr(0, colon).c_str(), &sa->sin_addr) == 1;
 }
 
-// Connects within kConnectMs; -1 on any failure. Raw calls: a failed report must not replace
-// the calling thread's last error.
-int connectQuickly(const sockaddr_in& sa) {
-  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (s < 0) return -1;
-  if (connect(s, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
-    pollfd p{s, POLLOUT, 0};
-    int err = errno == EINPROGRESS && poll(&p, 1, kConnectMs) == 1 ? 0 : -1;
-    socklen_t len = sizeof(err);
-    if (err == 0) getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) {
-      close(s);
-      return -1;
-    }
-  }
-  return s;
-}
-
-// Reads exactly len bytes within kReadMs; false on close, error or time out.
-bool readQuickly(int fd, void* buf, size_t len) {
+// Reads exactly len bytes before `until`; false on close, error or time out.
+bool readQuickly(int fd, void* buf, size_t len, std::chrono::steady_clock::time_point until) {
   char* p = static_cast<char*>(buf);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadMs);
   while (len > 0) {
     const ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
     if (n > 0) {
@@ -155,8 +140,9 @@ void StallBoard::stalled(const StallReport& mine, double windowSec) {
   fd_ = -1;
   sockaddr_in sa{};
   if (!parseAddress(address_, &sa)) return;
-  const int s = connectQuickly(sa);
-  if (s < 0) {
+  // Within kConnectMs, without replacing this thread's last error.
+  int s = -1;
+  if (connectQuietly(sa, deadlineAfter(kConnectMs / 1000.0), &s) != 0) {
     BRAID_WARN("STALL",
                "cannot reach rank 0 at %s to report this stall; its summary will say "
                "\"no report\" for this rank",
@@ -180,13 +166,20 @@ void StallBoard::stalled(const StallReport& mine, double windowSec) {
 }
 
 void StallBoard::takeReports() {
-  for (int k = 0; k < 4096; ++k) {
+  using std::chrono::milliseconds;
+  const auto now = std::chrono::steady_clock::now();
+  const auto until = now + milliseconds(kTakeMs);
+  // Closed (stale) connections and strangers are dropped; the next poll takes what is left.
+  for (size_t k = 0; k < 2 * reports_.size() + 16; ++k) {
+    if (std::chrono::steady_clock::now() >= until) return;
     const int s = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (s < 0) return;  // none pending (or a transient error: try at the next poll)
     Wire w{};
-    const bool ok = readQuickly(s, &w, sizeof(w)) && w.magic == kWireMagic &&
-                    std::memcmp(w.secret, secret_, sizeof(secret_)) == 0 && w.rank >= 0 &&
-                    static_cast<size_t>(w.rank) < reports_.size();
+    const bool ok =
+        readQuickly(s, &w, sizeof(w),
+                    std::min(until, std::chrono::steady_clock::now() + milliseconds(kReadMs))) &&
+        w.magic == kWireMagic && secretEqual(w.secret, secret_) && w.rank >= 0 &&
+        static_cast<size_t>(w.rank) < reports_.size();
     // The reporter closes its connection when its call ends: a closed one is stale.
     char probe = 0;
     const ssize_t more = recv(s, &probe, 1, MSG_DONTWAIT | MSG_PEEK);
@@ -207,7 +200,10 @@ void StallBoard::poll() {
   takeReports();
   if (std::chrono::steady_clock::now() < until_) return;
   printed_ = true;
-  BRAID_WARN("STALL", "%s", summary().c_str());
+  try {
+    BRAID_WARN("STALL", "%s", summary().c_str());
+  } catch (...) {  // out of memory: the call goes on waiting without its summary
+  }
 }
 
 void StallBoard::callEnded() {
