@@ -1,0 +1,23 @@
+// braid-train's training loops: data parallelism (DDP / ZeRO, with vit-moe's expert
+// parallelism), pipeline and tensor parallelism, and the parameter server. Each prints rank
+// 0's per-epoch table or JSON lines.
+#pragma once
+
+#include <string>
+
+#include "braid/braid.h"
+#include "training/data.h"
+#include "training/train_options.h"
+
+namespace braid::training::cli {
+
+/// Trains this rank of comm (nranks in all) as o says; a failure ends the process (fail).
+void runRank(braidComm_t comm, int rank, int nranks, const Options& o, const ImageDataset& train,
+             const ImageDataset& test);
+
+/// A failed rank ends the whole job: prints "braid-train: rank R: MSG" and quick_exit(1) (its
+/// peers would otherwise wait in a collective until BRAID_TIMEOUT; braidrun stops the other
+/// processes when one exits non-zero).
+[[noreturn]] void fail(int rank, const std::string& msg);
+
+}  // namespace braid::training::cli
