@@ -12,10 +12,10 @@
 // either side posts in. Requests are UCP-allocated; each is wrapped in a Req of ours that
 // the completion callback fills in, and test() reads. Endpoints use peer error handling
 // (UCP_ERR_HANDLING_MODE_PEER), so a lost peer fails the sends to it instead of hanging,
-// and peerClosed() reports it; receives from it just stay pending, as that peer may simply
-// have finished first. UCX 1.13 offers no shared-memory transport in that mode, so peers on
-// one host (only with BRAID_TRANSPORT=ucx) talk over tcp or IB; Braid's own shm serves them
-// otherwise.
+// and peerClosed() reports it once none of its pieces waits unmatched; receives from it
+// just stay pending, as that peer may simply have finished first. UCX 1.13 offers no shared-memory
+// transport in that mode, so peers on one host (only with BRAID_TRANSPORT=ucx) talk over tcp or IB;
+// Braid's own shm serves them otherwise.
 //
 // UCX's own environment (UCX_TLS, UCX_NET_DEVICES, UCX_RNDV_THRESH, ...) is read by
 // ucp_config_read and never overridden here.
@@ -373,6 +373,13 @@ class UcxBackend final : public NetBackend {
 
   const char* peerClosed(int peer) const override {
     if (peer < 0 || peer >= nranks_ || peers_[peer].error == UCS_OK) return nullptr;
+    // Not while anything the peer sent waits unmatched for a receive: the net proxy posts
+    // receives only as the rank frees FIFO cells, so a peer that finished first may have
+    // left pieces behind that the rank will still read.
+    ucp_tag_recv_info_t info;
+    if (ucp_tag_probe_nb(worker_, pieceTag(static_cast<uint64_t>(peer), 0), ~kPieceMask, 0,
+                         &info) != nullptr)
+      return nullptr;
     return peers_[peer].why.c_str();
   }
 
