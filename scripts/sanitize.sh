@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs a subset of the test suite under AddressSanitizer + UndefinedBehaviorSanitizer (asan) and
-# ThreadSanitizer (tsan), each in a build directory of its own (build-asan, build-tsan in the
-# repository; debugoptimized). Only the tests' own targets are built. Any sanitizer report fails
-# the run: reports are written to files (in the child processes too, whose exit status some
-# tests expect to be non-zero) and printed at the end.
-#   scripts/sanitize.sh [asan|tsan|all] [TEST...]   (default: all, with the subsets below)
+# Runs the test suite under AddressSanitizer + UndefinedBehaviorSanitizer (asan: every test)
+# and ThreadSanitizer (tsan: the tests that run ranks as threads, Meson suite 'threads'), each
+# in a build directory of its own (build-asan, build-tsan in the repository; -O1 with line
+# tables). In a sanitized build the largest cases shrink (tests/test_scale.h, the soak's call
+# counts in tests/meson.build); every row, dtype, op and rank count still runs. Any sanitizer
+# report fails the run: reports are written to files (in the child processes too, whose exit
+# status some tests expect to be non-zero) and printed at the end.
+#   scripts/sanitize.sh [asan|tsan|all] [TEST...]   (default: all, with the sets above)
 # Environment: BRAID_SANITIZE_BUILD_PREFIX (build dirs' prefix, default <repo>/build),
-# BRAID_SANITIZE_UBSAN=0 (asan without UBSan, in build-asan-only: a third of the build time),
+# BRAID_SANITIZE_UBSAN=0 (asan without UBSan, in build-asan-only: a third less build time),
 # CC/CXX (default clang/clang++, installed when missing: its UBSan compiles in a fifth of
 # g++'s time; g++ works too).
 # Third-party findings (UCX, hwloc, Open MPI) are suppressed in scripts/*.supp; Braid's never.
@@ -22,27 +24,16 @@ export CC="${CC:-clang}" CXX="${CXX:-clang++}"
 . "$root/scripts/need_clang.sh"
 need_clang
 
-# The default subsets, sized for CI on 2 cores (scripts/sanitize.sh MODE NAME... runs others:
-# allreduce takes over 10 minutes under TSan, soak_threads 2.5). Both: collectives, p2p and
-# split over threads and processes, abort / finalize / dead ranks, BRAID_CHECK and the stall
-# warning, the bootstrap, the tcp and ucx backends driven by threads.
-common_tests=(p2p split lifecycle diagnosis dead_rank bootstrap net)
-# ASan+UBSan adds single copy (peers read each other's buffers) and the topology parsers.
-# Also the NCCL drop-in from C, the edge cases, and the MoE and parameter server's exchanges.
-asan_tests=("${common_tests[@]}" lifecycle_single_copy topology topology_text braid_topo_all_files
-  edge_cases nccl_compat training_moe training_ps)
-# Not lifecycle_single_copy under TSan: within one process a rank maps each peer's shm segment
-# again (a second address for the same FIFO), so TSan cannot pair the FIFO's release/acquire
-# and reports the in-place buffer the peer reads as a race.
-tsan_tests=("${common_tests[@]}")
-
+# The default sets: every test under ASan+UBSan; the 'threads' suite under TSan. Not under
+# TSan either way: nothing, the single-copy tests included (thread ranks share one mapping of
+# each shared-memory segment, so TSan pairs the FIFO's release/acquire; see shm.h).
 # libbraid links UCX, whose signal handlers would take a sanitizer's fault first, and whose
 # libucm patches mmap/madvise/malloc: a thread exiting under TSan then crashes in libucm's hook
 # (pthread's madvise of the dead thread's stack -> ucm_madvise -> an intercepted rwlock).
 export UCX_HANDLE_ERRORS=none UCX_ERROR_SIGNALS= UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no
-export BRAID_DEBUG="${BRAID_DEBUG:-WARN}"
 
-# Test name -> the executable it runs (meson test --no-rebuild needs them built).
+# Test names -> the executables they run (meson test --no-rebuild needs them built). Names
+# may be "@all" (every test) or "@SUITE" (the tests of a Meson suite).
 targets_for() {  # BUILD_DIR TEST...
   local dir="$1"
   shift
@@ -53,8 +44,12 @@ tests = json.load(open(os.path.join(d, "meson-info", "intro-tests.json")))
 targets = json.load(open(os.path.join(d, "meson-info", "intro-targets.json")))
 by_file = {f: t for t in targets for f in t["filename"]}
 seen = set()
+suites = {n[1:] for n in names if n.startswith("@")}
+names -= {"@" + x for x in suites}
 for t in tests:
-    if t["name"] not in names:
+    wanted = "all" in suites or any(x in suites or x.endswith(":" + w)
+                                    for x in t.get("suite", []) for w in suites)
+    if t["name"] not in names and not wanted:
         continue
     names.discard(t["name"])
     for f in t["cmd"][:1] + t.get("depends", []):
@@ -84,10 +79,12 @@ run_mode() {  # MODE TEST...
         opts=(-Db_sanitize=address,undefined -Db_lundef=false)
       fi
       ;;
-    tsan) opts=(-Db_sanitize=thread) ;;
+    tsan) opts=(-Db_sanitize=thread -Db_lundef=false) ;;
   esac
   if [ ! -f "$dir/build.ninja" ]; then
-    meson setup "$dir" "$root" --buildtype=debugoptimized "${opts[@]}" >/dev/null
+    # -O1 with line tables: a sixth less compile time than debugoptimized, whole stacks.
+    meson setup "$dir" "$root" --buildtype=plain -Dc_args="-O1 -gline-tables-only" \
+      -Dcpp_args="-O1 -gline-tables-only" "${opts[@]}" >/dev/null
   fi
   local start=$SECONDS
   local list
@@ -110,7 +107,16 @@ run_mode() {  # MODE TEST...
   local status=0
   start=$SECONDS
   # Sanitized code runs 2-15 times slower than a release build.
-  meson test -C "$dir" --no-rebuild --print-errorlogs --timeout-multiplier 4 "$@" || status=$?
+  local select=()
+  for t in "$@"; do
+    case "$t" in
+      @all) ;;
+      @*) select+=(--suite "${t#@}") ;;
+      *) select+=("$t") ;;
+    esac
+  done
+  meson test -C "$dir" --no-rebuild --print-errorlogs --timeout-multiplier 4 "${select[@]}" ||
+    status=$?
   echo "sanitize.sh: $m: tests ran in $((SECONDS - start)) s"
   if compgen -G "$logs/report*" >/dev/null; then
     echo "sanitize.sh: $m: sanitizer reports (also in $logs):" >&2
@@ -128,9 +134,9 @@ run_mode() {  # MODE TEST...
 
 status=0
 if [ "$mode" = asan ] || [ "$mode" = all ]; then
-  if (($#)); then run_mode asan "$@" || status=1; else run_mode asan "${asan_tests[@]}" || status=1; fi
+  if (($#)); then run_mode asan "$@" || status=1; else run_mode asan @all || status=1; fi
 fi
 if [ "$mode" = tsan ] || [ "$mode" = all ]; then
-  if (($#)); then run_mode tsan "$@" || status=1; else run_mode tsan "${tsan_tests[@]}" || status=1; fi
+  if (($#)); then run_mode tsan "$@" || status=1; else run_mode tsan @threads || status=1; fi
 fi
 exit "$status"

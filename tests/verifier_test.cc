@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "test_scale.h"
 
 namespace braid {
 namespace {
@@ -172,7 +173,11 @@ std::vector<Case> casesFor(const AlgorithmInfo& algo) {
   // nranks * count elements keep count small, and pieces of about a quarter of nranks
   // keep the step count (nranks^2 for ring-like schedules) near a few million.
   int i = 0;
-  for (int n : {96, 127, 128, 255, 256, 511, 1000, 1024}) {
+  // Under a sanitizer (test_scale.h) up to 128 ranks.
+  const std::vector<int> large = test::reducedSizes()
+                                     ? std::vector<int>{96, 127, 128}
+                                     : std::vector<int>{96, 127, 128, 255, 256, 511, 1000, 1024};
+  for (int n : large) {
     const std::vector<Case> cs = combos(n);
     const size_t nn = static_cast<size_t>(n);
     const size_t cap =

@@ -194,7 +194,7 @@ class Run {
         void* buf = conn->sendReserve(&cap);
         if (!buf) break;
         size_t n = std::min(cap, total - cur.bytesDone);
-        std::memcpy(buf, src + cur.bytesDone, n);
+        if (n) std::memcpy(buf, src + cur.bytesDone, n);  // a barrier's buffers are null
         conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
         cur.bytesDone += n;
         progressed = true;
@@ -251,7 +251,7 @@ class Run {
       if (conn->recvRemote()) {
         BRAID_TRY(pull(conn, s, dst, addr(s.src) + cur.bytesDone, bytes, queue.peer));
       } else if (s.kind == StepKind::kRecv) {
-        std::memcpy(dst, data, bytes);
+        if (bytes) std::memcpy(dst, data, bytes);
       } else {
         kernels::reduce(ctx_.dtype, ctx_.op, dst, addr(s.src) + cur.bytesDone, data,
                         bytes / ctx_.elemSize, s.divisor);

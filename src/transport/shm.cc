@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -38,6 +39,42 @@ constexpr size_t kPositionOffset = 32;
 static_assert(sizeof(SegmentHeader) <= kPositionOffset);
 static_assert(kPositionOffset + sizeof(CallPosition) <= kLine);
 constexpr uint64_t kSegMagic = 0x4d48532d44495242ull;  // "BRAID-SHM"
+
+}  // namespace
+
+struct ShmSegment::Mapping {
+  Mapping(void* b, size_t n) : base(b), bytes(n) {}
+  ~Mapping() { munmap(base, bytes); }
+  void* const base;
+  const size_t bytes;
+};
+
+namespace {
+
+// This process's mappings by segment name, so that thread ranks share one.
+class Mappings {
+ public:
+  std::shared_ptr<ShmSegment::Mapping> find(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = byName_.find(name);
+    return it == byName_.end() ? nullptr : it->second.lock();
+  }
+  void add(const std::string& name, const std::shared_ptr<ShmSegment::Mapping>& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = byName_.begin(); it != byName_.end();)
+      it = it->second.expired() ? byName_.erase(it) : std::next(it);
+    byName_[name] = m;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::weak_ptr<ShmSegment::Mapping>> byName_;
+};
+
+Mappings& mappings() {
+  static Mappings* m = new Mappings;  // never destroyed: segments may outlive static teardown
+  return *m;
+}
 
 // Names this process created and has not unlinked yet. If the process exits while a rank
 // is still inside init (another thread's exit(), say), its destructor unlinks them, so
@@ -130,8 +167,8 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   ::close(fd);
   if (base == MAP_FAILED)
     return fail(braidSystemError, "mmap of %s failed: %s", name, strerror(errno));
+  s->mapping_ = std::make_shared<Mapping>(base, bytes);
   s->base_ = base;
-  s->bytes_ = bytes;
   auto* h = static_cast<SegmentHeader*>(base);
   h->nfifos = static_cast<uint32_t>(nfifos);
   h->slots = static_cast<uint32_t>(slots);
@@ -144,11 +181,20 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   }
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kSegMagic;
+  mappings().add(s->name_, s->mapping_);
   *out = std::move(s);
   return braidSuccess;
 }
 
 braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegment>* out) {
+  if (std::shared_ptr<Mapping> m = mappings().find(name)) {  // a rank of this process made it
+    std::unique_ptr<ShmSegment> s(new ShmSegment());
+    s->name_ = name;
+    s->mapping_ = std::move(m);
+    s->base_ = s->mapping_->base;
+    *out = std::move(s);
+    return braidSuccess;
+  }
   int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0)
     return fail(braidSystemError,
@@ -165,18 +211,16 @@ braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegme
                 strerror(errno));
   std::unique_ptr<ShmSegment> s(new ShmSegment());
   s->name_ = name;
+  s->mapping_ = std::make_shared<Mapping>(base, static_cast<size_t>(size));
   s->base_ = base;
-  s->bytes_ = static_cast<size_t>(size);
   if (static_cast<SegmentHeader*>(base)->magic != kSegMagic)
     return fail(braidInternalError, "peer segment %s is not initialised", name.c_str());
+  mappings().add(name, s->mapping_);
   *out = std::move(s);
   return braidSuccess;
 }
 
-ShmSegment::~ShmSegment() {
-  unlink();
-  if (base_) munmap(base_, bytes_);
-}
+ShmSegment::~ShmSegment() { unlink(); }
 
 void ShmSegment::unlink() {
   if (owner_ && linked_) {

@@ -43,12 +43,16 @@ class ShmSegment {
   // The owner's position (the call it is in, the last it finished), for rank 0's stall
   // summary: the owner writes it, peers read it.
   CallPosition* position() const;
+  struct Mapping;  // shm.cc's, shared by the segments of one name in this process
 
  private:
   ShmSegment() = default;
   std::string name_;
+  // The process's one mapping of the segment, shared by every ShmSegment of that name in it
+  // (thread ranks): a second mapping of a FIFO at another address would hide its
+  // release/acquire pairs from ThreadSanitizer, and costs address space.
+  std::shared_ptr<Mapping> mapping_;
   void* base_ = nullptr;
-  size_t bytes_ = 0;
   bool owner_ = false;
   bool linked_ = false;
 };
