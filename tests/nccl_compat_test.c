@@ -207,13 +207,36 @@ static int child(ncclUniqueId id, int rank) {
   return failures ? 1 : 0;
 }
 
+/* The children are forked before ncclGetUniqueId starts the root's thread here (a fork of a
+ * process with threads is what ThreadSanitizer, and POSIX, advise against); each reads the id
+ * from its pipe. */
 static void processes(void) {
+  pid_t pids[NPROC];
+  int pipes[NPROC][2];
+  for (int r = 0; r < NPROC; ++r) {
+    if (pipe(pipes[r]) != 0) {
+      CHECK(0, "pipe for rank %d", r);
+      return;
+    }
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      ncclUniqueId id;
+      close(pipes[r][1]);
+      size_t got = 0;
+      while (got < sizeof id) {
+        ssize_t n = read(pipes[r][0], (char*)&id + got, sizeof id - got);
+        if (n <= 0) _exit(3);
+        got += (size_t)n;
+      }
+      _exit(child(id, r));
+    }
+    close(pipes[r][0]);
+  }
   ncclUniqueId id;
   NCCLCHECK(ncclGetUniqueId(&id)); /* the root serves from this (parent) process */
-  pid_t pids[NPROC];
   for (int r = 0; r < NPROC; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) _exit(child(id, r));
+    CHECK(write(pipes[r][1], &id, sizeof id) == (ssize_t)sizeof id, "id to rank %d", r);
+    close(pipes[r][1]);
   }
   for (int r = 0; r < NPROC; ++r) {
     int status = 0;
