@@ -21,6 +21,8 @@ build="${BRAID_FUZZ_BUILD:-$root/build-fuzz}"
 export CC="${CC:-clang}" CXX="${CXX:-clang++}"
 # libbraid links UCX, whose signal handler would catch a crash before libFuzzer saves it.
 export UCX_HANDLE_ERRORS=none UCX_ERROR_SIGNALS=
+# A UBSan finding (in a sanitized libbraid, as in build-asan) is a crash, not a printed line.
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 
 # shellcheck source=need_clang.sh
 . "$root/scripts/need_clang.sh"

@@ -3,12 +3,14 @@
 # and ThreadSanitizer (tsan: the tests that run ranks as threads, Meson suite 'threads'), each
 # in a build directory of its own (build-asan, build-tsan in the repository; -O1 with line
 # tables). In a sanitized build the largest cases shrink (tests/test_scale.h, the soak's call
-# counts in tests/meson.build); every row, dtype, op and rank count still runs. Any sanitizer
-# report fails the run: reports are written to files (in the child processes too, whose exit
-# status some tests expect to be non-zero) and printed at the end.
-#   scripts/sanitize.sh [asan|tsan|all] [TEST...]   (default: all, with the sets above)
+# counts in tests/meson.build), and the matrix's network and ring variants, and under TSan
+# every matrix run, take the sampled rows (BRAID_TEST_SAMPLED). Any sanitizer report fails
+# the run: reports are written to files (in the child processes too, whose exit status some
+# tests expect to be non-zero) and printed at the end.
+#   scripts/sanitize.sh [asan|tsan|all] [TEST|@SUITE|@all ...]
+#   (default: all, with the sets above; @SUITE selects a Meson suite, @all every test)
 # Environment: BRAID_SANITIZE_BUILD_PREFIX (build dirs' prefix, default <repo>/build),
-# BRAID_SANITIZE_UBSAN=0 (asan without UBSan, in build-asan-only: a third less build time),
+# BRAID_SANITIZE_UBSAN=0 (asan without UBSan, in build-asan-only: a third of the build time),
 # CC/CXX (default clang/clang++, installed when missing: its UBSan compiles in a fifth of
 # g++'s time; g++ works too).
 # Third-party findings (UCX, hwloc, Open MPI) are suppressed in scripts/*.supp; Braid's never.
@@ -24,9 +26,9 @@ export CC="${CC:-clang}" CXX="${CXX:-clang++}"
 . "$root/scripts/need_clang.sh"
 need_clang
 
-# The default sets: every test under ASan+UBSan; the 'threads' suite under TSan. Not under
-# TSan either way: nothing, the single-copy tests included (thread ranks share one mapping of
-# each shared-memory segment, so TSan pairs the FIFO's release/acquire; see shm.h).
+# The default sets: every test under ASan+UBSan; the 'threads' suite under TSan, the
+# single-copy tests included (thread ranks share one mapping of each shared-memory segment,
+# so TSan pairs the FIFO's release/acquire; see shm.h).
 # libbraid links UCX, whose signal handlers would take a sanitizer's fault first, and whose
 # libucm patches mmap/madvise/malloc: a thread exiting under TSan then crashes in libucm's hook
 # (pthread's madvise of the dead thread's stack -> ucm_madvise -> an intercepted rwlock).
@@ -62,6 +64,8 @@ for t in tests:
             print(rel)
 if names:
     sys.exit("sanitize.sh: no such test: " + " ".join(sorted(names)))
+if not seen:
+    sys.exit("sanitize.sh: no test in " + " ".join("@" + x for x in sorted(suites)))
 PY
 }
 

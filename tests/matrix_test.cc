@@ -33,7 +33,8 @@ std::string runAll(braidComm_t comm, int rank, int nranks, bool sampled) {
 
 class MatrixThreads : public ::testing::TestWithParam<int> {};
 
-// BRAID_TEST_SAMPLED=1 (the network variants in a sanitizer build): the sampled rows only.
+// BRAID_TEST_SAMPLED=1 (the network and ring variants in a sanitizer build, every run under
+// TSan: scripts/sanitize.sh): the sampled rows only.
 bool sampledOnly() {
   const char* v = std::getenv("BRAID_TEST_SAMPLED");
   return v && std::strcmp(v, "1") == 0;
@@ -110,7 +111,7 @@ TEST_P(MatrixFakeDevice, EveryRowStaged) {
   const int n = GetParam();
   const uint64_t before = g_fakeCopies.load();
   auto errors = runThreads(n, [n](braidComm_t c, int r) {
-    std::string e = runAll(c, r, n, false);
+    std::string e = runAll(c, r, n, sampledOnly());
     return e.empty() ? ringSendRecv(c, r, n) : e;
   });
   for (const auto& e : errors) ADD_FAILURE() << e;

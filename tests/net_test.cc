@@ -471,49 +471,54 @@ TEST_P(NetTest, LeftPiecesWaitForTheirReceives) {
   std::atomic<bool> left{false};
   std::vector<std::vector<uint8_t>> sent(kPieces, std::vector<uint8_t>(kSize)),
       got(kPieces, std::vector<uint8_t>(kSize));
-  auto failed = runRanks(backend_, nranks_,
-                         [&](int rank, std::unique_ptr<NetBackend>& b, World& w) -> std::string {
-                           const int last = w.nranks - 1;
-                           Deadline deadline = deadlineAfter(kTestTimeoutSec);
-                           if (rank == last) {
-                             std::vector<void*> reqs(kPieces);
-                             for (uint64_t k = 0; k < kPieces; ++k) {
-                               for (size_t i = 0; i < kSize; ++i)
-                                 sent[k][i] = pattern(last, 0, k, i);
-                               braidResult_t r = b->isend(0, sent[k].data(), kSize, k, &reqs[k]);
-                               if (r != braidSuccess) return describe("isend", r);
-                             }
-                             std::string err = waitAll(*b, reqs, nullptr, deadline);
-                             b.reset();
-                             left.store(true);
-                             return err;
-                           }
-                           if (rank != 0) return "";
-                           while (!left.load()) poke(*b);
-                           // Long enough for the backend to notice the leaving (UCX's error
-                           // callback).
-                           for (Deadline quiet = deadlineAfter(1.0); Clock::now() < quiet;) {
-                             poke(*b);
-                             if (const char* why = b->peerClosed(last))
-                               return std::string("peerClosed() with pieces unreceived: ") + why;
-                           }
-                           std::vector<void*> reqs(kPieces);
-                           for (uint64_t k = 0; k < kPieces; ++k) {
-                             braidResult_t r = b->irecv(last, got[k].data(), kSize, k, &reqs[k]);
-                             if (r != braidSuccess) return describe("irecv", r);
-                           }
-                           std::string err = waitAll(*b, reqs, nullptr, deadline);
-                           if (!err.empty()) return "the left pieces: " + err;
-                           for (uint64_t k = 0; k < kPieces; ++k)
-                             if (got[k] != sent[k])
-                               return "piece " + std::to_string(k) + " differs";
-                           while (!b->peerClosed(last)) {
-                             if (Clock::now() > deadline)
-                               return "peerClosed() never reported the rank that left";
-                             poke(*b);
-                           }
-                           return "";
-                         });
+  auto body = [&](int rank, std::unique_ptr<NetBackend>& b, World& w) -> std::string {
+    const int last = w.nranks - 1;
+    Deadline deadline = deadlineAfter(kTestTimeoutSec);
+    if (rank == last) {
+      struct Leave {  // however this rank returns
+        std::unique_ptr<NetBackend>& b;
+        std::atomic<bool>& left;
+        ~Leave() {
+          b.reset();
+          left.store(true);
+        }
+      } leave{b, left};
+      std::vector<void*> reqs(kPieces);
+      for (uint64_t k = 0; k < kPieces; ++k) {
+        for (size_t i = 0; i < kSize; ++i) sent[k][i] = pattern(last, 0, k, i);
+        braidResult_t r = b->isend(0, sent[k].data(), kSize, k, &reqs[k]);
+        if (r != braidSuccess) return describe("isend", r);
+      }
+      return waitAll(*b, reqs, nullptr, deadline);
+    }
+    if (rank != 0) return "";
+    while (!left.load()) {
+      if (Clock::now() > deadline) return "the sending rank never left";
+      poke(*b);
+    }
+    // Long enough for the backend to notice the leaving (UCX's error callback comes within
+    // milliseconds here; were it later, this check would pass without testing anything).
+    for (Deadline quiet = deadlineAfter(1.0); Clock::now() < quiet;) {
+      poke(*b);
+      if (const char* why = b->peerClosed(last))
+        return std::string("peerClosed() with pieces unreceived: ") + why;
+    }
+    std::vector<void*> reqs(kPieces);
+    for (uint64_t k = 0; k < kPieces; ++k) {
+      braidResult_t r = b->irecv(last, got[k].data(), kSize, k, &reqs[k]);
+      if (r != braidSuccess) return describe("irecv", r);
+    }
+    std::string err = waitAll(*b, reqs, nullptr, deadline);
+    if (!err.empty()) return "the left pieces: " + err;
+    for (uint64_t k = 0; k < kPieces; ++k)
+      if (got[k] != sent[k]) return "piece " + std::to_string(k) + " differs";
+    while (!b->peerClosed(last)) {
+      if (Clock::now() > deadline) return "peerClosed() never reported the rank that left";
+      poke(*b);
+    }
+    return "";
+  };
+  auto failed = runRanks(backend_, nranks_, OwningBody(body));
   EXPECT_TRUE(failed.empty()) << joined(failed);
 }
 

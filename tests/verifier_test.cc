@@ -151,8 +151,7 @@ std::vector<Case> casesFor(const AlgorithmInfo& algo) {
     return out;
   }
   for (int n = 1; n <= 64; ++n) {
-    // Under a sanitizer (test_scale.h): every n up to 16, then the powers of 2 and their
-    // neighbours.
+    // Under a sanitizer (test_scale.h): every n up to 16, then 31-33 and 63-64.
     if (test::reducedSizes() && n > 16 && n != 31 && n != 32 && n != 33 && n < 63) continue;
     const std::vector<Case> cs = combos(n);
     const std::vector<size_t> counts = countsFor(n, SIZE_MAX);

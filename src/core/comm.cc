@@ -420,10 +420,23 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     BRAID_TRY(pickTransport(*comm, r, rule, &net, &why));
     remote[r] = net;
     if (!net) BRAID_TRY(connectShm(comm.get(), r));
+    // A network peer on this machine: its segment too, where it publishes its position (the
+    // stall summary) and, after a failure, the rank it blamed (its connection says only that
+    // it closed). Best effort: another /dev/shm (a container) just goes without.
+    if (net && comm->peers[r].machineId == comm->peers[rank].machineId &&
+        !comm->peers[r].shmName.empty() &&
+        ShmSegment::open(comm->peers[r].shmName, &comm->peerSegments[r]) != braidSuccess) {
+      BRAID_INFO("INIT", "rank %d: no view of rank %d's segment: %s", rank, r, lastError());
+      comm->peerSegments[r].reset();
+    }
     BRAID_INFO("INIT", "rank %d -> rank %d via %s (%s)", rank, r, net ? backendName.c_str() : "shm",
                why.c_str());
   }
   BRAID_TRY(connectNetwork(comm.get(), boot.get(), backendName, remote, anyNet, idData));
+  for (int r = 0; r < nranks; ++r)
+    if (remote[r] && comm->peerSegments[r])
+      if (auto* f = dynamic_cast<FifoConnection*>(comm->connections[r].get()))
+        f->watchPeer(&comm->peerSegments[r]->position()->gaveUp);
   for (auto& c : comm->connections) comm->connPtrs.push_back(c.get());
   // Hosts numbered by first appearance, for hierarchical algorithms.
   std::vector<std::string> hostNames;
@@ -576,6 +589,10 @@ braidResult_t markBroken(braidComm* comm, braidResult_t res) {
     // reuse: its peers must not read them (nor wait for this rank any longer).
     for (Connection* c : comm->connPtrs)
       if (c) c->abandon(comm->blamed);
+    // For network peers on this machine, which see only this rank's connections close.
+    if (comm->segment)
+      comm->segment->position()->gaveUp.store(2 + std::max(comm->blamed, -1),
+                                              std::memory_order_release);
   }
   return res;
 }

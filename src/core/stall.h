@@ -40,6 +40,9 @@ struct CallPosition {
   std::atomic<uint64_t> started{0};  // sequence number of the last call entered (0: none)
   std::atomic<uint64_t> done{0};     // sequence number of the last call finished
   std::atomic<uint32_t> what{0};     // kind of the call entered (stallKindLabel)
+  // 0 while the rank's calls work; once one failed, 2 + the rank it blamed (1: none). Read by
+  // network peers on this machine, whose connection to it says only that it closed.
+  std::atomic<int32_t> gaveUp{0};
 };
 
 // The kind of a call in reports and positions: a Collective's value + 1, 0 for a send/recv group.

@@ -110,8 +110,9 @@ bool FifoConnection::sendRetired(uint64_t ticket) {
 
 // The far end's flag: 0 while it works, else 1 + 1 + the rank it blamed (-1: none).
 int FifoConnection::blamed() const {
-  const int32_t flag = std::max(send_->consumerGone.load(std::memory_order_acquire),
-                                recv_->producerGone.load(std::memory_order_acquire));
+  int32_t flag = std::max(send_->consumerGone.load(std::memory_order_acquire),
+                          recv_->producerGone.load(std::memory_order_acquire));
+  if (flag <= 0 && peerGaveUp_) flag = peerGaveUp_->load(std::memory_order_acquire);
   return flag > 0 ? flag - 2 : -1;
 }
 

@@ -96,6 +96,9 @@ class FifoConnection : public Connection {
   const char* failure() const override;
   void abandon(int blamed) override;
   int blamed() const override;
+  // Also consults the peer's published CallPosition::gaveUp (a network peer on this
+  // machine: its failures travel no other way).
+  void watchPeer(const std::atomic<int32_t>* gaveUp) { peerGaveUp_ = gaveUp; }
   // The far end is the network proxy, a thread of this process: steps of minBytes or more
   // go in place.
   void offerInPlaceSends(size_t minBytes) { inPlaceMin_ = minBytes; }
@@ -131,6 +134,7 @@ class FifoConnection : public Connection {
   bool producerIsMe_ = false;
   const char* peekedRemote_ = nullptr;
   mutable char failure_[160] = {0};
+  const std::atomic<int32_t>* peerGaveUp_ = nullptr;
 };
 
 }  // namespace braid

@@ -20,9 +20,14 @@ class NetProxy::Conn : public FifoConnection {
   Conn(const char* name, Fifo* send, Fifo* recv, int slots, size_t slotBytes, Doorbell* bell)
       : FifoConnection(name, send, slots, slotBytes, recv, slots, slotBytes, bell) {}
   const char* failure() const override {
-    return failed.load(std::memory_order_acquire) ? why.c_str() : nullptr;
+    if (!failed.load(std::memory_order_acquire)) return nullptr;
+    const int cause = blamed();  // what the peer published before it closed, if it can be seen
+    if (cause < 0) return why.c_str();
+    told = why + "; it had given up: its call failed on rank " + std::to_string(cause);
+    return told.c_str();
   }
-  std::string why;  // written once by the proxy before `failed` is set
+  std::string why;           // written once by the proxy before `failed` is set
+  mutable std::string told;  // failure()'s text with the peer's blame (the rank's thread)
   std::atomic<bool> failed{false};
 };
 

@@ -187,6 +187,10 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
 }
 
 braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegment>* out) {
+  // One open at a time in this process, so that two thread ranks opening the same peer
+  // segment at once share one mapping too.
+  static std::mutex opening;
+  std::lock_guard<std::mutex> lock(opening);
   if (std::shared_ptr<Mapping> m = mappings().find(name)) {  // a rank of this process made it
     std::unique_ptr<ShmSegment> s(new ShmSegment());
     s->name_ = name;

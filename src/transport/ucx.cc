@@ -373,9 +373,13 @@ class UcxBackend final : public NetBackend {
 
   const char* peerClosed(int peer) const override {
     if (peer < 0 || peer >= nranks_ || peers_[peer].error == UCS_OK) return nullptr;
-    // Not while anything the peer sent waits unmatched for a receive: the net proxy posts
-    // receives only as the rank frees FIFO cells, so a peer that finished first may have
-    // left pieces behind that the rank will still read.
+    // A receive from it still pending will not complete (what it sent has arrived, in
+    // order): closed. With none pending, not while anything it sent waits unmatched: the
+    // net proxy posts receives only as the rank frees FIFO cells, so a peer that finished
+    // first may have left pieces behind that the rank will still read.
+    for (const auto& r : all_)
+      if (r->inUse && r->kind == Kind::kRecv && !r->done && r->peer == peer)
+        return peers_[peer].why.c_str();
     ucp_tag_recv_info_t info;
     if (ucp_tag_probe_nb(worker_, pieceTag(static_cast<uint64_t>(peer), 0), ~kPieceMask, 0,
                          &info) != nullptr)
