@@ -425,8 +425,9 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     // it closed). Best effort: another /dev/shm (a container) just goes without.
     if (net && comm->peers[r].machineId == comm->peers[rank].machineId &&
         !comm->peers[r].shmName.empty() &&
-        ShmSegment::open(comm->peers[r].shmName, &comm->peerSegments[r]) != braidSuccess) {
-      BRAID_INFO("INIT", "rank %d: no view of rank %d's segment: %s", rank, r, lastError());
+        ShmSegment::open(comm->peers[r].shmName, &comm->peerSegments[r], /*quiet=*/true) !=
+            braidSuccess) {
+      BRAID_INFO("INIT", "rank %d: no view of rank %d's segment (another /dev/shm?)", rank, r);
       comm->peerSegments[r].reset();
     }
     BRAID_INFO("INIT", "rank %d -> rank %d via %s (%s)", rank, r, net ? backendName.c_str() : "shm",
@@ -587,12 +588,12 @@ braidResult_t markBroken(braidComm* comm, braidResult_t res) {
     comm->brokenCode = res;
     // Pieces this rank published in place point into buffers its caller may now free or
     // reuse: its peers must not read them (nor wait for this rank any longer).
-    for (Connection* c : comm->connPtrs)
-      if (c) c->abandon(comm->blamed);
     // For network peers on this machine, which see only this rank's connections close.
     if (comm->segment)
       comm->segment->position()->gaveUp.store(2 + std::max(comm->blamed, -1),
                                               std::memory_order_release);
+    for (Connection* c : comm->connPtrs)
+      if (c) c->abandon(comm->blamed);
   }
   return res;
 }

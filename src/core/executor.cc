@@ -329,18 +329,16 @@ class Run {
     return state == 'Z' || state == 'X';
   }
 
-  // The first peer this rank still waits on that is gone, or -1. A receive waits on its peer
-  // only when its step is ready and no piece is there: a peer that finished first may have
-  // left its last pieces for steps that still wait on other peers.
+  // The first peer this rank still waits on that is gone, or -1. A gone peer's receive queue
+  // counts only when no piece of it is left to read: a peer that finished first commits its
+  // last pieces before it goes, and they may wait for steps held up by other peers.
   int lostPeer() {
     for (size_t q = 0; q < plan_.recvs.size(); ++q) {
       const Plan::Queue& queue = plan_.recvs[q];
       if (recvCur_[q].index >= queue.steps.size() || !gone(queue.peer)) continue;
       size_t bytes = 0;
       uint64_t seq = 0;
-      if (ready(plan_.schedule.steps[queue.steps[recvCur_[q].index]]) &&
-          !ctx_.connections[queue.peer]->recvPeek(&bytes, &seq))
-        return queue.peer;
+      if (!ctx_.connections[queue.peer]->recvPeek(&bytes, &seq)) return queue.peer;
     }
     for (size_t q = 0; q < plan_.sends.size(); ++q)
       if (sendCur_[q].retired < plan_.sends[q].steps.size() && gone(plan_.sends[q].peer))

@@ -112,7 +112,7 @@ bool FifoConnection::sendRetired(uint64_t ticket) {
 int FifoConnection::blamed() const {
   int32_t flag = std::max(send_->consumerGone.load(std::memory_order_acquire),
                           recv_->producerGone.load(std::memory_order_acquire));
-  if (flag <= 0 && peerGaveUp_) flag = peerGaveUp_->load(std::memory_order_acquire);
+  if (flag <= 0) flag = peerGaveUp();
   return flag > 0 ? flag - 2 : -1;
 }
 

@@ -99,6 +99,11 @@ class FifoConnection : public Connection {
   // Also consults the peer's published CallPosition::gaveUp (a network peer on this
   // machine: its failures travel no other way).
   void watchPeer(const std::atomic<int32_t>* gaveUp) { peerGaveUp_ = gaveUp; }
+  // The watched flag: 0 while the peer's calls work (or nothing is watched), else 2 + the
+  // rank it blamed (1: none).
+  int32_t peerGaveUp() const {
+    return peerGaveUp_ ? peerGaveUp_->load(std::memory_order_acquire) : 0;
+  }
   // The far end is the network proxy, a thread of this process: steps of minBytes or more
   // go in place.
   void offerInPlaceSends(size_t minBytes) { inPlaceMin_ = minBytes; }

@@ -19,11 +19,17 @@ class NetProxy::Conn : public FifoConnection {
  public:
   Conn(const char* name, Fifo* send, Fifo* recv, int slots, size_t slotBytes, Doorbell* bell)
       : FifoConnection(name, send, slots, slotBytes, recv, slots, slotBytes, bell) {}
+  // The proxy's verdict, or, for a peer on this machine, what it published when its call
+  // failed (then it will not send or take what this call still needs, even while its
+  // connection stays open). The text lives until the next call (the rank's thread only).
   const char* failure() const override {
-    if (!failed.load(std::memory_order_acquire)) return nullptr;
-    const int cause = blamed();  // what the peer published before it closed, if it can be seen
-    if (cause < 0) return why.c_str();
-    told = why + "; it had given up: its call failed on rank " + std::to_string(cause);
+    const bool closed = failed.load(std::memory_order_acquire);
+    const int32_t gave = peerGaveUp();
+    if (gave <= 0) return closed ? why.c_str() : nullptr;
+    const std::string cause = gave >= 2 ? "its call failed on rank " + std::to_string(gave - 2)
+                                        : "its communicator was aborted or a call on it failed";
+    told =
+        closed ? why + "; it had given up: " + cause : "the peer gave the connection up: " + cause;
     return told.c_str();
   }
   std::string why;           // written once by the proxy before `failed` is set

@@ -186,7 +186,8 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
   return braidSuccess;
 }
 
-braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegment>* out) {
+braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegment>* out,
+                               bool quiet) {
   // One open at a time in this process, so that two thread ranks opening the same peer
   // segment at once share one mapping too.
   static std::mutex opening;
@@ -200,6 +201,7 @@ braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegme
     return braidSuccess;
   }
   int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && quiet) return braidSystemError;
   if (fd < 0)
     return fail(braidSystemError,
                 "cannot open a peer's shared memory %s: %s (different /dev/shm namespace, e.g. "
@@ -210,6 +212,7 @@ braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegme
       size > 0 ? mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                : MAP_FAILED;
   ::close(fd);
+  if (base == MAP_FAILED && quiet) return braidSystemError;
   if (base == MAP_FAILED)
     return fail(braidSystemError, "mmap of peer segment %s failed: %s", name.c_str(),
                 strerror(errno));
@@ -218,7 +221,8 @@ braidResult_t ShmSegment::open(const std::string& name, std::unique_ptr<ShmSegme
   s->mapping_ = std::make_shared<Mapping>(base, static_cast<size_t>(size));
   s->base_ = base;
   if (static_cast<SegmentHeader*>(base)->magic != kSegMagic)
-    return fail(braidInternalError, "peer segment %s is not initialised", name.c_str());
+    return quiet ? braidInternalError
+                 : fail(braidInternalError, "peer segment %s is not initialised", name.c_str());
   mappings().add(name, s->mapping_);
   *out = std::move(s);
   return braidSuccess;

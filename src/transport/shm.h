@@ -27,8 +27,10 @@ class ShmSegment {
   // Creates a segment with `nfifos` FIFOs of `slots` x `slotBytes`.
   static braidResult_t create(int nfifos, int slots, size_t slotBytes,
                               std::unique_ptr<ShmSegment>* out);
-  // Maps a peer's segment by name.
-  static braidResult_t open(const std::string& name, std::unique_ptr<ShmSegment>* out);
+  // Maps a peer's segment by name. quiet: a failure only returns its code (no message, no
+  // log line), for a view that is merely nice to have.
+  static braidResult_t open(const std::string& name, std::unique_ptr<ShmSegment>* out,
+                            bool quiet = false);
   ~ShmSegment();
 
   const std::string& name() const { return name_; }
