@@ -16,7 +16,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -55,20 +57,28 @@ void clearLaunchVars() {
   for (const std::string& n : names) unsetenv(n.c_str());
 }
 
-// A port nobody listens on now (bound to port 0, read back, closed).
+// A port nobody listens on now, below the kernel's ephemeral range (32768 and up by default):
+// a port bound to 0 and released could be handed to any other process's connection or
+// listener before the job binds it (CI saw "Address already in use" with jobs beside it).
+// Its neighbour below is free too (MASTER_PORT = port - 1 in the torchrun tests).
 int freePort() {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+  static std::mt19937 rng(static_cast<unsigned>(getpid()) * 2654435761u ^
+                          static_cast<unsigned>(time(nullptr)));
+  auto canBind = [](int port) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
     close(s);
-    return -1;
+    return ok;
+  };
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = 20001 + static_cast<int>(rng() % 12000);  // 20001 .. 32000
+    if (canBind(port) && canBind(port - 1)) return port;
   }
-  socklen_t len = sizeof(sa);
-  getsockname(s, reinterpret_cast<sockaddr*>(&sa), &len);
-  close(s);
-  return ntohs(sa.sin_port);
+  return -1;
 }
 
 struct Child {
