@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "training/tensor.h"
@@ -47,6 +48,18 @@ inline double relativeDifference(const std::vector<float>& a, const std::vector<
     norm += double{b[i]} * b[i];
   }
   return std::sqrt(diff / norm);
+}
+
+// The parity bound of relativeDifference after a few steps: 1e-6 in fp32 (only the order of
+// floating-point sums differs), but 1e-5 with Adam(W). A few weights get a first-step
+// gradient of a few 1e-9 (a cancellation, ~1e-6 of their row's largest), below Adam's eps of
+// 1e-8, where lr g / (sqrt(v) + eps) follows g's rounding almost proportionally, so splitting
+// a product's sum over ranks moves such a weight by up to ~1e-5, the whole vector by 1e-7 to
+// 3e-6 depending on BLAS's kernel (DDP on 4 ranks: 5e-7 with OpenBLAS's Cooperlake kernels,
+// 2.8e-6 with the Haswell ones it picks on an AMD EPYC). SGD keeps those updates as small as the
+// gradient.
+inline double parityBound(const std::string& optimizer) {
+  return optimizer == "adamw" ? 1e-5 : 1e-6;
 }
 
 }  // namespace braid::training::fixtures

@@ -1,7 +1,8 @@
 // Data parallelism against one rank: the MLP trained 20 steps by DDP on 1, 2 and 4 ranks
 // (threads), and by ZeRO stages 1-3, ends with the parameters that one rank reaches on the
 // whole global batch. Gradients are averaged with braidAvg; only the order of floating-point
-// sums differs, so the results agree to rounding: || p - p_ref || / || p_ref || <= 1e-6.
+// sums differs, so the results agree to rounding: || p - p_ref || / || p_ref || <= 1e-6 (1e-5 with
+// AdamW, fixtures::parityBound says why).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,7 +101,8 @@ void expectParity(int nranks, const Config& c) {
   const std::vector<float> got = train(nranks, c);
   ASSERT_EQ(got.size(), ref.size());
   const double rel = relativeDifference(got, ref);
-  EXPECT_LE(rel, 1e-6) << nranks << " ranks, zero " << c.zero << ", " << c.optimizer;
+  EXPECT_LE(rel, parityBound(c.optimizer))
+      << nranks << " ranks, zero " << c.zero << ", " << c.optimizer;
   // The trained model moved away from its start: parity is not trivially met.
   auto start = modelFor(c);
   start->initialize(kSeed);
