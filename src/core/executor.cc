@@ -249,7 +249,9 @@ class Run {
                     total - cur.bytesDone);
       char* dst = addr(s.dst) + cur.bytesDone;
       if (conn->recvRemote()) {
-        BRAID_TRY(pull(conn, s, dst, addr(s.src) + cur.bytesDone, bytes, queue.peer));
+        // A plain receive has no source (a non-root's broadcast send buffer may be null).
+        const char* src = s.kind == StepKind::kRecv ? nullptr : addr(s.src) + cur.bytesDone;
+        BRAID_TRY(pull(conn, s, dst, src, bytes, queue.peer));
       } else if (s.kind == StepKind::kRecv) {
         if (bytes) std::memcpy(dst, data, bytes);
       } else {
