@@ -27,6 +27,11 @@ MINB=$(to_bytes "$MINB"); MAXB=$(to_bytes "$MAXB")
 [ -x "$OUT/mpi_allreduce_bench" ] || mpicc -O2 -o "$OUT/mpi_allreduce_bench" "$PEERS/mpi_allreduce_bench.c"
 [ -x "$OUT/memcpy_bench" ] || gcc -O3 -march=native -o "$OUT/memcpy_bench" "$PEERS/memcpy_bench.c"
 have_gloo=0
+if [ ! -f /usr/include/gloo/allreduce.h ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends libgloo-dev \
+    >/dev/null 2>&1 || echo "compare_peers: libgloo-dev could not be installed; Gloo is left out" >&2
+fi
 if [ -f /usr/include/gloo/allreduce.h ]; then
   [ -x "$OUT/gloo_allreduce_bench" ] || g++ -O2 -std=c++17 -o "$OUT/gloo_allreduce_bench" \
     "$PEERS/gloo_allreduce_bench.cc" -lgloo -lpthread
