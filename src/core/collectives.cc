@@ -105,7 +105,7 @@ struct Pending {
   braid::P2POp p2p;
   std::function<braidResult_t()> work;
 };
-thread_local int t_groupDepth = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int t_groupDepth = 0;  // as error.cc's t_log_rank
 thread_local std::vector<Pending> t_pending;
 
 braidResult_t runP2PStaged(braidComm* comm, const std::vector<braid::P2POp>& ops);

@@ -166,7 +166,8 @@ const Config& config() {
 }
 
 namespace {
-thread_local double t_waitTimeout = 0;
+[[gnu::tls_model("initial-exec")]] thread_local double t_waitTimeout =
+    0;  // as error.cc's t_log_rank
 }  // namespace
 
 double waitTimeoutSec() { return t_waitTimeout > 0 ? t_waitTimeout : config().timeoutSec; }

@@ -17,19 +17,27 @@ namespace {
 // Whether this process has a usable device, asked once: a machine without a driver or device
 // then pays nothing per call (no cudaPointerGetAttributes on the fast path).
 bool haveDevice(std::string* why) {
-  static std::once_flag once;
-  static int count = 0;
+  // -1: not asked yet; else the device count. A plain acquire load on the fast path
+  // (std::call_once goes through a thread-local of libstdc++'s on every call).
+  static std::atomic<int> known{-1};
+  static std::mutex mu;
   static std::string reason;
-  std::call_once(once, [] {
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-      count = 0;
-      reason = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
-      cudaGetLastError();  // clear the sticky error for the caller's own CUDA calls
-    } else if (count == 0) {
-      reason = "no CUDA device (cudaGetDeviceCount found 0)";
+  int count = known.load(std::memory_order_acquire);
+  if (count < 0) {
+    std::lock_guard<std::mutex> lock(mu);
+    count = known.load(std::memory_order_relaxed);
+    if (count < 0) {
+      cudaError_t e = cudaGetDeviceCount(&count);
+      if (e != cudaSuccess) {
+        count = 0;
+        reason = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+        cudaGetLastError();  // clear the sticky error for the caller's own CUDA calls
+      } else if (count == 0) {
+        reason = "no CUDA device (cudaGetDeviceCount found 0)";
+      }
+      known.store(count, std::memory_order_release);
     }
-  });
+  }
   if (why && count == 0) *why = reason;
   return count > 0;
 }
