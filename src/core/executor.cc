@@ -28,6 +28,15 @@ using Cursor = Plan::Cursor;
 // into a buffer that stays in this core's cache, and reduce from there.
 constexpr size_t kPullBlock = 64 << 10;
 
+// Bytes a queue copies or reduces in one pass before the pass moves on to the other queues.
+// Without a bound, a receive queue fed by an idle peer never runs dry: the peer posts a new
+// piece for every slot this rank frees, so this rank reduces the peer's whole stream before
+// it goes back to post its own sends, and the peer waits the whole time. Two ranks then take
+// turns instead of working together (2-rank ring reduce-scatter of 256 MiB: half of each
+// call spent waiting). Small enough that the other queues are served every few pieces, large
+// enough that small pieces still go in batches.
+constexpr size_t kPassBytes = 256 << 10;
+
 class Run {
  public:
   Run(Plan* plan, const ExecContext& ctx)
@@ -170,7 +179,8 @@ class Run {
     Cursor& cur = sendCur_[q];
     Connection* conn = ctx_.connections[queue.peer];
     bool progressed = false;
-    while (cur.index < queue.steps.size()) {
+    size_t copied = 0;
+    while (cur.index < queue.steps.size() && copied < kPassBytes) {
       int32_t idx = queue.steps[cur.index];
       const Step& s = plan_.schedule.steps[idx];
       if (!ready(s)) break;
@@ -197,8 +207,12 @@ class Run {
         if (n) std::memcpy(buf, src + cur.bytesDone, n);  // a barrier's buffers are null
         conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
         cur.bytesDone += n;
+        copied += n;
         progressed = true;
-        if (cur.bytesDone < total) continue;
+        if (cur.bytesDone < total) {
+          if (copied >= kPassBytes) break;
+          continue;
+        }
         queue.tickets[cur.index] = Plan::kCopied;
       }
       ++ctx_.sendSeq[queue.peer];
@@ -220,7 +234,8 @@ class Run {
     const Plan::Queue& queue = plan_.recvs[q];
     Cursor& cur = recvCur_[q];
     Connection* conn = ctx_.connections[queue.peer];
-    while (cur.index < queue.steps.size()) {
+    size_t moved = 0;
+    while (cur.index < queue.steps.size() && moved < kPassBytes) {
       int32_t idx = queue.steps[cur.index];
       const Step& s = plan_.schedule.steps[idx];
       if (!ready(s)) break;
@@ -260,6 +275,7 @@ class Run {
       }
       conn->recvRelease();
       cur.bytesDone += bytes;
+      moved += bytes;
       *progressed = true;
       if (cur.bytesDone == total) {
         ++ctx_.recvSeq[queue.peer];
