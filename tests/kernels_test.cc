@@ -520,6 +520,30 @@ TEST(Isa, EveryBuildMatchesGenericBitForBit) {
   }
 }
 
+// Streaming copies: every head alignment (0..16 bytes to the next 16-byte boundary), tails
+// of 0..63 bytes and lengths across whole 64-byte lines; bytes beyond the range stay as
+// they were.
+TEST(CopyStreaming, CopiesEveryAlignmentAndLengthExactly) {
+  std::vector<unsigned char> src(4096 + 64), dst(4096 + 96);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (size_t dstOff = 0; dstOff < 17; ++dstOff) {
+    for (size_t srcOff : {size_t{0}, size_t{1}, size_t{8}, size_t{33}}) {
+      for (size_t bytes : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{63},
+                           size_t{64}, size_t{65}, size_t{127}, size_t{128}, size_t{200},
+                           size_t{4000}, size_t{4096}}) {
+        std::fill(dst.begin(), dst.end(), 0xa5);
+        copyStreaming(dst.data() + dstOff, src.data() + srcOff, bytes);
+        for (size_t i = 0; i < dst.size(); ++i) {
+          const bool inside = i >= dstOff && i < dstOff + bytes;
+          const unsigned char want = inside ? src[srcOff + i - dstOff] : 0xa5;
+          ASSERT_EQ(dst[i], want) << "dst offset " << dstOff << ", src offset " << srcOff
+                                  << ", " << bytes << " bytes: byte " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Divide, IntegersTruncate) {
   std::vector<int32_t> v = {-7, 7, 5, -1, 0};
   ASSERT_TRUE(divide(braidInt32, v.data(), v.data(), v.size(), 2));  // in place

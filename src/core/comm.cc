@@ -467,6 +467,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   BRAID_TRY(commFabric(comm.get()));
   // A rank with network peers has a busy second thread, its proxy.
   comm->oversubscribed = local * (comm->proxy ? 2 : 1) > sysconf(_SC_NPROCESSORS_ONLN);
+  comm->localRanks = std::max(local, 1);
   comm->checkCalls = comm->peers[0].check;
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
   BRAID_TRY(boot->barrier());
@@ -700,6 +701,46 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
   return braidSuccess;
 }
 
+namespace {
+
+// The last-level cache of the core this rank started on, in bytes: the largest level sysfs
+// lists for cpu 0 (what one core shares; glibc's sysconf reports the whole package's on some
+// virtual machines: 384 MiB for a 32 MiB L3 here), else sysconf, else 32 MiB.
+size_t lastLevelCacheBytes() {
+  static const size_t bytes = [] {
+    size_t best = 0;
+    for (int i = 0; i < 8; ++i) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
+      FILE* f = std::fopen((dir + "/size").c_str(), "r");
+      if (!f) continue;
+      unsigned long v = 0;
+      char unit = 0;
+      if (std::fscanf(f, "%lu%c", &v, &unit) >= 1)
+        best = std::max<size_t>(best, v << (unit == 'K' ? 10 : unit == 'M' ? 20 : 0));
+      std::fclose(f);
+    }
+    if (best > 0) return best;
+    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return v > 0 ? static_cast<size_t>(v) : size_t{32} << 20;
+  }();
+  return bytes;
+}
+
+// Whether a call's receives write with streaming stores: when the buffers it touches on
+// every rank of this machine together outgrow the last-level cache, its output goes to
+// memory anyway, and streaming stores spare the read of each line they overwrite. (2 ranks,
+// all-reduce of 64-256 MiB out of place: 5-8% more busbw; at 16 MiB in place, where the
+// buffers fit, they cost 25%: perf/compare_peers.sh.)
+bool streamStores(const braidComm* comm, const Plan& plan, bool inPlace, size_t elemSize) {
+  const size_t elems =
+      inPlace ? std::max(plan.sendExtent, plan.recvExtent) : plan.sendExtent + plan.recvExtent;
+  if (config().streamStores != Config::StreamStores::kAuto)
+    return config().streamStores == Config::StreamStores::kOn;
+  return elems * elemSize * static_cast<size_t>(comm->localRanks) > lastLevelCacheBytes();
+}
+
+}  // namespace
+
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
                             void* recvbuff, const CollArgs* userCall) {
   std::lock_guard<std::mutex> lock(comm->mu);
@@ -762,6 +803,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
                   comm->oversubscribed,
                   callTag(args)};
   ctx.count = args.count;
+  ctx.streamStores = streamStores(comm, *plan, sendbuff == recvbuff, elemSize);
   ctx.aborted = &comm->aborted;
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;

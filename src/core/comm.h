@@ -82,6 +82,7 @@ struct braidComm {
   braid::tuning::MeasuredTable measured;
   std::vector<uint64_t> sendSeq, recvSeq;
   bool oversubscribed = false;  // more ranks on this host than online cores
+  int localRanks = 1;           // ranks on this machine, this one included
   bool checkCalls = false;      // BRAID_CHECK (rank 0's): compare calls before each collective
   double timeoutSec = 0;        // bound of every wait, s (braidConfig_t, else BRAID_TIMEOUT)
   double stallWarnSec = 0;      // braidConfig_t's, else BRAID_STALL_WARN; 0: off

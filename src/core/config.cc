@@ -137,6 +137,17 @@ Config load() {
     else
       badValue("BRAID_SINGLE_COPY", v, "is not threads, all or off", "off");
   }
+  if (const char* v = getEnv("STREAM_STORES")) {
+    const std::string mode = v;
+    if (mode == "auto")
+      c.streamStores = Config::StreamStores::kAuto;
+    else if (mode == "on")
+      c.streamStores = Config::StreamStores::kOn;
+    else if (mode == "off")
+      c.streamStores = Config::StreamStores::kOff;
+    else
+      badValue("BRAID_STREAM_STORES", v, "is not auto, on or off", "auto");
+  }
   if (const char* v = getEnv("SINGLE_COPY_BYTES"))
     c.singleCopyBytes =
         parseBytes("BRAID_SINGLE_COPY_BYTES", v, c.singleCopyBytes, 1, size_t{1} << 40);

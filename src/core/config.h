@@ -36,6 +36,11 @@ struct Config {
   // FIFO's two copies).
   enum class SingleCopy { kOff, kThreads, kAll };
   SingleCopy singleCopy = SingleCopy::kOff;
+  // BRAID_STREAM_STORES: whether receives of 64 KiB or more write the receive buffer with
+  // streaming (non-temporal) stores: "auto" (the default) when the call's buffers on this
+  // machine outgrow the last-level cache, "on" always, "off" never.
+  enum class StreamStores { kAuto, kOn, kOff };
+  StreamStores streamStores = StreamStores::kAuto;
   size_t singleCopyBytes = 1u << 20;
   std::string transport;     // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
   int nsocksPerPeer = 2;     // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16

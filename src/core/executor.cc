@@ -268,7 +268,10 @@ class Run {
         const char* src = s.kind == StepKind::kRecv ? nullptr : addr(s.src) + cur.bytesDone;
         BRAID_TRY(pull(conn, s, dst, src, bytes, queue.peer));
       } else if (s.kind == StepKind::kRecv) {
-        if (bytes) std::memcpy(dst, data, bytes);
+        if (ctx_.streamStores && bytes >= kStreamMinBytes)
+          kernels::copyStreaming(dst, data, bytes);
+        else if (bytes)
+          std::memcpy(dst, data, bytes);
       } else {
         kernels::reduce(ctx_.dtype, ctx_.op, dst, addr(s.src) + cur.bytesDone, data,
                         bytes / ctx_.elemSize, s.divisor);
@@ -484,6 +487,14 @@ void compilePlan(Plan* plan, size_t elemSize) {
         plan->locals.push_back(idx);
         break;
     }
+  }
+  auto extend = [&](const BufRef& b, size_t count) {
+    if (b.buf == BufferId::kSend) plan->sendExtent = std::max(plan->sendExtent, b.offset + count);
+    if (b.buf == BufferId::kRecv) plan->recvExtent = std::max(plan->recvExtent, b.offset + count);
+  };
+  for (const Step& st : s.steps) {
+    if (st.kind != StepKind::kRecv) extend(st.src, st.count);  // a receive has no source
+    if (st.kind != StepKind::kSend) extend(st.dst, st.count);  // nor a send a destination
   }
   for (Plan::Queue& q : plan->sends) q.tickets.assign(q.steps.size(), Plan::kCopied);
   plan->done.assign(s.steps.size(), 0);

@@ -42,6 +42,9 @@ struct Plan {
   std::vector<Cursor> sendCur, recvCur;
   std::vector<char> scratch;
   std::vector<char> pullBlock;  // receive-reduce of pieces read from another process
+  // Elements of the send and the receive buffer the steps touch (the highest offset + count
+  // of each): the call's footprint, for the choice of streaming stores.
+  size_t sendExtent = 0, recvExtent = 0;
 };
 
 void compilePlan(Plan* plan, size_t elemSize);
@@ -76,7 +79,13 @@ struct ExecContext {
   // Rank 0's stall summary (stall.h): a stalled call reports to it; may be null.
   StallBoard* stall = nullptr;
   uint32_t kind = 0;  // the call's kind in stall reports (stallKindLabel)
+  // Receives of at least kStreamMinBytes land in the receive buffer with streaming stores
+  // (kernels::copyStreaming): set when the call's buffers on this host outgrow the
+  // last-level cache, so its output would only push other data out on its way to memory.
+  bool streamStores = false;
 };
+
+constexpr size_t kStreamMinBytes = 64 << 10;
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);
 

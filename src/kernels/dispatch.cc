@@ -1,11 +1,14 @@
 // Run-time choice among the builds of reduce.cc (one per instruction set, src/meson.build).
 #include <strings.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <emmintrin.h>
 #endif
 
 #include "core/config.h"
@@ -137,6 +140,34 @@ bool reduceWith(Isa isa, braidDataType_t dtype, braidRedOp_t op, void* dst, cons
 bool divideWith(Isa isa, braidDataType_t dtype, void* dst, const void* src, size_t count,
                 int divisor) {
   return isaSupported(isa) && implOf(isa).divide(dtype, dst, src, count, divisor);
+}
+
+void copyStreaming(void* dst, const void* src, size_t bytes) {
+#if defined(__x86_64__)
+  char* out = static_cast<char*>(dst);
+  const char* in = static_cast<const char*>(src);
+  const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(out) % 16) % 16);
+  if (head) std::memcpy(out, in, head);
+  out += head;
+  in += head;
+  bytes -= head;
+  // Four 16-byte stores per 64-byte line, so the write-combining buffer fills whole lines.
+  size_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out + i + 48), d);
+  }
+  if (i < bytes) std::memcpy(out + i, in + i, bytes - i);
+  _mm_sfence();
+#else
+  if (bytes) std::memcpy(dst, src, bytes);
+#endif
 }
 
 }  // namespace braid::kernels
