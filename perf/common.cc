@@ -32,8 +32,15 @@
 namespace braid::perf {
 namespace {
 
+// Host buffers: posix_memalign's, or with -M shared braidMemAllocHost's.
 struct FreeDeleter {
-  void operator()(void* p) const { free(p); }
+  bool shared = false;
+  void operator()(void* p) const {
+    if (shared)
+      braidMemFreeHost(p);
+    else
+      free(p);
+  }
 };
 using Buffer = std::unique_ptr<std::byte, FreeDeleter>;
 // -M device: the collectives' buffers, from braidMemAlloc.
@@ -186,8 +193,8 @@ class Rank {
           std::max({recv_bytes, c.recv_count * es, (c.send_inplace_offset * r + c.send_count) * es,
                     (c.recv_inplace_offset * r + c.recv_count) * es});
     }
-    send_ = Alloc(send_bytes, "send buffer");
-    recv_ = Alloc(recv_bytes, "receive buffer");
+    send_ = Alloc(send_bytes, "send buffer", o_.shared_memory);
+    recv_ = Alloc(recv_bytes, "receive buffer", o_.shared_memory);
     send_bytes_ = send_bytes;
     recv_bytes_ = recv_bytes;
     if (o_.device_memory) {  // the host buffers stay, as the data's source and checked copy
@@ -201,16 +208,18 @@ class Rank {
     }
   }
 
-  Buffer Alloc(size_t bytes, const char* what) {
+  Buffer Alloc(size_t bytes, const char* what, bool shared = false) {
     const size_t rounded = (bytes + 4095) / 4096 * 4096;
     void* p = nullptr;
-    if (posix_memalign(&p, 4096, rounded) != 0) {
-      fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes for the %s; lower -e\n", o_.prog,
-              rank_, rounded, what);
+    if (shared ? braidMemAllocHost(&p, rounded) != braidSuccess
+               : posix_memalign(&p, 4096, rounded) != 0) {
+      fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes for the %s; lower -e%s%s\n",
+              o_.prog, rank_, rounded, what, shared ? ": " : "",
+              shared ? braidGetLastError(nullptr) : "");
       Abort(l_);
     }
     memset(p, 0, rounded);  // first touch by this rank's thread
-    return Buffer(static_cast<std::byte*>(p));
+    return Buffer(static_cast<std::byte*>(p), FreeDeleter{shared});
   }
 
   DeviceBuffer AllocDevice(size_t bytes, const char* what) {

@@ -44,20 +44,26 @@ echo "# $N ranks, float sum, sizes $MINB..$MAXB bytes; busbw in GB/s (1e9 B/s)"
 # that slept in the barrier before them (one such skew adds ~0.3 us per call).
 SPLIT=$((8 << 20))
 SMALL=$((64 << 10))
-: >"$OUT/braid.txt"
-if [ "$MINB" -le "$SMALL" ]; then
-  "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -b "$MINB" \
-    -e "$(( MAXB < SMALL ? MAXB : SMALL ))" -f 2 -n 5000 -w 100 >>"$OUT/braid.txt"
-fi
-if [ "$MINB" -lt "$SPLIT" ] && [ "$MAXB" -gt "$SMALL" ]; then
-  "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" \
-    -b "$(( MINB > SMALL ? MINB : 2 * SMALL ))" \
-    -e "$(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 ))" -f 2 -n 200 -w 20 >>"$OUT/braid.txt"
-fi
-if [ "$MAXB" -ge "$SPLIT" ]; then
-  "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" \
-    -b "$(( MINB > SPLIT ? MINB : SPLIT ))" -e "$MAXB" -f 2 -n 11 -w 5 >>"$OUT/braid.txt"
-fi
+# Braid twice: on heap buffers (-M host, what a program that mallocs gets) and on buffers from
+# braidMemAllocHost (-M shared: the ranks read each other's pieces in place).
+run_braid() {  # MEMORY OUTFILE
+  : >"$2"
+  if [ "$MINB" -le "$SMALL" ]; then
+    "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" -b "$MINB" \
+      -e "$(( MAXB < SMALL ? MAXB : SMALL ))" -f 2 -n 5000 -w 100 >>"$2"
+  fi
+  if [ "$MINB" -lt "$SPLIT" ] && [ "$MAXB" -gt "$SMALL" ]; then
+    "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" \
+      -b "$(( MINB > SMALL ? MINB : 2 * SMALL ))" \
+      -e "$(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 ))" -f 2 -n 200 -w 20 >>"$2"
+  fi
+  if [ "$MAXB" -ge "$SPLIT" ]; then
+    "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" \
+      -b "$(( MINB > SPLIT ? MINB : SPLIT ))" -e "$MAXB" -f 2 -n 11 -w 5 >>"$2"
+  fi
+}
+run_braid host "$OUT/braid.txt"
+run_braid shared "$OUT/braid_shared.txt"
 OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --allow-run-as-root --oversubscribe -np "$N" \
   "$OUT/mpi_allreduce_bench" "$MINB" "$MAXB" 20 >"$OUT/mpi.txt" 2>/dev/null
 if [ "$have_gloo" = 1 ]; then
@@ -78,21 +84,24 @@ def rows(path, size_col, time_col, busbw_col):
         d[int(f[size_col])] = (float(f[time_col]), float(f[busbw_col]))
     return d
 braid = rows(f"{out}/braid.txt", 0, 5, 7)   # out-of-place time and busbw
+shared = rows(f"{out}/braid_shared.txt", 0, 5, 7)
 mpi = rows(f"{out}/mpi.txt", 0, 1, 3)
 gloo = rows(f"{out}/gloo.txt", 0, 1, 3) if have_gloo else {}
 print(f"# single-core memcpy: {memcpy} GB/s")
-print(f"#{'bytes':>11} {'braid_us':>9} {'mpi_us':>9} {'gloo_us':>9} {'braid_bw':>9} {'mpi_bw':>9} {'gloo_bw':>9} {'b/mpi':>6} {'b/gloo':>7} {'b/memcpy':>8}")
+print("# braid: heap buffers (-M host); shared: braidMemAllocHost buffers (-M shared)")
+print(f"#{'bytes':>11} {'braid_us':>9} {'mpi_us':>9} {'gloo_us':>9} {'braid_bw':>9} {'shared_bw':>9} {'mpi_bw':>9} {'gloo_bw':>9} {'b/mpi':>6} {'sh/mpi':>6} {'b/gloo':>7} {'b/memcpy':>8} {'sh/memcpy':>9}")
+na = float("nan")
 for size in sorted(braid):
     bt, bb = braid[size]
-    mt, mb = mpi.get(size, (float("nan"),) * 2)
-    gt, gb = gloo.get(size, (float("nan"),) * 2)
-    r = lambda a, b: f"{a / b:.2f}" if b and b == b and b > 0 else "-"
+    st, sb = shared.get(size, (na, na))
+    mt, mb = mpi.get(size, (na, na))
+    gt, gb = gloo.get(size, (na, na))
+    r = lambda a, b: f"{a / b:.2f}" if b and b == b and b > 0 and a == a else "-"
     mem = float(memcpy) if memcpy else 0
-    print(f" {size:>11} {bt:>9.2f} {mt:>9.2f} {gt:>9.2f} {bb:>9.3f} {mb:>9.3f} {gb:>9.3f} {r(bb, mb):>6} {r(bb, gb):>7} {r(bb, mem):>8}")
+    print(f" {size:>11} {bt:>9.2f} {mt:>9.2f} {gt:>9.2f} {bb:>9.3f} {sb:>9.3f} {mb:>9.3f} {gb:>9.3f} {r(bb, mb):>6} {r(sb, mb):>6} {r(bb, gb):>7} {r(bb, mem):>8} {r(sb, mem):>9}")
 with open(f"{out}/compare.dat", "w") as d:
     for size in sorted(braid):
-        na = float("nan")
-        d.write(f"{size} {braid[size][1]} {mpi.get(size, (na, na))[1]} {gloo.get(size, (na, na))[1]} {memcpy or na}\n")
+        d.write(f"{size} {braid[size][1]} {mpi.get(size, (na, na))[1]} {gloo.get(size, (na, na))[1]} {memcpy or na} {shared.get(size, (na, na))[1]}\n")
 PY
 # The plot: busbw against size, one line per library, memcpy as the limit.
 PNG=${PNG:-$OUT/compare_peers-$N.png}
@@ -108,7 +117,8 @@ set grid
 set xlabel 'bytes'
 set ylabel 'busbw (GB/s)'
 set title 'all-reduce, $N ranks, float sum (measured in one run)'
-plot '$OUT/compare.dat' using 1:2 with linespoints title 'Braid', \
+plot '$OUT/compare.dat' using 1:2 with linespoints title 'Braid (heap buffers)', \
+     '' using 1:6 with linespoints title 'Braid (braidMemAllocHost buffers)', \
      '' using 1:3 with linespoints title 'Open MPI', \
      '' using 1:4 with linespoints title 'Gloo', \
      '' using 1:5 with lines dashtype 2 title 'single-core memcpy'

@@ -69,7 +69,9 @@ void PrintUsage(const char* prog) {
       "\t[-A,--algorithm <name: force it / list: print the algorithms of this collective / "
       "auto>]\n"
       "\t[-J,--json <file: write every row as one JSON object per line>]\n"
-      "\t[-M,--memory <host (default) / device: buffers from braidMemAlloc, CUDA>]\n"
+      "\t[-M,--memory <host (default) / shared: host buffers from braidMemAllocHost, read in\n"
+      "\t              place by the ranks of this machine / device: buffers from braidMemAlloc, "
+      "CUDA>]\n"
       "\t[-h,--help]\n"
       "Ranks: -t N threads in this process, times the processes of braidrun "
       "(BRAID_UNIQUE_ID, BRAID_RANK, BRAID_NRANKS) or mpirun.\n",
@@ -241,10 +243,12 @@ int ParseOptions(int argc, char** argv, Options* o) {
         if (o->json_path.empty()) UsageError(*o, FlagName(c) + " needs a file name");
         break;
       case 'M':
-        if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0)
+        if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0 &&
+            strcmp(optarg, "shared") != 0)
           UsageError(*o, "invalid value '" + std::string(optarg) + "' for " + FlagName(c) +
-                             ": expected host or device");
+                             ": expected host, shared or device");
         o->device_memory = strcmp(optarg, "device") == 0;
+        o->shared_memory = strcmp(optarg, "shared") == 0;
         break;
       case 'h':
         PrintUsage(o->prog);

@@ -32,6 +32,7 @@ struct Options {
   std::string algorithm;       // -A: "" or "auto" for the default rule, "list", or a name
   std::string json_path;       // -J: where to write one JSON object per row ("" for none)
   bool device_memory = false;  // -M device: the collectives' buffers are device memory
+  bool shared_memory = false;  // -M shared: host buffers from braidMemAllocHost
   std::vector<braidDataType_t> types{braidFloat32};
   std::vector<braidRedOp_t> ops{braidSum};
 

@@ -1,6 +1,9 @@
 #include "collective_cases.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <new>
+#include <vector>
 
 #include "test_scale.h"
 #include "test_util.h"
@@ -25,12 +28,44 @@ void expectData(int r, size_t e, size_t es, char* out) {
   for (size_t b = 0; b < es; ++b) out[b] = static_cast<char>(dataByte(r, e, b));
 }
 
+// The cases' buffers: the heap's, or with BRAID_TEST_SHARED_BUFFERS=1 braidMemAllocHost's, so
+// that the ranks of a host read each other's pieces in place (meson test matrix_shared_buffers).
+// Every buffer is its own allocation, freed after its case: peers keep remapping.
+template <typename T>
+struct CaseAllocator {
+  using value_type = T;
+  CaseAllocator() = default;
+  template <typename U>
+  CaseAllocator(const CaseAllocator<U>&) {}
+  static bool shared() {
+    static const bool on = [] {
+      const char* v = std::getenv("BRAID_TEST_SHARED_BUFFERS");
+      return v && std::strcmp(v, "1") == 0;
+    }();
+    return on;
+  }
+  T* allocate(size_t n) {
+    if (!shared()) return static_cast<T*>(::operator new(n * sizeof(T)));
+    void* p = nullptr;
+    if (braidMemAllocHost(&p, n * sizeof(T)) != braidSuccess || !p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) {
+    if (shared())
+      braidMemFreeHost(p);
+    else
+      ::operator delete(p);
+  }
+  bool operator==(const CaseAllocator&) const { return true; }
+};
+using Bytes = std::vector<char, CaseAllocator<char>>;
+
 // All-to-all-v's counts: rank i sends cnt(i, j) elements to rank j; some are zero.
 size_t a2avCount(int i, int j, size_t count) {
   return count == 0 ? 0 : static_cast<size_t>((i * 3 + j * 5 + 1) % 4) * count / 3;
 }
 
-std::string mismatch(const char* what, const std::vector<char>& got, const std::vector<char>& want,
+std::string mismatch(const char* what, const Bytes& got, const Bytes& want,
                      size_t offset, size_t elems, size_t es) {
   long long bad =
       firstMismatch(got.data() + offset * es, want.data() + offset * es, elems * es, es);
@@ -109,7 +144,7 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
   const size_t es = braidTypeSize(c.dtype);
   const size_t n = static_cast<size_t>(nranks), count = c.count;
   const bool isRoot = rank == c.root;
-  std::vector<char> send, recv, want;
+  Bytes send, recv, want;
   braidResult_t res = braidSuccess;
   std::string bad;
   auto fillReduce = [&](size_t elems) {
@@ -182,7 +217,7 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
       fillReduce(count);
       want.assign(count * es + 1, 0);
       for (size_t i = 0; i < count; ++i) expectedAllReduce(c.dtype, c.op, nranks, i, &want[i * es]);
-      std::vector<char> pristine = send;
+      Bytes pristine = send;
       if (isRoot) {
         recv.assign(count * es + 1, static_cast<char>(kSentinel));
         if (c.inPlace) recv = send;

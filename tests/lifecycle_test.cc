@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -185,6 +186,32 @@ int abortChild(int rank, int nranks) {
   std::printf("rank 1: %s after %.2f s: %s\n", braidGetErrorString(res), secs, msg.c_str());
   braidCommDestroy(comm);
   return res == braidRemoteError && msg.find("rank 0") != std::string::npos && secs < 2 ? 0 : 1;
+}
+
+// braidMemAllocHost's memory: page aligned, zeroed, writable; bad pointers and sizes are
+// refused with messages naming the argument, and nothing is freed twice.
+TEST(HostMemory, AllocatesFreesAndRefusesBadInput) {
+  EXPECT_EQ(braidMemAllocHost(nullptr, 8), braidInvalidArgument);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("ptr is NULL"), std::string::npos);
+  void* p = reinterpret_cast<void*>(1);
+  EXPECT_EQ(braidMemAllocHost(&p, 0), braidSuccess);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(braidMemAllocHost(&p, size_t{1} << 50), braidInvalidArgument);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("size"), std::string::npos);
+  ASSERT_EQ(braidMemAllocHost(&p, 10000), braidSuccess);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+  auto* bytes = static_cast<unsigned char*>(p);
+  for (size_t i = 0; i < 10000; ++i) ASSERT_EQ(bytes[i], 0) << "byte " << i;
+  for (size_t i = 0; i < 10000; ++i) bytes[i] = static_cast<unsigned char>(i);
+  EXPECT_EQ(bytes[9999], static_cast<unsigned char>(9999));
+  EXPECT_EQ(braidMemFreeHost(bytes + 1), braidInvalidArgument);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("not the start"), std::string::npos);
+  int onStack = 0;
+  EXPECT_EQ(braidMemFreeHost(&onStack), braidInvalidArgument);
+  EXPECT_EQ(braidMemFreeHost(p), braidSuccess);
+  EXPECT_EQ(braidMemFreeHost(p), braidInvalidArgument);  // freed already
+  EXPECT_EQ(braidMemFreeHost(nullptr), braidSuccess);
 }
 
 TEST(Abort, AsProcesses) {

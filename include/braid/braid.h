@@ -411,6 +411,22 @@ braidResult_t braidCommCuDevice(const braidComm_t comm, int* device);
 braidResult_t braidMemAlloc(void** ptr, size_t size);
 /// Frees memory from braidMemAlloc (NULL is a no-op). braidUnhandledCudaError if CUDA refuses.
 braidResult_t braidMemFree(void* ptr);
+/// Braid extension: allocates size bytes of host memory (page aligned, zeroed) that the
+/// other ranks of this machine read in place: a collective's pieces of at least
+/// BRAID_SINGLE_COPY_BYTES that lie in such memory are read by the receiving rank straight
+/// from it, in its own mapping of the allocation (made on first use), instead of through the
+/// shared-memory FIFO's copy in and copy out. Other host memory works as before. Each
+/// allocation is a memfd; a rank of another process maps it through /proc/PID/fd (same user;
+/// BRAID_DEBUG_SUBSYS=INIT says, per peer, whether it can). BRAID_SINGLE_COPY=off turns it
+/// off. The role of NCCL's ncclMemAlloc plus ncclCommRegister, for host memory. size 0
+/// gives NULL.
+/// @return braidInvalidArgument for a NULL ptr or a size over 2^48; braidSystemError when
+///         the system refuses the memory (the message says why).
+braidResult_t braidMemAllocHost(void** ptr, size_t size);
+/// Frees memory from braidMemAllocHost (NULL is a no-op). Peers that mapped it let go of it
+/// at their next in-place piece from this process. @return braidInvalidArgument for a
+/// pointer that is not the start of a live braidMemAllocHost allocation.
+braidResult_t braidMemFreeHost(void* ptr);
 /// Braid extension: copies bytes from src to dst, each host or device memory (CUDA works out
 /// which), after the device has finished its queued work, and returns when the copy is done.
 /// For harnesses without a CUDA runtime of their own (the perf binaries' --memory device).

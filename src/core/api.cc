@@ -13,6 +13,7 @@
 #include "core/comm.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/host_mem.h"
 #include "core/stream.h"
 
 using braid::fail;
@@ -357,6 +358,16 @@ braidResult_t braidCommCuDevice(const braidComm_t comm, int* device) {
     *device = comm->cudaDevice;
     return braidSuccess;
   });
+}
+
+braidResult_t braidMemAllocHost(void** ptr, size_t size) {
+  return braid::guardApi("braidMemAllocHost",
+                         [&]() -> braidResult_t { return braid::hostmem::alloc(ptr, size); });
+}
+
+braidResult_t braidMemFreeHost(void* ptr) {
+  return braid::guardApi("braidMemFreeHost",
+                         [&]() -> braidResult_t { return braid::hostmem::free(ptr); });
 }
 
 braidResult_t braidMemAlloc(void** ptr, size_t size) {

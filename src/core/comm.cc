@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/host_mem.h"
 #include "core/socket.h"
 #include "core/stream.h"
 #include "topology/placement.h"
@@ -30,19 +31,21 @@ std::string PeerCard::encode() const {
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
          std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
          ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n" +
-         std::to_string(procToken) + "\n" + stallAddr + "\n";
+         std::to_string(procToken) + "\n" + stallAddr + "\n" + std::to_string(memProbe) + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr, check, token;
+  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr, check, token, probe;
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
       !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
       !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr) ||
-      !std::getline(in, check) || !std::getline(in, token) || !std::getline(in, out->stallAddr))
+      !std::getline(in, check) || !std::getline(in, token) || !std::getline(in, out->stallAddr) ||
+      !std::getline(in, probe))
     return false;
+  out->memProbe = std::atoi(probe.c_str());
   out->procToken = std::strtoull(token.c_str(), nullptr, 10);
   out->check = check == "1";
   out->shmAddr = std::strtoull(shmAddr.c_str(), nullptr, 10);
@@ -117,10 +120,15 @@ uint64_t processToken() {
 // own mapping of its segment (at the address its card gives) reads back, through
 // process_vm_readv, as this process's mapping of it does. Fails where ptrace rules forbid it
 // (another user, Yama's ptrace_scope, a container without the capability); *why says so.
+// Whether the card's rank is a thread of this process. A pid alone does not say so: ranks in
+// other pid namespaces share pids.
+bool sameProcess(const PeerCard& p) {
+  return p.pid == static_cast<int>(getpid()) && p.procToken == processToken();
+}
+
 bool canReadPeer(const braidComm& comm, int r, std::string* why) {
   const PeerCard& p = comm.peers[r];
-  // A pid alone does not say "this process": ranks in other pid namespaces share pids.
-  if (p.pid == static_cast<int>(getpid()) && p.procToken == processToken()) {
+  if (sameProcess(p)) {
     *why = "a thread of this process";
     return true;
   }
@@ -147,8 +155,19 @@ bool canReadPeer(const braidComm& comm, int r, std::string* why) {
   return true;
 }
 
+// Whether this process can map rank r's braidMemAllocHost allocations: r is a thread of it,
+// or a process whose probe descriptor this one can open through /proc (host_mem.h).
+bool canMapPeer(const braidComm& comm, int r, std::string* why) {
+  const PeerCard& p = comm.peers[r];
+  if (sameProcess(p)) {
+    *why = "a thread of this process";
+    return true;
+  }
+  return hostmem::canMapPeer(p.pid, p.memProbe, p.procToken, why);
+}
+
 // The shared-memory connection to same-host peer r; single copy where BRAID_SINGLE_COPY
-// allows it and this rank can read r's memory.
+// allows it and this rank can map or read r's memory.
 braidResult_t connectShm(braidComm* comm, int r) {
   BRAID_TRY(ShmSegment::open(comm->peers[r].shmName, &comm->peerSegments[r]));
   const ShmSegment& peerSeg = *comm->peerSegments[r];
@@ -157,6 +176,17 @@ braidResult_t connectShm(braidComm* comm, int r) {
       comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
   const size_t single = config().singleCopyBytes;
   if (config().singleCopy != Config::SingleCopy::kOff) {
+    // Sends from braidMemAllocHost buffers go in place once r says it maps them.
+    conn->offerSharedSends(single);
+    std::string why;
+    const bool maps = canMapPeer(*comm, r, &why);
+    if (maps) conn->mapsFrom(comm->peers[r].pid);
+    BRAID_INFO("INIT", "rank %d <- rank %d: %s braidMemAllocHost buffers (%s)", comm->rank, r,
+               maps ? "reads in place from its" : "copies through shared memory from its",
+               why.c_str());
+  }
+  if (config().singleCopy == Config::SingleCopy::kThreads ||
+      config().singleCopy == Config::SingleCopy::kAll) {
     // Sends to r go in place once r says it reads them (its own probe of this rank).
     conn->offerSingleCopy(single);
     std::string why;
@@ -340,6 +370,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.machineId = localMachineId();
   mine.pid = getpid();
   mine.procToken = processToken();
+  mine.memProbe = hostmem::probeFd(mine.procToken);
   mine.chunkSize = cfg.chunkSize;
   mine.chunkSizeSet = cfg.chunkSizeSet;
   mine.nsocks = cfg.nsocksPerPeer;

@@ -43,6 +43,7 @@ struct PeerCard {
   std::string ring;       // this rank's BRAID_RING (rank 0's applies)
   std::string table;      // BRAID_TUNE_TABLE's rows for this rank count (MeasuredTable::encode)
   std::string stallAddr;  // rank 0's: where its stall board listens ("" for none; stall.h)
+  int memProbe = -1;      // hostmem::probeFd: this process's probe descriptor (-1: none)
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);

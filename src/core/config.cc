@@ -128,14 +128,16 @@ Config load() {
   }
   if (const char* v = getEnv("SINGLE_COPY")) {
     const std::string mode = v;
-    if (mode == "threads")
+    if (mode == "shared")
+      c.singleCopy = Config::SingleCopy::kShared;
+    else if (mode == "threads")
       c.singleCopy = Config::SingleCopy::kThreads;
     else if (mode == "all")
       c.singleCopy = Config::SingleCopy::kAll;
     else if (mode == "off")
       c.singleCopy = Config::SingleCopy::kOff;
     else
-      badValue("BRAID_SINGLE_COPY", v, "is not threads, all or off", "off");
+      badValue("BRAID_SINGLE_COPY", v, "is not shared, threads, all or off", "shared");
   }
   if (const char* v = getEnv("STREAM_STORES")) {
     const std::string mode = v;

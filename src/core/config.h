@@ -29,19 +29,20 @@ struct Config {
   // Single copy within a host: steps of at least BRAID_SINGLE_COPY_BYTES to a rank of this
   // host are read by the receiver straight from the sender's buffer instead of going through
   // the shared FIFO (a copy in and a copy out). BRAID_SINGLE_COPY says between whom:
-  // "threads" (ranks that are threads of one process: a plain copy or reduction from the
-  // peer's buffer), "all" (also processes, with process_vm_readv), "off" (the default: a
-  // send then waits for its receiver, and a rank whose call failed must keep its buffers
-  // until its peers have left; on virtual machines process_vm_readv is slower than the
-  // FIFO's two copies).
-  enum class SingleCopy { kOff, kThreads, kAll };
-  SingleCopy singleCopy = SingleCopy::kOff;
+  // "shared" (the default: buffers from braidMemAllocHost, which the receiver maps once),
+  // "threads" (also any buffer of a rank that is a thread of the same process: a plain copy
+  // or reduction from the peer's buffer), "all" (also any buffer of another process, with
+  // process_vm_readv), "off" (never). A send that goes single copy waits for its receiver,
+  // and a rank whose call failed must keep its buffers until its peers have left. On
+  // virtual machines process_vm_readv is slower than the FIFO's two copies.
+  enum class SingleCopy { kOff, kShared, kThreads, kAll };
+  SingleCopy singleCopy = SingleCopy::kShared;
   // BRAID_STREAM_STORES: whether receives of 64 KiB or more write the receive buffer with
   // streaming (non-temporal) stores: "auto" (the default) when the call's buffers on this
   // machine outgrow the last-level cache, "on" always, "off" never.
   enum class StreamStores { kAuto, kOn, kOff };
   StreamStores streamStores = StreamStores::kAuto;
-  size_t singleCopyBytes = 1u << 20;
+  size_t singleCopyBytes = 64u << 10;
   std::string transport;     // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
   int nsocksPerPeer = 2;     // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
   std::string tuneTable;     // BRAID_TUNE_TABLE: braid-tune --json's table (rank 0's)

@@ -14,6 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
+
+#include "core/host_mem.h"
 
 namespace braid {
 
@@ -24,6 +27,7 @@ Fifo* Fifo::init(void* at) {
   new (&f->head) std::atomic<uint64_t>(0);
   new (&f->tail) std::atomic<uint64_t>(0);
   new (&f->consumerPulls) std::atomic<int32_t>(0);
+  new (&f->consumerMaps) std::atomic<int32_t>(0);
   new (&f->producerGone) std::atomic<int32_t>(0);
   new (&f->consumerGone) std::atomic<int32_t>(0);
   return f;
@@ -69,6 +73,8 @@ FifoConnection::FifoConnection(const char* name, void* sendFifo, int slots, size
       recvSlots_(recvSlots),
       recvSlotBytes_(recvSlotBytes) {}
 
+FifoConnection::~FifoConnection() { unmapAll(); }
+
 void* FifoConnection::sendReserve(size_t* capacity) {
   if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) {
     sendTailSeen_ = send_->tail.load(std::memory_order_acquire);
@@ -83,6 +89,7 @@ void FifoConnection::sendCommit(size_t bytes, uint64_t seq) {
   c->seq = seq;
   c->bytes = bytes;
   c->src = nullptr;
+  c->memId = 0;
   ++sendHead_;
   send_->head.store(sendHead_, std::memory_order_release);
   peerBell_->ring();
@@ -95,6 +102,15 @@ bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, ui
   c->seq = seq;
   c->bytes = bytes;
   c->src = src;
+  c->memId = 0;
+  hostmem::Ref ref;
+  if (sharedMin_ != SIZE_MAX && consumerMaps() && hostmem::find(src, bytes, &ref)) {
+    c->memId = ref.id;
+    c->memBytes = ref.bytes;
+    c->memOffset = ref.offset;
+    c->memFd = ref.fd;
+    c->memEpoch = hostmem::freeEpoch();
+  }
   *ticket = sendHead_;
   ++sendHead_;
   send_->head.store(sendHead_, std::memory_order_release);
@@ -117,6 +133,7 @@ int FifoConnection::blamed() const {
 }
 
 const char* FifoConnection::failure() const {
+  if (mapFailed_) return failure_;
   if (!send_->consumerGone.load(std::memory_order_acquire) &&
       !recv_->producerGone.load(std::memory_order_acquire))
     return nullptr;
@@ -138,12 +155,59 @@ void FifoConnection::abandon(int blamed) {
   peerBell_->ring();
 }
 
-size_t FifoConnection::inPlaceMinBytes() const {
-  if (inPlaceMin_ != SIZE_MAX) return inPlaceMin_;
-  if (pullMin_ == SIZE_MAX) return SIZE_MAX;
+bool FifoConnection::consumerPulls() const {
   if (pullChecked_ < 0)
     pullChecked_ = send_->consumerPulls.load(std::memory_order_acquire) != 0 ? 1 : 0;
-  return pullChecked_ ? pullMin_ : SIZE_MAX;
+  return pullChecked_ != 0;
+}
+
+bool FifoConnection::consumerMaps() const {
+  if (mapsChecked_ < 0)
+    mapsChecked_ = send_->consumerMaps.load(std::memory_order_acquire) != 0 ? 1 : 0;
+  return mapsChecked_ != 0;
+}
+
+bool FifoConnection::sendsInPlace(const void* src, size_t bytes) const {
+  if (inPlaceMin_ != SIZE_MAX) return bytes >= inPlaceMin_;
+  if (pullMin_ != SIZE_MAX && bytes >= pullMin_ && consumerPulls()) return true;
+  hostmem::Ref ref;
+  return sharedMin_ != SIZE_MAX && bytes >= sharedMin_ && consumerMaps() &&
+         hostmem::find(src, bytes, &ref);
+}
+
+void FifoConnection::mapsFrom(int producerPid) {
+  mapPid_ = producerPid;
+  recv_->consumerMaps.store(static_cast<int32_t>(getpid()), std::memory_order_release);
+}
+
+void FifoConnection::unmapAll() {
+  for (const Mapping& m : maps_) hostmem::unmapPeer(m.base, m.bytes);
+  maps_.clear();
+}
+
+// Where this process reads the in-place piece c, which names a braidMemAllocHost allocation
+// of the producer: its own mapping of it, made on first use. After the producer has freed
+// anything (its epoch moved), every mapping is dropped first, so none outlives its
+// allocation by more than the producer's next shared piece. nullptr (and failure() says
+// why) when the allocation cannot be mapped.
+const char* FifoConnection::mapped(const Fifo::CellHeader& c) {
+  if (c.memEpoch != mapEpoch_) {
+    unmapAll();
+    mapEpoch_ = c.memEpoch;
+  }
+  for (const Mapping& m : maps_)
+    if (m.id == c.memId) return m.base + c.memOffset;
+  std::string error;
+  const hostmem::Ref ref{c.memFd, c.memId, c.memOffset, static_cast<size_t>(c.memBytes)};
+  const char* base = hostmem::mapPeer(mapPid_, ref, &error);
+  if (!base) {
+    mapFailed_ = true;
+    std::snprintf(failure_, sizeof(failure_), "reading the peer's braidMemAllocHost buffer: %s",
+                  error.c_str());
+    return nullptr;
+  }
+  maps_.push_back(Mapping{c.memId, base, static_cast<size_t>(c.memBytes)});
+  return base + c.memOffset;
 }
 
 void FifoConnection::pullFrom(int producerPid) {
@@ -164,9 +228,13 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   // is a thread of it, else readable through recvPull only. (A cell that came over the
   // network carries the far sender's src, which means nothing here.)
   peekedRemote_ = nullptr;
-  if (!c->src || producerPid_ == 0) return c + 1;
+  if (!c->src || (producerPid_ == 0 && mapPid_ == 0)) return c + 1;
   // The producer's call failed or was aborted: its buffer may be gone or reused.
   if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;
+  if (c->memId != 0 && mapPid_ != 0) {
+    if (mapPid_ == static_cast<int>(getpid())) return c->src;
+    return mapped(*c);
+  }
   if (producerIsMe_) return c->src;
   peekedRemote_ = static_cast<const char*>(c->src);
   return peekedRemote_;

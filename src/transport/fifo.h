@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "transport/transport.h"
 
@@ -35,10 +36,21 @@ struct Fifo {
   // copy), else 0. Written by the consumer during init, before the bootstrap barrier that
   // ends it; the producer reads it at its first send.
   std::atomic<int32_t> consumerPulls;
+  // The consumer's pid when it maps the producer's braidMemAllocHost allocations (host_mem.h),
+  // else 0; written like consumerPulls.
+  std::atomic<int32_t> consumerMaps;
   struct alignas(kFifoLine) CellHeader {
     uint64_t seq;
     uint64_t bytes;
     const void* src;  // in-place piece: the payload is there, not in the cell (else null)
+    // An in-place piece in a braidMemAllocHost allocation, for a consumer that maps them:
+    // the allocation's id (0: none), its bytes, the piece's offset in it, the memfd's
+    // number in the producer and the producer's free epoch (hostmem::freeEpoch).
+    uint64_t memId;
+    uint64_t memBytes;
+    uint64_t memOffset;
+    int32_t memFd;
+    uint32_t memEpoch;
   };
   // Cell i: its header, then slotBytes of payload.
   CellHeader* cell(int i, size_t slotBytes) {
@@ -81,6 +93,7 @@ class FifoConnection : public Connection {
  public:
   FifoConnection(const char* name, void* sendFifo, int slots, size_t slotBytes, void* recvFifo,
                  int recvSlots, size_t recvSlotBytes, Doorbell* peerBell);
+  ~FifoConnection() override;
 
   void* sendReserve(size_t* capacity) override;
   void sendCommit(size_t bytes, uint64_t seq) override;
@@ -90,7 +103,7 @@ class FifoConnection : public Connection {
   int recvPull(void* dst, size_t offset, size_t n) override;
   size_t maxPiece() const override { return slotBytes_; }
   const char* name() const override { return name_; }
-  size_t inPlaceMinBytes() const override;
+  bool sendsInPlace(const void* src, size_t bytes) const override;
   bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
   bool sendRetired(uint64_t ticket) override;
   const char* failure() const override;
@@ -115,6 +128,13 @@ class FifoConnection : public Connection {
   // Send side: steps of minBytes or more go in place, once the consumer has said (pullFrom)
   // that it reads them; until then, and if it never does, every step is copied.
   void offerSingleCopy(size_t minBytes) { pullMin_ = minBytes; }
+  // Single copy from braidMemAllocHost memory. Receive side: this rank maps the producer's
+  // allocations that its pieces name (the producer is process producerPid; this process:
+  // read in place); it says so in the FIFO. Call during init, like pullFrom. Send side: steps
+  // of minBytes or more that lie in one such allocation go in place, once the consumer says
+  // it maps them.
+  void mapsFrom(int producerPid);
+  void offerSharedSends(size_t minBytes) { sharedMin_ = minBytes; }
 
  private:
   const char* name_;
@@ -134,6 +154,23 @@ class FifoConnection : public Connection {
   // the first send.
   size_t pullMin_ = SIZE_MAX;
   mutable int pullChecked_ = -1;  // -1: not read yet, else whether the consumer pulls
+  size_t sharedMin_ = SIZE_MAX;    // producer side, braidMemAllocHost memory
+  mutable int mapsChecked_ = -1;   // -1: not read yet, else whether the consumer maps
+  bool consumerPulls() const;
+  bool consumerMaps() const;
+  // Consumer side, braidMemAllocHost memory: the producer's pid (0: not mapping), its
+  // allocations mapped here, and the free epoch they were mapped under.
+  int mapPid_ = 0;
+  struct Mapping {
+    uint64_t id;
+    const char* base;
+    size_t bytes;
+  };
+  std::vector<Mapping> maps_;
+  uint32_t mapEpoch_ = 0;
+  bool mapFailed_ = false;
+  const char* mapped(const Fifo::CellHeader& c);
+  void unmapAll();
   // Consumer side, single copy: the producer's pid (0: none) and the remote piece peeked.
   int producerPid_ = 0;
   bool producerIsMe_ = false;

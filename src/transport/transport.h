@@ -63,11 +63,14 @@ class Connection {
   virtual const char* name() const = 0;
   // In-place sends: instead of copying, publish a piece that points at src, which must stay
   // unchanged until sendRetired(ticket). Offered where the far end can read this process's
-  // memory: a thread of it (the network proxy, or a rank run as a thread), or a process of
-  // this host that reads with process_vm_readv (single copy). Steps of fewer bytes than
-  // inPlaceMinBytes() are copied (SIZE_MAX: never in place). sendInPlace returns false when
-  // no slot is free (try again).
-  virtual size_t inPlaceMinBytes() const { return SIZE_MAX; }
+  // memory: a thread of it (the network proxy, or a rank run as a thread), a process of this
+  // host that reads with process_vm_readv, or one that maps src's braidMemAllocHost
+  // allocation (single copy). sendsInPlace says whether a step of `bytes` at src goes in
+  // place (else it is copied). sendInPlace returns false when no slot is free (try again).
+  virtual bool sendsInPlace(const void* src, size_t bytes) const {
+    (void)src, (void)bytes;
+    return false;
+  }
   virtual bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
     (void)src, (void)bytes, (void)seq, (void)ticket;
     return false;
