@@ -412,10 +412,12 @@ braidResult_t braidMemAlloc(void** ptr, size_t size);
 /// Frees memory from braidMemAlloc (NULL is a no-op). braidUnhandledCudaError if CUDA refuses.
 braidResult_t braidMemFree(void* ptr);
 /// Braid extension: allocates size bytes of host memory (page aligned, zeroed) that the
-/// other ranks of this machine read in place: a collective's pieces of at least
+/// other ranks of this machine read in place: in a collective whose buffers on the machine
+/// outgrow the last-level cache (BRAID_CACHE_BYTES), pieces of at least
 /// BRAID_SINGLE_COPY_BYTES that lie in such memory are read by the receiving rank straight
 /// from it, in its own mapping of the allocation (made on first use), instead of through the
-/// shared-memory FIFO's copy in and copy out. Other host memory works as before. Each
+/// shared-memory FIFO's copy in and copy out; smaller calls keep the FIFO, which is faster
+/// while the data stays in cache. Other host memory works as before. Each
 /// allocation is a memfd; a rank of another process maps it through /proc/PID/fd (same user;
 /// BRAID_DEBUG_SUBSYS=INIT says, per peer, whether it can). BRAID_SINGLE_COPY=off turns it
 /// off. The role of NCCL's ncclMemAlloc plus ncclCommRegister, for host memory. size 0

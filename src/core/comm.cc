@@ -757,17 +757,19 @@ size_t lastLevelCacheBytes() {
   return bytes;
 }
 
-// Whether a call's receives write with streaming stores: when the buffers it touches on
-// every rank of this machine together outgrow the last-level cache, its output goes to
-// memory anyway, and streaming stores spare the read of each line they overwrite. (2 ranks,
-// all-reduce of 64-256 MiB out of place: 5-8% more busbw; at 16 MiB in place, where the
-// buffers fit, they cost 25%: perf/compare_peers.sh.)
-bool streamStores(const braidComm* comm, const Plan& plan, bool inPlace, size_t elemSize) {
+// Whether the buffers a call touches on every rank of this machine together outgrow the
+// last-level cache: its data then streams from and to memory, and two choices change.
+// Receives write with streaming stores, which spare the read of each line they overwrite
+// (2 ranks, all-reduce of 64-256 MiB out of place: 5-8% more busbw; at 16 MiB in place,
+// where the buffers fit, they cost 25%). Sends from braidMemAllocHost buffers go single copy
+// (2 ranks, 32-256 MiB: 11-15 GB/s against the FIFO's 8-9); on calls that fit in cache the
+// FIFO's two copies win, the sender running ahead (128 KiB-4 MiB: 17 GB/s against 10-12 on
+// this VM; perf/compare_peers.sh runs both kinds of buffer).
+bool outgrowsCache(const braidComm* comm, const Plan& plan, bool inPlace, size_t elemSize) {
   const size_t elems =
       inPlace ? std::max(plan.sendExtent, plan.recvExtent) : plan.sendExtent + plan.recvExtent;
-  if (config().streamStores != Config::StreamStores::kAuto)
-    return config().streamStores == Config::StreamStores::kOn;
-  return elems * elemSize * static_cast<size_t>(comm->localRanks) > lastLevelCacheBytes();
+  const size_t cache = config().cacheBytes ? config().cacheBytes : lastLevelCacheBytes();
+  return elems * elemSize * static_cast<size_t>(comm->localRanks) > cache;
 }
 
 }  // namespace
@@ -834,7 +836,10 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
                   comm->oversubscribed,
                   callTag(args)};
   ctx.count = args.count;
-  ctx.streamStores = streamStores(comm, *plan, sendbuff == recvbuff, elemSize);
+  ctx.outgrowsCache = outgrowsCache(comm, *plan, sendbuff == recvbuff, elemSize);
+  ctx.streamStores = config().streamStores == Config::StreamStores::kAuto
+                         ? ctx.outgrowsCache
+                         : config().streamStores == Config::StreamStores::kOn;
   ctx.aborted = &comm->aborted;
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;

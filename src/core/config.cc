@@ -150,6 +150,8 @@ Config load() {
     else
       badValue("BRAID_STREAM_STORES", v, "is not auto, on or off", "auto");
   }
+  if (const char* v = getEnv("CACHE_BYTES"))
+    c.cacheBytes = parseBytes("BRAID_CACHE_BYTES", v, c.cacheBytes, 1, size_t{1} << 40);
   if (const char* v = getEnv("SINGLE_COPY_BYTES"))
     c.singleCopyBytes =
         parseBytes("BRAID_SINGLE_COPY_BYTES", v, c.singleCopyBytes, 1, size_t{1} << 40);

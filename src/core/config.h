@@ -42,6 +42,10 @@ struct Config {
   // machine outgrow the last-level cache, "on" always, "off" never.
   enum class StreamStores { kAuto, kOn, kOff };
   StreamStores streamStores = StreamStores::kAuto;
+  // BRAID_CACHE_BYTES: the last-level cache Braid assumes when it asks whether a call's
+  // buffers outgrow it (streaming stores, single copy from braidMemAllocHost buffers);
+  // 0: what sysfs says for cpu 0.
+  size_t cacheBytes = 0;
   size_t singleCopyBytes = 64u << 10;
   std::string transport;     // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
   int nsocksPerPeer = 2;     // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16

@@ -186,7 +186,7 @@ class Run {
       if (!ready(s)) break;
       const size_t total = s.count * ctx_.elemSize;
       const char* src = addr(s.src);
-      if (conn->sendsInPlace(src, total)) {
+      if (conn->sendsInPlace(src, total, ctx_.outgrowsCache)) {
         // The far end (the network proxy, or a receiver that pulls) reads straight from src;
         // the step finishes when it is done with it.
         uint64_t ticket = 0;

@@ -83,6 +83,9 @@ struct ExecContext {
   // (kernels::copyStreaming): set when the call's buffers on this host outgrow the
   // last-level cache, so its output would only push other data out on its way to memory.
   bool streamStores = false;
+  // The call's buffers on this host outgrow the last-level cache: sends from
+  // braidMemAllocHost buffers go single copy (Connection::sendsInPlace).
+  bool outgrowsCache = false;
 };
 
 constexpr size_t kStreamMinBytes = 64 << 10;

@@ -167,11 +167,11 @@ bool FifoConnection::consumerMaps() const {
   return mapsChecked_ != 0;
 }
 
-bool FifoConnection::sendsInPlace(const void* src, size_t bytes) const {
+bool FifoConnection::sendsInPlace(const void* src, size_t bytes, bool large) const {
   if (inPlaceMin_ != SIZE_MAX) return bytes >= inPlaceMin_;
   if (pullMin_ != SIZE_MAX && bytes >= pullMin_ && consumerPulls()) return true;
   hostmem::Ref ref;
-  return sharedMin_ != SIZE_MAX && bytes >= sharedMin_ && consumerMaps() &&
+  return large && sharedMin_ != SIZE_MAX && bytes >= sharedMin_ && consumerMaps() &&
          hostmem::find(src, bytes, &ref);
 }
 

@@ -103,7 +103,7 @@ class FifoConnection : public Connection {
   int recvPull(void* dst, size_t offset, size_t n) override;
   size_t maxPiece() const override { return slotBytes_; }
   const char* name() const override { return name_; }
-  bool sendsInPlace(const void* src, size_t bytes) const override;
+  bool sendsInPlace(const void* src, size_t bytes, bool large) const override;
   bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
   bool sendRetired(uint64_t ticket) override;
   const char* failure() const override;

@@ -66,9 +66,11 @@ class Connection {
   // memory: a thread of it (the network proxy, or a rank run as a thread), a process of this
   // host that reads with process_vm_readv, or one that maps src's braidMemAllocHost
   // allocation (single copy). sendsInPlace says whether a step of `bytes` at src goes in
-  // place (else it is copied). sendInPlace returns false when no slot is free (try again).
-  virtual bool sendsInPlace(const void* src, size_t bytes) const {
-    (void)src, (void)bytes;
+  // place (else it is copied); `large`: the call outgrows the cache, the only calls whose
+  // braidMemAllocHost buffers go in place. sendInPlace returns false when no slot is free
+  // (try again).
+  virtual bool sendsInPlace(const void* src, size_t bytes, bool large) const {
+    (void)src, (void)bytes, (void)large;
     return false;
   }
   virtual bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
