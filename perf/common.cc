@@ -213,9 +213,8 @@ class Rank {
     void* p = nullptr;
     if (shared ? braidMemAllocHost(&p, rounded) != braidSuccess
                : posix_memalign(&p, 4096, rounded) != 0) {
-      fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes for the %s; lower -e%s%s\n",
-              o_.prog, rank_, rounded, what, shared ? ": " : "",
-              shared ? braidGetLastError(nullptr) : "");
+      fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes for the %s; lower -e%s%s\n", o_.prog,
+              rank_, rounded, what, shared ? ": " : "", shared ? braidGetLastError(nullptr) : "");
       Abort(l_);
     }
     memset(p, 0, rounded);  // first touch by this rank's thread

@@ -65,8 +65,8 @@ size_t a2avCount(int i, int j, size_t count) {
   return count == 0 ? 0 : static_cast<size_t>((i * 3 + j * 5 + 1) % 4) * count / 3;
 }
 
-std::string mismatch(const char* what, const Bytes& got, const Bytes& want,
-                     size_t offset, size_t elems, size_t es) {
+std::string mismatch(const char* what, const Bytes& got, const Bytes& want, size_t offset,
+                     size_t elems, size_t es) {
   long long bad =
       firstMismatch(got.data() + offset * es, want.data() + offset * es, elems * es, es);
   if (bad < 0) return "";

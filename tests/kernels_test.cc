@@ -528,16 +528,16 @@ TEST(CopyStreaming, CopiesEveryAlignmentAndLengthExactly) {
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
   for (size_t dstOff = 0; dstOff < 17; ++dstOff) {
     for (size_t srcOff : {size_t{0}, size_t{1}, size_t{8}, size_t{33}}) {
-      for (size_t bytes : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{63},
-                           size_t{64}, size_t{65}, size_t{127}, size_t{128}, size_t{200},
-                           size_t{4000}, size_t{4096}}) {
+      for (size_t bytes :
+           {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{63}, size_t{64},
+            size_t{65}, size_t{127}, size_t{128}, size_t{200}, size_t{4000}, size_t{4096}}) {
         std::fill(dst.begin(), dst.end(), 0xa5);
         copyStreaming(dst.data() + dstOff, src.data() + srcOff, bytes);
         for (size_t i = 0; i < dst.size(); ++i) {
           const bool inside = i >= dstOff && i < dstOff + bytes;
           const unsigned char want = inside ? src[srcOff + i - dstOff] : 0xa5;
-          ASSERT_EQ(dst[i], want) << "dst offset " << dstOff << ", src offset " << srcOff
-                                  << ", " << bytes << " bytes: byte " << i;
+          ASSERT_EQ(dst[i], want) << "dst offset " << dstOff << ", src offset " << srcOff << ", "
+                                  << bytes << " bytes: byte " << i;
         }
       }
     }

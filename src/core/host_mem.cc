@@ -17,7 +17,7 @@ namespace braid::hostmem {
 namespace {
 
 struct Allocation {
-  size_t bytes;  // asked for
+  size_t bytes;   // asked for
   size_t mapped;  // whole pages
   int fd;
   uint64_t id;
@@ -54,8 +54,7 @@ braidResult_t alloc(void** ptr, size_t size) {
   if (size == 0) return braidSuccess;
   const size_t page = pageBytes();
   if (size > (size_t{1} << 48))
-    return fail(braidInvalidArgument, "braidMemAllocHost: size %zu is more than 2^48 bytes",
-                size);
+    return fail(braidInvalidArgument, "braidMemAllocHost: size %zu is more than 2^48 bytes", size);
   const size_t mapped = (size + page - 1) / page * page;
   const int fd = memfd_create("braid-host", MFD_CLOEXEC);
   if (fd < 0)
@@ -63,8 +62,8 @@ braidResult_t alloc(void** ptr, size_t size) {
   if (ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
     const int e = errno;
     close(fd);
-    return fail(braidSystemError, "braidMemAllocHost: cannot size a memfd to %zu bytes: %s",
-                mapped, strerror(e));
+    return fail(braidSystemError, "braidMemAllocHost: cannot size a memfd to %zu bytes: %s", mapped,
+                strerror(e));
   }
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {

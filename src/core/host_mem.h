@@ -24,10 +24,10 @@ namespace braid::hostmem {
 
 // Where a range of shared host memory lies, as another process finds it.
 struct Ref {
-  int fd = -1;          // the allocation's memfd, in the allocating process
-  uint64_t id = 0;      // unique per allocation in this process (never 0)
-  size_t offset = 0;    // of the range's start within the allocation
-  size_t bytes = 0;     // of the whole allocation
+  int fd = -1;        // the allocation's memfd, in the allocating process
+  uint64_t id = 0;    // unique per allocation in this process (never 0)
+  size_t offset = 0;  // of the range's start within the allocation
+  size_t bytes = 0;   // of the whole allocation
 };
 
 // braidMemAllocHost / braidMemFreeHost (braid.h documents them).

@@ -154,8 +154,8 @@ class FifoConnection : public Connection {
   // the first send.
   size_t pullMin_ = SIZE_MAX;
   mutable int pullChecked_ = -1;  // -1: not read yet, else whether the consumer pulls
-  size_t sharedMin_ = SIZE_MAX;    // producer side, braidMemAllocHost memory
-  mutable int mapsChecked_ = -1;   // -1: not read yet, else whether the consumer maps
+  size_t sharedMin_ = SIZE_MAX;   // producer side, braidMemAllocHost memory
+  mutable int mapsChecked_ = -1;  // -1: not read yet, else whether the consumer maps
   bool consumerPulls() const;
   bool consumerMaps() const;
   // Consumer side, braidMemAllocHost memory: the producer's pid (0: not mapping), its
