@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace braid {
 namespace {
@@ -15,6 +17,23 @@ namespace {
 // silently ignored setting is worse than a noisy one.
 void badValue(const char* name, const char* value, const char* why, const std::string& used) {
   std::fprintf(stderr, "BRAID WARN %s=\"%s\" %s; using %s\n", name, value, why, used.c_str());
+}
+
+// One of `words`, each naming its value; anything else warns and keeps *out.
+template <typename E, size_t N>
+void parseWord(const char* name, const char* v, const std::pair<const char*, E> (&words)[N],
+               E* out) {
+  std::string list;
+  const char* kept = "";
+  for (size_t i = 0; i < N; ++i) {
+    if (std::strcmp(v, words[i].first) == 0) {
+      *out = words[i].second;
+      return;
+    }
+    if (words[i].second == *out) kept = words[i].first;
+    list += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + words[i].first;
+  }
+  badValue(name, v, ("is not " + list).c_str(), kept);
 }
 
 // "4194304", "128K", "2M", "1G" (1024-based). Out of [lo, hi] or unparsable: warn, keep fallback.
@@ -127,28 +146,16 @@ Config load() {
     c.chunkSizeSet = true;
   }
   if (const char* v = getEnv("SINGLE_COPY")) {
-    const std::string mode = v;
-    if (mode == "shared")
-      c.singleCopy = Config::SingleCopy::kShared;
-    else if (mode == "threads")
-      c.singleCopy = Config::SingleCopy::kThreads;
-    else if (mode == "all")
-      c.singleCopy = Config::SingleCopy::kAll;
-    else if (mode == "off")
-      c.singleCopy = Config::SingleCopy::kOff;
-    else
-      badValue("BRAID_SINGLE_COPY", v, "is not shared, threads, all or off", "shared");
+    using S = Config::SingleCopy;
+    const std::pair<const char*, S> words[] = {
+        {"shared", S::kShared}, {"threads", S::kThreads}, {"all", S::kAll}, {"off", S::kOff}};
+    parseWord("BRAID_SINGLE_COPY", v, words, &c.singleCopy);
   }
   if (const char* v = getEnv("STREAM_STORES")) {
-    const std::string mode = v;
-    if (mode == "auto")
-      c.streamStores = Config::StreamStores::kAuto;
-    else if (mode == "on")
-      c.streamStores = Config::StreamStores::kOn;
-    else if (mode == "off")
-      c.streamStores = Config::StreamStores::kOff;
-    else
-      badValue("BRAID_STREAM_STORES", v, "is not auto, on or off", "auto");
+    using S = Config::StreamStores;
+    const std::pair<const char*, S> words[] = {
+        {"auto", S::kAuto}, {"on", S::kOn}, {"off", S::kOff}};
+    parseWord("BRAID_STREAM_STORES", v, words, &c.streamStores);
   }
   if (const char* v = getEnv("CACHE_BYTES"))
     c.cacheBytes = parseBytes("BRAID_CACHE_BYTES", v, c.cacheBytes, 1, size_t{1} << 40);
