@@ -758,18 +758,25 @@ size_t lastLevelCacheBytes() {
 }
 
 // Whether the buffers a call touches on every rank of this machine together outgrow the
-// last-level cache: its data then streams from and to memory, and two choices change.
+// last-level cache (per placement of the plan's call): its data then streams from and to
+// memory, and two choices change.
 // Receives write with streaming stores, which spare the read of each line they overwrite
 // (2 ranks, all-reduce of 64-256 MiB out of place: 5-8% more busbw; at 16 MiB in place,
 // where the buffers fit, they cost 25%). Sends from braidMemAllocHost buffers go single copy
 // (2 ranks, 32-256 MiB: 11-15 GB/s against the FIFO's 8-9); on calls that fit in cache the
 // FIFO's two copies win, the sender running ahead (128 KiB-4 MiB: 17 GB/s against 10-12 on
 // this VM; perf/compare_peers.sh runs both kinds of buffer).
-bool outgrowsCache(const braidComm* comm, const Plan& plan, bool inPlace, size_t elemSize) {
-  const size_t elems =
-      inPlace ? std::max(plan.sendExtent, plan.recvExtent) : plan.sendExtent + plan.recvExtent;
+void setCacheChoices(const braidComm* comm, size_t elemSize, Plan* plan) {
   const size_t cache = config().cacheBytes ? config().cacheBytes : lastLevelCacheBytes();
-  return elems * elemSize * static_cast<size_t>(comm->localRanks) > cache;
+  const size_t ranks = static_cast<size_t>(comm->localRanks);
+  const size_t elems[2] = {plan->sendExtent + plan->recvExtent,
+                           std::max(plan->sendExtent, plan->recvExtent)};
+  for (int inPlace = 0; inPlace < 2; ++inPlace) {
+    plan->outgrowsCache[inPlace] = elems[inPlace] * elemSize * ranks > cache;
+    plan->streamStores[inPlace] = config().streamStores == Config::StreamStores::kAuto
+                                      ? plan->outgrowsCache[inPlace]
+                                      : config().streamStores == Config::StreamStores::kOn;
+  }
 }
 
 }  // namespace
@@ -793,6 +800,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
     BRAID_TRY(chooseAlgorithm(comm, args, &p->algo));
     p->algo->build(args, &p->schedule);
     compilePlan(p, elemSize);
+    setCacheChoices(comm, elemSize, p);
     return braidSuccess;
   };
   if (args.coll == Collective::kAllToAllv) {
@@ -836,10 +844,8 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
                   comm->oversubscribed,
                   callTag(args)};
   ctx.count = args.count;
-  ctx.outgrowsCache = outgrowsCache(comm, *plan, sendbuff == recvbuff, elemSize);
-  ctx.streamStores = config().streamStores == Config::StreamStores::kAuto
-                         ? ctx.outgrowsCache
-                         : config().streamStores == Config::StreamStores::kOn;
+  ctx.outgrowsCache = plan->outgrowsCache[sendbuff == recvbuff];
+  ctx.streamStores = plan->streamStores[sendbuff == recvbuff];
   ctx.aborted = &comm->aborted;
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;

@@ -45,6 +45,10 @@ struct Plan {
   // Elements of the send and the receive buffer the steps touch (the highest offset + count
   // of each): the call's footprint, for the choice of streaming stores.
   size_t sendExtent = 0, recvExtent = 0;
+  // ExecContext's outgrowsCache and streamStores for this plan, out of place [0] and in
+  // place [1]: set once when the plan is made (runCollective).
+  bool outgrowsCache[2] = {false, false};
+  bool streamStores[2] = {false, false};
 };
 
 void compilePlan(Plan* plan, size_t elemSize);
