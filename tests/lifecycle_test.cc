@@ -214,6 +214,64 @@ TEST(HostMemory, AllocatesFreesAndRefusesBadInput) {
   EXPECT_EQ(braidMemFreeHost(nullptr), braidSuccess);
 }
 
+// Mappings of braidMemAllocHost allocations in this process (its own and its peers'),
+// from /proc/self/maps.
+int hostMappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("memfd:braid-host") != std::string::npos) ++n;
+  return n;
+}
+
+// A child of two processes that read each other's braidMemAllocHost buffers in place
+// (BRAID_CACHE_BYTES=1): each maps the peer's send and receive buffer; an unrelated free in
+// the peer keeps those mappings, the peer's freeing its buffers drops them at its next piece.
+int sharedMappingsChild(braidComm_t comm, int rank, int nranks) {
+  const size_t count = 64 << 10;
+  void *send = nullptr, *recv = nullptr, *other = nullptr;
+  if (braidMemAllocHost(&send, count * 4) != braidSuccess ||
+      braidMemAllocHost(&recv, count * 4) != braidSuccess)
+    return 10;
+  for (size_t i = 0; i < count; ++i) static_cast<float*>(send)[i] = static_cast<float>(rank + i);
+  if (braidAllReduce(send, recv, count, braidFloat32, braidSum, comm, nullptr) != braidSuccess)
+    return 11;
+  for (size_t i = 0; i < count; ++i)
+    if (static_cast<float*>(recv)[i] != static_cast<float>(2 * i + (nranks - 1))) return 12;
+  const int afterCall = hostMappings();
+  if (afterCall != 4) {
+    std::fprintf(stderr, "rank %d: %d braid-host mappings after the call, not 4\n", rank,
+                 afterCall);
+    return 13;
+  }
+  // An unrelated allocation, freed: the peer's mappings of the live buffers stay.
+  if (braidMemAllocHost(&other, 4096) != braidSuccess || braidMemFreeHost(other) != braidSuccess)
+    return 14;
+  if (braidBarrier(comm, nullptr) != braidSuccess) return 15;
+  if (hostMappings() != 4) {
+    std::fprintf(stderr, "rank %d: %d mappings after an unrelated free, not 4\n", rank,
+                 hostMappings());
+    return 16;
+  }
+  // Both free their buffers; the barrier's pieces carry the new epoch.
+  if (braidMemFreeHost(send) != braidSuccess || braidMemFreeHost(recv) != braidSuccess) return 17;
+  if (braidBarrier(comm, nullptr) != braidSuccess) return 18;
+  if (hostMappings() != 0) {
+    std::fprintf(stderr, "rank %d: %d mappings left after the peer freed its buffers\n", rank,
+                 hostMappings());
+    return 19;
+  }
+  return 0;
+}
+
+TEST(HostMemory, PeersMapLiveBuffersAndLetFreedOnesGo) {
+  auto results =
+      runProcesses(2, "shared-mappings", {"BRAID_CACHE_BYTES=1", "BRAID_SINGLE_COPY=shared"});
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  EXPECT_TRUE(shmLeftovers(results).empty());
+}
+
 TEST(Abort, AsProcesses) {
   auto results = runProcesses(2, "abort", {});
   for (int r = 0; r < 2; ++r)
@@ -278,6 +336,7 @@ TEST(Guard, OutOfMemoryInAnEntryPointIsAnError) {
 
 int main(int argc, char** argv) {
   braid::test::registerRawChildRole("abort", braid::test::abortChild);
+  braid::test::registerChildRole("shared-mappings", braid::test::sharedMappingsChild);
   braid::test::registerRawChildRole("out-of-memory", braid::test::outOfMemoryChild);
   const int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;

@@ -422,12 +422,17 @@ braidResult_t braidMemFree(void* ptr);
 /// BRAID_DEBUG_SUBSYS=INIT says, per peer, whether it can). BRAID_SINGLE_COPY=off turns it
 /// off. The role of NCCL's ncclMemAlloc plus ncclCommRegister, for host memory. size 0
 /// gives NULL.
+/// Like any shared mapping, the pages are allocated as they are first written (a size beyond
+/// the machine's memory fails then, not here) and a child made by fork() shares them. Each
+/// allocation holds one file descriptor of the process until it is freed.
 /// @return braidInvalidArgument for a NULL ptr or a size over 2^48; braidSystemError when
-///         the system refuses the memory (the message says why).
+///         the system refuses the memory (the message says why: out of file descriptors,
+///         address space).
 braidResult_t braidMemAllocHost(void** ptr, size_t size);
 /// Frees memory from braidMemAllocHost (NULL is a no-op). Peers that mapped it let go of it
-/// at their next in-place piece from this process. @return braidInvalidArgument for a
-/// pointer that is not the start of a live braidMemAllocHost allocation.
+/// when the next piece from this process reaches them (any collective with them).
+/// @return braidInvalidArgument for a pointer that is not the start of a live
+/// braidMemAllocHost allocation.
 braidResult_t braidMemFreeHost(void* ptr);
 /// Braid extension: copies bytes from src to dst, each host or device memory (CUDA works out
 /// which), after the device has finished its queued work, and returns when the copy is done.

@@ -382,6 +382,12 @@ braidResult_t braidMemAlloc(void** ptr, size_t size) {
 braidResult_t braidMemFree(void* ptr) {
   return braid::guardApi("braidMemFree", [&]() -> braidResult_t {
     if (!ptr) return braidSuccess;
+    braid::hostmem::Ref ref;
+    if (braid::hostmem::find(ptr, 1, &ref))
+      return braid::fail(braidInvalidArgument,
+                         "braidMemFree: %p is host memory from braidMemAllocHost; free it with "
+                         "braidMemFreeHost",
+                         ptr);
     return braid::device::runtime().free(ptr);
   });
 }

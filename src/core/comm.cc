@@ -116,16 +116,16 @@ uint64_t processToken() {
   return token;
 }
 
-// Whether this process can read rank r's memory (single copy): r itself, or a process whose
-// own mapping of its segment (at the address its card gives) reads back, through
-// process_vm_readv, as this process's mapping of it does. Fails where ptrace rules forbid it
-// (another user, Yama's ptrace_scope, a container without the capability); *why says so.
 // Whether the card's rank is a thread of this process. A pid alone does not say so: ranks in
 // other pid namespaces share pids.
 bool sameProcess(const PeerCard& p) {
   return p.pid == static_cast<int>(getpid()) && p.procToken == processToken();
 }
 
+// Whether this process can read rank r's memory (single copy): r itself, or a process whose
+// own mapping of its segment (at the address its card gives) reads back, through
+// process_vm_readv, as this process's mapping of it does. Fails where ptrace rules forbid it
+// (another user, Yama's ptrace_scope, a container without the capability); *why says so.
 bool canReadPeer(const braidComm& comm, int r, std::string* why) {
   const PeerCard& p = comm.peers[r];
   if (sameProcess(p)) {
@@ -174,10 +174,16 @@ braidResult_t connectShm(braidComm* comm, int r) {
   auto conn = std::make_unique<FifoConnection>(
       "shm", peerSeg.fifo(comm->rank), peerSeg.slots(), peerSeg.slotBytes(), comm->segment->fifo(r),
       comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
-  const size_t single = config().singleCopyBytes;
+  // The smallest step that goes single copy: from braidMemAllocHost buffers, a ring's
+  // 128 KiB pieces; from other memory 1 MiB, since below it the sender, which then waits
+  // for its receiver, loses more than the copy saves (2 thread ranks, 128 KiB-2 MiB: 9-12
+  // GB/s at 64 KiB against 16-18 at 1 MiB).
+  const size_t given = config().singleCopyBytes;
+  const size_t sharedMin = given ? given : size_t{64} << 10;
+  const size_t single = given ? given : size_t{1} << 20;
   if (config().singleCopy != Config::SingleCopy::kOff) {
     // Sends from braidMemAllocHost buffers go in place once r says it maps them.
-    conn->offerSharedSends(single);
+    conn->offerSharedSends(sharedMin);
     std::string why;
     const bool maps = canMapPeer(*comm, r, &why);
     if (maps) conn->mapsFrom(comm->peers[r].pid);

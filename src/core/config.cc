@@ -158,7 +158,7 @@ Config load() {
     parseWord("BRAID_STREAM_STORES", v, words, &c.streamStores);
   }
   if (const char* v = getEnv("CACHE_BYTES"))
-    c.cacheBytes = parseBytes("BRAID_CACHE_BYTES", v, c.cacheBytes, 1, size_t{1} << 40);
+    c.cacheBytes = parseBytes("BRAID_CACHE_BYTES", v, c.cacheBytes, 0, size_t{1} << 40);
   if (const char* v = getEnv("SINGLE_COPY_BYTES"))
     c.singleCopyBytes =
         parseBytes("BRAID_SINGLE_COPY_BYTES", v, c.singleCopyBytes, 1, size_t{1} << 40);

@@ -46,14 +46,14 @@ struct Config {
   // buffers outgrow it (streaming stores, single copy from braidMemAllocHost buffers);
   // 0: what sysfs says for cpu 0.
   size_t cacheBytes = 0;
-  size_t singleCopyBytes = 64u << 10;
-  std::string transport;     // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
-  int nsocksPerPeer = 2;     // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
-  std::string tuneTable;     // BRAID_TUNE_TABLE: braid-tune --json's table (rank 0's)
-  std::string tuneFile;      // BRAID_TUNE_FILE: braid-tune --calibrate's link figures (rank 0's)
-  std::string ring;          // BRAID_RING: the ranks' ring order ("0 2 1 3"); empty: from layout
-  std::string topoFile;      // BRAID_TOPO_FILE: NCCL or hwloc XML used instead of detection
-  std::string topoDumpFile;  // BRAID_TOPO_DUMP_FILE: where rank 0 writes its view (NCCL XML)
+  size_t singleCopyBytes = 0;  // BRAID_SINGLE_COPY_BYTES; 0: 64K for shared, 1M for the rest
+  std::string transport;       // BRAID_TRANSPORT: "" (shm within a host, tcp across), shm, tcp, ucx
+  int nsocksPerPeer = 2;       // BRAID_NSOCKS_PERPEER: tcp sockets per peer and direction, 1..16
+  std::string tuneTable;       // BRAID_TUNE_TABLE: braid-tune --json's table (rank 0's)
+  std::string tuneFile;        // BRAID_TUNE_FILE: braid-tune --calibrate's link figures (rank 0's)
+  std::string ring;            // BRAID_RING: the ranks' ring order ("0 2 1 3"); empty: from layout
+  std::string topoFile;        // BRAID_TOPO_FILE: NCCL or hwloc XML used instead of detection
+  std::string topoDumpFile;    // BRAID_TOPO_DUMP_FILE: where rank 0 writes its view (NCCL XML)
 
   bool subsysEnabled(const char* subsys) const;
 };

@@ -21,6 +21,7 @@ struct Allocation {
   size_t mapped;  // whole pages
   int fd;
   uint64_t id;
+  uint64_t ino;
 };
 
 struct Registry {
@@ -72,9 +73,12 @@ braidResult_t alloc(void** ptr, size_t size) {
     return fail(braidSystemError, "braidMemAllocHost: cannot map %zu bytes: %s", mapped,
                 strerror(e));
   }
+  struct stat st {};
+  fstat(fd, &st);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.byBase[reinterpret_cast<uintptr_t>(p)] = Allocation{size, mapped, fd, r.nextId++};
+  r.byBase[reinterpret_cast<uintptr_t>(p)] =
+      Allocation{size, mapped, fd, r.nextId++, static_cast<uint64_t>(st.st_ino)};
   *ptr = p;
   return braidSuccess;
 }
@@ -110,7 +114,7 @@ bool find(const void* p, size_t n, Ref* out) {
   const Allocation& a = it->second;
   const size_t offset = at - it->first;
   if (offset > a.bytes || n > a.bytes - offset) return false;
-  *out = Ref{a.fd, a.id, offset, a.mapped};
+  *out = Ref{a.fd, a.id, a.ino, offset, a.mapped};
   return true;
 }
 
@@ -157,13 +161,14 @@ const char* mapPeer(int pid, const Ref& ref, std::string* error) {
     return nullptr;
   }
   struct stat st {};
-  if (fstat(f, &st) != 0 || static_cast<size_t>(st.st_size) != ref.bytes) {
+  if (fstat(f, &st) != 0 || static_cast<uint64_t>(st.st_ino) != ref.ino ||
+      static_cast<size_t>(st.st_size) != ref.bytes) {
     close(f);
-    *error = "its buffer's descriptor is not the allocation the piece names";
+    *error = "its descriptor " + std::to_string(ref.fd) +
+             " is no longer the allocation the piece names (was it closed or replaced?)";
     return nullptr;
   }
-  // Populated at once: one call instead of a fault per page on first reads.
-  void* p = mmap(nullptr, ref.bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, f, 0);
+  void* p = mmap(nullptr, ref.bytes, PROT_READ, MAP_SHARED, f, 0);
   const int e = errno;
   close(f);
   if (p == MAP_FAILED) {
@@ -171,6 +176,12 @@ const char* mapPeer(int pid, const Ref& ref, std::string* error) {
     return nullptr;
   }
   return static_cast<const char*>(p);
+}
+
+bool peerStillHolds(int pid, int fd, uint64_t ino) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_ino) == ino;
 }
 
 void unmapPeer(const char* base, size_t bytes) { munmap(const_cast<char*>(base), bytes); }

@@ -10,8 +10,9 @@
 //
 // Mappings a receiver made stay valid after the sender frees or exits (the memfd lives
 // while mapped), so a late reader never faults. Every free bumps a process-wide epoch that
-// travels with each shared piece; a receiver that sees it change drops its mappings of
-// that sender and maps again what it next needs.
+// every piece carries; a receiver that sees it move checks each of its mappings of that
+// sender (is the descriptor still the same file?) and drops those whose allocation is gone.
+// Pages are mapped as they are first read, so a receiver holds only what it has read.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +27,9 @@ namespace braid::hostmem {
 struct Ref {
   int fd = -1;        // the allocation's memfd, in the allocating process
   uint64_t id = 0;    // unique per allocation in this process (never 0)
+  uint64_t ino = 0;   // the memfd's inode number: which file fd must still be
   size_t offset = 0;  // of the range's start within the allocation
-  size_t bytes = 0;   // of the whole allocation
+  size_t bytes = 0;   // of the whole allocation (whole pages)
 };
 
 // braidMemAllocHost / braidMemFreeHost (braid.h documents them).
@@ -48,8 +50,12 @@ int probeFd(uint64_t token);
 // and finds token in it. *why says what failed, or how it maps.
 bool canMapPeer(int pid, int probeFd, uint64_t token, std::string* why);
 
-// Maps allocation `ref` of process pid read-only; nullptr with *error set when it cannot.
+// Maps allocation `ref` of process pid read-only (pages come in as they are read); nullptr
+// with *error set when it cannot, or when pid's descriptor is not that allocation's file.
 const char* mapPeer(int pid, const Ref& ref, std::string* error);
 void unmapPeer(const char* base, size_t bytes);
+// Whether process pid's descriptor fd is still the file with inode ino (an allocation of it
+// that is still live).
+bool peerStillHolds(int pid, int fd, uint64_t ino);
 
 }  // namespace braid::hostmem

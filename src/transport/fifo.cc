@@ -90,6 +90,7 @@ void FifoConnection::sendCommit(size_t bytes, uint64_t seq) {
   c->bytes = bytes;
   c->src = nullptr;
   c->memId = 0;
+  c->memEpoch = hostmem::freeEpoch();
   ++sendHead_;
   send_->head.store(sendHead_, std::memory_order_release);
   peerBell_->ring();
@@ -103,13 +104,14 @@ bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, ui
   c->bytes = bytes;
   c->src = src;
   c->memId = 0;
+  c->memEpoch = hostmem::freeEpoch();
   hostmem::Ref ref;
   if (sharedMin_ != SIZE_MAX && consumerMaps() && hostmem::find(src, bytes, &ref)) {
     c->memId = ref.id;
     c->memBytes = ref.bytes;
     c->memOffset = ref.offset;
+    c->memIno = ref.ino;
     c->memFd = ref.fd;
-    c->memEpoch = hostmem::freeEpoch();
   }
   *ticket = sendHead_;
   ++sendHead_;
@@ -185,20 +187,30 @@ void FifoConnection::unmapAll() {
   maps_.clear();
 }
 
+// The producer's free epoch, as a piece carries it: once it moves, every mapping whose
+// allocation the producer no longer holds (its descriptor closed, or now another file) is
+// dropped, so a freed allocation leaves this process at the producer's next piece.
+void FifoConnection::noteEpoch(uint32_t epoch) {
+  if (epoch == mapEpoch_) return;
+  mapEpoch_ = epoch;
+  size_t kept = 0;
+  for (const Mapping& m : maps_) {
+    if (hostmem::peerStillHolds(mapPid_, m.fd, m.ino))
+      maps_[kept++] = m;
+    else
+      hostmem::unmapPeer(m.base, m.bytes);
+  }
+  maps_.resize(kept);
+}
+
 // Where this process reads the in-place piece c, which names a braidMemAllocHost allocation
-// of the producer: its own mapping of it, made on first use. After the producer has freed
-// anything (its epoch moved), every mapping is dropped first, so none outlives its
-// allocation by more than the producer's next shared piece. nullptr (and failure() says
+// of the producer: its own mapping of it, made on first use. nullptr (and failure() says
 // why) when the allocation cannot be mapped.
 const char* FifoConnection::mapped(const Fifo::CellHeader& c) {
-  if (c.memEpoch != mapEpoch_) {
-    unmapAll();
-    mapEpoch_ = c.memEpoch;
-  }
   for (const Mapping& m : maps_)
     if (m.id == c.memId) return m.base + c.memOffset;
   std::string error;
-  const hostmem::Ref ref{c.memFd, c.memId, c.memOffset, static_cast<size_t>(c.memBytes)};
+  const hostmem::Ref ref{c.memFd, c.memId, c.memIno, c.memOffset, static_cast<size_t>(c.memBytes)};
   const char* base = hostmem::mapPeer(mapPid_, ref, &error);
   if (!base) {
     mapFailed_ = true;
@@ -206,7 +218,7 @@ const char* FifoConnection::mapped(const Fifo::CellHeader& c) {
                   error.c_str());
     return nullptr;
   }
-  maps_.push_back(Mapping{c.memId, base, static_cast<size_t>(c.memBytes)});
+  maps_.push_back(Mapping{c.memId, base, static_cast<size_t>(c.memBytes), c.memFd, c.memIno});
   return base + c.memOffset;
 }
 
@@ -228,6 +240,7 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   // is a thread of it, else readable through recvPull only. (A cell that came over the
   // network carries the far sender's src, which means nothing here.)
   peekedRemote_ = nullptr;
+  if (!maps_.empty()) noteEpoch(c->memEpoch);
   if (!c->src || (producerPid_ == 0 && mapPid_ == 0)) return c + 1;
   // The producer's call failed or was aborted: its buffer may be gone or reused.
   if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;

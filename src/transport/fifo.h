@@ -44,13 +44,15 @@ struct Fifo {
     uint64_t bytes;
     const void* src;  // in-place piece: the payload is there, not in the cell (else null)
     // An in-place piece in a braidMemAllocHost allocation, for a consumer that maps them:
-    // the allocation's id (0: none), its bytes, the piece's offset in it, the memfd's
-    // number in the producer and the producer's free epoch (hostmem::freeEpoch).
+    // the allocation's id (0: none), its bytes, the piece's offset in it, the memfd's inode
+    // and number in the producer. Every piece carries the producer's free epoch
+    // (hostmem::freeEpoch).
     uint64_t memId;
     uint64_t memBytes;
     uint64_t memOffset;
+    uint64_t memIno;  // the memfd's inode: the consumer maps only that file
     int32_t memFd;
-    uint32_t memEpoch;
+    uint32_t memEpoch;  // on every piece, in place or not
   };
   // Cell i: its header, then slotBytes of payload.
   CellHeader* cell(int i, size_t slotBytes) {
@@ -165,11 +167,14 @@ class FifoConnection : public Connection {
     uint64_t id;
     const char* base;
     size_t bytes;
+    int fd;  // in the producer
+    uint64_t ino;
   };
   std::vector<Mapping> maps_;
   uint32_t mapEpoch_ = 0;
   bool mapFailed_ = false;
   const char* mapped(const Fifo::CellHeader& c);
+  void noteEpoch(uint32_t epoch);
   void unmapAll();
   // Consumer side, single copy: the producer's pid (0: none) and the remote piece peeked.
   int producerPid_ = 0;
