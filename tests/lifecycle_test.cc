@@ -253,6 +253,9 @@ int sharedMappingsChild(braidComm_t comm, int rank, int nranks) {
                  hostMappings());
     return 16;
   }
+  // The peer checks its mappings on this rank's barrier piece: it must have done so before
+  // this rank frees them (it has once this second barrier ends).
+  if (braidBarrier(comm, nullptr) != braidSuccess) return 20;
   // Both free their buffers; the barrier's pieces carry the new epoch.
   if (braidMemFreeHost(send) != braidSuccess || braidMemFreeHost(recv) != braidSuccess) return 17;
   if (braidBarrier(comm, nullptr) != braidSuccess) return 18;
