@@ -1,0 +1,515 @@
+// Running calls on a communicator that commInit made (comm.cc): the algorithm each call
+// gets (braidCommSetAlgorithm, BRAID_ALGO / NCCL_ALGO, BRAID_TUNE_TABLE, the cost model), the
+// plans cached per call shape, the choices that depend on whether a call outgrows the cache,
+// BRAID_CHECK's comparison of the ranks' calls, and send/receive groups.
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/stream.h"
+#include "tuning/cost_model.h"
+
+namespace braid {
+
+const char* collectiveLabel(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+    case Collective::kAllGather:
+      return "all-gather";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllToAll:
+      return "all-to-all";
+    case Collective::kAllToAllv:
+      return "all-to-all-v";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kBarrier:
+      return "barrier";
+  }
+  return "collective";
+}
+
+namespace {
+
+// BRAID_ALGO, parsed once per process (tuning::parseAlgoSpec's syntax); a bad spec fails every
+// call that consults it, naming the problem.
+// NCCL_ALGO (read when BRAID_ALGO is unset) in NCCL's spelling: "Ring", "Tree,Ring",
+// "allreduce:tree;broadcast:ring" (2.24's per-collective form) or "^NVLS" (an exclusion).
+// Names Braid has are kept, lower-cased; the others, and exclusions, are dropped with one
+// warning, leaving those calls to the selector, as NCCL does with an algorithm it cannot use.
+std::string fromNcclAlgo(const std::string& text) {
+  std::string lower = text, kept, dropped;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (!lower.empty() && lower[0] == '^') {
+    BRAID_WARN("INIT", "NCCL_ALGO=\"%s\": exclusions are not supported; the selector decides",
+               text.c_str());
+    return "";
+  }
+  std::stringstream sections(lower);
+  std::string section;
+  while (std::getline(sections, section, ';')) {
+    const size_t colon = section.find(':');
+    const std::string prefix = colon == std::string::npos ? "" : section.substr(0, colon + 1);
+    std::stringstream names(colon == std::string::npos ? section : section.substr(colon + 1));
+    std::string name, list;
+    while (std::getline(names, name, ',')) {
+      name.erase(0, name.find_first_not_of(" \t"));  // "Ring, Tree": names without spaces
+      name.erase(name.find_last_not_of(" \t") + 1);
+      if (name.empty()) continue;
+      const bool known = std::any_of(algorithms().begin(), algorithms().end(),
+                                     [&](const AlgorithmInfo& a) { return name == a.name; });
+      (known ? list : dropped) += (known ? (list.empty() ? "" : ",") : " ") + name;
+    }
+    if (!list.empty()) kept += (kept.empty() ? "" : ";") + prefix + list;
+  }
+  if (!dropped.empty())
+    BRAID_WARN("INIT", "NCCL_ALGO=\"%s\": Braid has no%s; %s", text.c_str(), dropped.c_str(),
+               kept.empty() ? "the selector decides" : ("using \"" + kept + "\"").c_str());
+  return kept;
+}
+
+braidResult_t envAlgoSpec(const tuning::AlgoSpec** out) {
+  static tuning::AlgoSpec spec;
+  static braidResult_t rc = braidSuccess;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const bool ncclName = !std::getenv("BRAID_ALGO") && std::getenv("NCCL_ALGO");
+    rc = tuning::parseAlgoSpec(ncclName ? fromNcclAlgo(config().algo) : config().algo, &spec);
+    if (rc != braidSuccess) error = lastError();
+  });
+  *out = &spec;
+  if (rc != braidSuccess) return failVerbatim(rc, error);
+  return braidSuccess;
+}
+
+std::string namesFor(Collective coll) {
+  std::string names;
+  for (const AlgorithmInfo& a : algorithms())
+    if (a.coll == coll) names += std::string(names.empty() ? "" : ", ") + a.name;
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
+
+namespace {
+
+// What every rank must agree on for one call (alltoallv's counts differ per rank by design).
+uint32_t callTag(const CollArgs& a) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t v :
+       {static_cast<uint64_t>(a.coll) + 1,
+        a.coll == Collective::kAllToAllv ? 0 : static_cast<uint64_t>(a.count),
+        static_cast<uint64_t>(a.dtype), static_cast<uint64_t>(a.op), static_cast<uint64_t>(a.root)})
+    h = (h ^ v) * 1099511628211ull;
+  uint32_t tag = static_cast<uint32_t>(h ^ (h >> 32));
+  return tag == 0 ? 1 : tag;
+}
+
+// After a failed exchange the connections hold partial messages: refuse later calls.
+braidResult_t markBroken(braidComm* comm, braidResult_t res) {
+  if (res != braidSuccess && comm->broken.empty()) {
+    comm->broken = lastError();
+    comm->brokenCode = res;
+    // Pieces this rank published in place point into buffers its caller may now free or
+    // reuse: its peers must not read them (nor wait for this rank any longer).
+    // For network peers on this machine, which see only this rank's connections close.
+    if (comm->segment)
+      comm->segment->position()->gaveUp.store(2 + std::max(comm->blamed, -1),
+                                              std::memory_order_release);
+    for (Connection* c : comm->connPtrs)
+      if (c) c->abandon(comm->blamed);
+  }
+  return res;
+}
+
+// Publishes the call this rank is in, and then the last it finished, in its segment's
+// CallPosition, where rank 0's stall summary reads it (two relaxed stores per call).
+class CallScope {
+ public:
+  // finishes false: the scope only starts the call (BRAID_CHECK's exchange before it).
+  CallScope(braidComm* comm, uint32_t kind, bool finishes = true)
+      : pos_(comm->segment ? comm->segment->position() : nullptr),
+        seq_(comm->opCount),
+        finishes_(finishes) {
+    if (!pos_) return;
+    pos_->what.store(kind, std::memory_order_relaxed);
+    pos_->started.store(seq_, std::memory_order_relaxed);
+  }
+  ~CallScope() {
+    if (pos_ && finishes_) pos_->done.store(seq_, std::memory_order_relaxed);
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  CallPosition* pos_;
+  uint64_t seq_;
+  bool finishes_;
+};
+
+braidResult_t checkUsable(const braidComm* comm) {
+  if (comm->aborted.load(std::memory_order_relaxed))
+    return fail(braidInvalidUsage, "this communicator was aborted (braidCommAbort)");
+  if (comm->finalized)
+    return fail(braidInvalidUsage,
+                "this communicator was finalized (braidCommFinalize): only braidCommDestroy "
+                "and braidCommGetAsyncError may follow");
+  if (comm->broken.empty()) return braidSuccess;
+  return fail(braidInvalidUsage,
+              "this communicator failed earlier and cannot be used again (destroy it): %s",
+              comm->broken.c_str());
+}
+
+}  // namespace
+
+braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
+                              const AlgorithmInfo** out) {
+  const size_t elemSize = braidTypeSize(args.dtype);
+  const size_t bytes = tuning::callBytes(args.coll, args.count, elemSize, args.nranks);
+  std::string forced = comm->forcedAlgo[static_cast<int>(args.coll)];
+  const char* source = "braidCommSetAlgorithm";
+  if (forced.empty()) {
+    const tuning::AlgoSpec* spec = nullptr;
+    BRAID_TRY(envAlgoSpec(&spec));
+    forced = spec->forced(args.coll, bytes);
+    source = "BRAID_ALGO";
+  }
+  if (!forced.empty()) {
+    const AlgorithmInfo* a = findAlgorithm(args.coll, forced);
+    if (!a)
+      return fail(braidInvalidArgument, "%s=%s: no %s algorithm of that name (known: %s)", source,
+                  forced.c_str(), collectiveName(args.coll), namesFor(args.coll).c_str());
+    if (const char* why = unsupportedReason(*a, args))
+      return fail(braidInvalidUsage, "%s=%s cannot run this %s: %s", source, forced.c_str(),
+                  collectiveLabel(args.coll), why);
+    *out = a;
+    if (comm->rank == 0)
+      BRAID_INFO("TUNING", "%s %zu B: %s (forced by %s)", collectiveName(args.coll), bytes, a->name,
+                 source);
+    return braidSuccess;
+  }
+  // braid-tune's measurement for the nearest size, where it has one the call can run.
+  if (const tuning::MeasuredEntry* e = comm->measured.lookup(args.coll, bytes)) {
+    const AlgorithmInfo* a = findAlgorithm(args.coll, e->best);
+    if (a && !unsupportedReason(*a, args)) {
+      *out = a;
+      if (comm->rank == 0)
+        BRAID_INFO("TUNING", "%s %zu B: %s (measured fastest at %zu B, BRAID_TUNE_TABLE)",
+                   collectiveName(args.coll), bytes, a->name, e->bytes);
+      return braidSuccess;
+    }
+  }
+  // The cost model's least predicted time; the fixed rule only if it knows no candidate.
+  int best = -1;
+  const std::vector<tuning::Candidate> cands =
+      tuning::rankCandidates(args, elemSize, comm->fabric, &best);
+  *out = best >= 0 ? cands[best].algo : defaultAlgorithm(args, elemSize);
+  if (!*out)
+    return fail(braidInternalError, "no algorithm implements %s for this call",
+                collectiveLabel(args.coll));
+  if (comm->rank == 0 && logEnabled(LogLevel::kInfo) && config().subsysEnabled("TUNING")) {
+    std::string all;
+    for (const tuning::Candidate& c : cands) {
+      char item[160];
+      if (c.unsupported)
+        std::snprintf(item, sizeof(item), "%s n/a", c.algo->name);
+      else
+        std::snprintf(item, sizeof(item), "%s %.1f us", c.algo->name, c.predicted_us);
+      all += (all.empty() ? "" : ", ") + std::string(item);
+    }
+    BRAID_INFO("TUNING", "%s %zu B on %d ranks, %d host(s): %s (predicted: %s)",
+               collectiveName(args.coll), bytes, args.nranks, comm->nhosts, (*out)->name,
+               all.c_str());
+  }
+  return braidSuccess;
+}
+
+namespace {
+
+// The last-level cache of the core this rank started on, in bytes: the largest level sysfs
+// lists for cpu 0 (what one core shares; glibc's sysconf reports the whole package's on some
+// virtual machines: 384 MiB for a 32 MiB L3 here), else sysconf, else 32 MiB.
+size_t lastLevelCacheBytes() {
+  static const size_t bytes = [] {
+    size_t best = 0;
+    for (int i = 0; i < 8; ++i) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
+      FILE* f = std::fopen((dir + "/size").c_str(), "r");
+      if (!f) continue;
+      unsigned long v = 0;
+      char unit = 0;
+      if (std::fscanf(f, "%lu%c", &v, &unit) >= 1)
+        best = std::max<size_t>(best, v << (unit == 'K' ? 10 : unit == 'M' ? 20 : 0));
+      std::fclose(f);
+    }
+    if (best > 0) return best;
+    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return v > 0 ? static_cast<size_t>(v) : size_t{32} << 20;
+  }();
+  return bytes;
+}
+
+// Whether the buffers a call touches on every rank of this machine together outgrow the
+// last-level cache (per placement of the plan's call): its data then streams from and to
+// memory, and two choices change.
+// Receives write with streaming stores, which spare the read of each line they overwrite
+// (2 ranks, all-reduce of 64-256 MiB out of place: 5-8% more busbw; at 16 MiB in place,
+// where the buffers fit, they cost 25%). Sends from braidMemAllocHost buffers go single copy
+// (2 ranks, 32-256 MiB: 11-15 GB/s against the FIFO's 8-9); on calls that fit in cache the
+// FIFO's two copies win, the sender running ahead (128 KiB-4 MiB: 17 GB/s against 10-12 on
+// this VM; perf/compare_peers.sh runs both kinds of buffer).
+void setCacheChoices(const braidComm* comm, size_t elemSize, Plan* plan) {
+  const size_t cache = config().cacheBytes ? config().cacheBytes : lastLevelCacheBytes();
+  const size_t ranks = static_cast<size_t>(comm->localRanks);
+  const size_t elems[2] = {plan->sendExtent + plan->recvExtent,
+                           std::max(plan->sendExtent, plan->recvExtent)};
+  for (int inPlace = 0; inPlace < 2; ++inPlace) {
+    plan->outgrowsCache[inPlace] = elems[inPlace] * elemSize * ranks > cache;
+    plan->streamStores[inPlace] = config().streamStores == Config::StreamStores::kAuto
+                                      ? plan->outgrowsCache[inPlace]
+                                      : config().streamStores == Config::StreamStores::kOn;
+  }
+}
+
+}  // namespace
+
+braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
+                            void* recvbuff, const CollArgs* userCall) {
+  std::lock_guard<std::mutex> lock(comm->mu);
+  LogRankScope rankScope(comm->rank);
+  BRAID_TRY(checkUsable(comm));
+  CollArgs args = in;
+  args.rank = comm->rank;
+  args.nranks = comm->nranks;
+  const size_t elemSize = braidTypeSize(args.dtype);
+  args.pieceElems = std::max<size_t>(1, comm->chunkSize / elemSize);
+  args.hostOf = comm->nhosts > 1 ? comm->hostOf.data() : nullptr;
+  args.ring = comm->ring.empty() ? nullptr : comm->ring.data();
+  // The algorithm is chosen once per plan: a cached call goes straight to its steps.
+  Plan* plan = nullptr;
+  std::unique_ptr<Plan> uncached;
+  auto compile = [&](Plan* p) -> braidResult_t {
+    BRAID_TRY(chooseAlgorithm(comm, args, &p->algo));
+    p->algo->build(args, &p->schedule);
+    compilePlan(p, elemSize);
+    setCacheChoices(comm, elemSize, p);
+    return braidSuccess;
+  };
+  if (args.coll == Collective::kAllToAllv) {
+    uncached = std::make_unique<Plan>();  // counts vary per call: not cached
+    BRAID_TRY(compile(uncached.get()));
+    plan = uncached.get();
+  } else {
+    auto key = std::make_tuple(static_cast<int>(args.coll), args.count,
+                               static_cast<int>(args.dtype), static_cast<int>(args.op), args.root);
+    auto it = comm->plans.find(key);
+    if (it == comm->plans.end()) {
+      if (comm->plans.size() >= 256) comm->plans.clear();
+      auto p = std::make_unique<Plan>();
+      BRAID_TRY(compile(p.get()));
+      it = comm->plans.emplace(key, std::move(p)).first;
+    }
+    plan = it->second.get();
+  }
+  ++comm->opCount;
+  const AlgorithmInfo* algo = plan->algo;
+  comm->bases.assign(3, nullptr);
+  comm->bases[0] = static_cast<char*>(const_cast<void*>(sendbuff));
+  comm->bases[1] = static_cast<char*>(recvbuff);
+  BRAID_INFO("COLL", "%s #%llu count %zu %s %s root %d: algorithm %s", collectiveLabel(args.coll),
+             static_cast<unsigned long long>(comm->opCount), args.count, braidTypeName(args.dtype),
+             braidOpName(args.op), args.root, algo->name);
+  ExecContext ctx{comm->rank,
+                  comm->nranks,
+                  args.dtype,
+                  args.op,
+                  elemSize,
+                  collectiveLabel(args.coll),
+                  comm->opCount,
+                  comm->bases.data(),
+                  comm->bases.size(),
+                  comm->connPtrs.data(),
+                  comm->sendSeq.data(),
+                  comm->recvSeq.data(),
+                  comm->peerPids.data(),
+                  comm->segment ? comm->segment->doorbell() : nullptr,
+                  comm->oversubscribed,
+                  callTag(args)};
+  ctx.count = args.count;
+  ctx.outgrowsCache = plan->outgrowsCache[sendbuff == recvbuff];
+  ctx.streamStores = plan->streamStores[sendbuff == recvbuff];
+  ctx.aborted = &comm->aborted;
+  ctx.timeoutSec = comm->timeoutSec;
+  ctx.stallWarnSec = comm->stallWarnSec;
+  ctx.blamed = &comm->blamed;
+  ctx.stall = comm->stallBoard.get();
+  // BRAID_CHECK's exchange reports (and publishes) the user's call it precedes, whose number
+  // it has: a rank stuck in it is at that call, not past it.
+  ctx.kind = static_cast<uint32_t>(userCall ? userCall->coll : args.coll) + 1;
+  CallScope position(comm, ctx.kind, userCall == nullptr);
+  return markBroken(comm, execute(plan, ctx));
+}
+
+braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
+  LogRankScope rankScope(comm->rank);
+  constexpr int kFields = 5;
+  const uint64_t mine[kFields] = {
+      static_cast<uint64_t>(a.coll),
+      // All-to-all-v's count is a per-rank maximum that may differ (as in callTag).
+      a.coll == Collective::kAllToAllv ? 0 : static_cast<uint64_t>(a.count),
+      static_cast<uint64_t>(a.dtype),
+      isReducing(a.coll) ? static_cast<uint64_t>(a.op) : 0,
+      isRooted(a.coll) ? static_cast<uint64_t>(static_cast<uint32_t>(a.root)) : 0,
+  };
+  const size_t n = static_cast<size_t>(comm->nranks);
+  std::vector<uint64_t> all(kFields * n);
+  CollArgs g;
+  g.coll = Collective::kAllGather;
+  g.count = kFields;
+  g.dtype = braidUint64;
+  g.op = braidSum;
+  // The exchange is not one of the user's calls: it keeps their numbering.
+  const uint64_t userCalls = comm->opCount;
+  const braidResult_t res = runCollective(comm, g, mine, all.data(), &a);
+  comm->opCount = userCalls;
+  if (res != braidSuccess)
+    return fail(res, "BRAID_CHECK's exchange before call #%llu (%s) failed: %s",
+                static_cast<unsigned long long>(userCalls + 1), collectiveLabel(a.coll),
+                std::string(lastError()).c_str());
+  bool same = true;
+  for (size_t r = 1; r < n && same; ++r)
+    same = std::equal(all.begin(), all.begin() + kFields, all.begin() + r * kFields);
+  if (same) return braidSuccess;
+  // Every rank gathered the same table, so every rank fails alike, with the same list.
+  std::string calls;
+  constexpr size_t kListed = 16;
+  for (size_t r = 0; r < n && r < kListed; ++r) {
+    const uint64_t* f = &all[r * kFields];
+    const bool known = f[0] < static_cast<uint64_t>(kNumCollectives);
+    const auto coll = static_cast<Collective>(f[0]);
+    char line[200];
+    std::snprintf(line, sizeof(line), "%srank %zu: %s count %llu %s", r ? "; " : "", r,
+                  known ? collectiveLabel(coll) : "?", static_cast<unsigned long long>(f[1]),
+                  braidTypeName(static_cast<braidDataType_t>(f[2])));
+    calls += line;
+    if (known && isReducing(coll))
+      calls += std::string(" op ") + braidOpName(static_cast<braidRedOp_t>(f[3]));
+    if (known && isRooted(coll)) calls += " root " + std::to_string(f[4]);
+  }
+  if (n > kListed) calls += "; and " + std::to_string(n - kListed) + " more";
+  return fail(braidInvalidUsage,
+              "BRAID_CHECK: the ranks made different calls at call #%llu (every rank must make "
+              "the same collective calls in the same order): %s",
+              static_cast<unsigned long long>(userCalls + 1), calls.c_str());
+}
+
+braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
+                              std::function<braidResult_t()> work) {
+  {
+    std::lock_guard<std::mutex> lock(comm->queueMu);
+    ++comm->queued;
+  }
+  auto dequeued = [comm] {
+    std::lock_guard<std::mutex> lock(comm->queueMu);
+    --comm->queued;
+    comm->queueCv.notify_all();
+  };
+  try {
+    return streamEnqueue(stream, [dequeued, work = std::move(work)] {
+      // Guarded here, so that the count below drops even if the work throws.
+      braidResult_t res = guardApi("a call queued on a stream", work);
+      dequeued();
+      return res;
+    });
+  } catch (...) {  // not queued (out of memory): destroy must not wait for it
+    dequeued();
+    throw;
+  }
+}
+
+braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
+  std::lock_guard<std::mutex> lock(comm->mu);
+  LogRankScope rankScope(comm->rank);
+  BRAID_TRY(checkUsable(comm));
+  ++comm->opCount;
+  Plan plan;
+  comm->bases.assign(3 + ops.size(), nullptr);
+  std::vector<int> selfSends, selfRecvs;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const P2POp& op = ops[k];
+    comm->bases[3 + k] = static_cast<char*>(op.buff);
+    if (op.bytes == 0) continue;  // both sides skip empty messages
+    if (op.peer == comm->rank) {
+      (op.isSend ? selfSends : selfRecvs).push_back(static_cast<int>(k));
+      continue;
+    }
+    Step s;
+    s.kind = op.isSend ? StepKind::kSend : StepKind::kRecv;
+    s.peer = op.peer;
+    s.src = {userBuffer(static_cast<int>(k)), 0};
+    s.dst = {userBuffer(static_cast<int>(k)), 0};
+    s.count = op.bytes;
+    plan.schedule.add(s);
+  }
+  if (selfSends.size() != selfRecvs.size())
+    return fail(braidInvalidUsage,
+                "group: %zu sends to self but %zu receives from self; each send to self needs a "
+                "matching receive in the same group",
+                selfSends.size(), selfRecvs.size());
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    const P2POp& snd = ops[selfSends[i]];
+    const P2POp& rcv = ops[selfRecvs[i]];
+    if (snd.bytes != rcv.bytes)
+      return fail(braidInvalidUsage,
+                  "group: send to self of %zu bytes meets a receive of %zu bytes", snd.bytes,
+                  rcv.bytes);
+    Step s;
+    s.kind = StepKind::kCopy;
+    s.src = {userBuffer(selfSends[i]), 0};
+    s.dst = {userBuffer(selfRecvs[i]), 0};
+    s.count = snd.bytes;
+    plan.schedule.add(s);
+  }
+  compilePlan(&plan, 1);
+  ExecContext ctx{comm->rank,
+                  comm->nranks,
+                  braidUint8,
+                  braidSum,
+                  1,
+                  "send/recv group",
+                  comm->opCount,
+                  comm->bases.data(),
+                  comm->bases.size(),
+                  comm->connPtrs.data(),
+                  comm->sendSeq.data(),
+                  comm->recvSeq.data(),
+                  comm->peerPids.data(),
+                  comm->segment ? comm->segment->doorbell() : nullptr,
+                  comm->oversubscribed,
+                  0};
+  ctx.aborted = &comm->aborted;
+  ctx.timeoutSec = comm->timeoutSec;
+  ctx.stallWarnSec = comm->stallWarnSec;
+  ctx.blamed = &comm->blamed;
+  ctx.stall = comm->stallBoard.get();
+  CallScope position(comm, 0);
+  return markBroken(comm, execute(&plan, ctx));
+}
+
+}  // namespace braid
