@@ -163,6 +163,35 @@ class CallScope {
   bool finishes_;
 };
 
+// What every call on comm runs with: its connections, sequence numbers, peers, waiting
+// limits and failure reporting; the caller adds what depends on the call (count, cache
+// choices, stall kind). callTag 0 for send/receive groups.
+ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype, braidRedOp_t op,
+                        uint32_t tag) {
+  ExecContext ctx{comm->rank,
+                  comm->nranks,
+                  dtype,
+                  op,
+                  braidTypeSize(dtype),
+                  what,
+                  comm->opCount,
+                  comm->bases.data(),
+                  comm->bases.size(),
+                  comm->connPtrs.data(),
+                  comm->sendSeq.data(),
+                  comm->recvSeq.data(),
+                  comm->peerPids.data(),
+                  comm->segment ? comm->segment->doorbell() : nullptr,
+                  comm->oversubscribed,
+                  tag};
+  ctx.aborted = &comm->aborted;
+  ctx.timeoutSec = comm->timeoutSec;
+  ctx.stallWarnSec = comm->stallWarnSec;
+  ctx.blamed = &comm->blamed;
+  ctx.stall = comm->stallBoard.get();
+  return ctx;
+}
+
 braidResult_t checkUsable(const braidComm* comm) {
   if (comm->aborted.load(std::memory_order_relaxed))
     return fail(braidInvalidUsage, "this communicator was aborted (braidCommAbort)");
@@ -335,30 +364,11 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   BRAID_INFO("COLL", "%s #%llu count %zu %s %s root %d: algorithm %s", collectiveLabel(args.coll),
              static_cast<unsigned long long>(comm->opCount), args.count, braidTypeName(args.dtype),
              braidOpName(args.op), args.root, algo->name);
-  ExecContext ctx{comm->rank,
-                  comm->nranks,
-                  args.dtype,
-                  args.op,
-                  elemSize,
-                  collectiveLabel(args.coll),
-                  comm->opCount,
-                  comm->bases.data(),
-                  comm->bases.size(),
-                  comm->connPtrs.data(),
-                  comm->sendSeq.data(),
-                  comm->recvSeq.data(),
-                  comm->peerPids.data(),
-                  comm->segment ? comm->segment->doorbell() : nullptr,
-                  comm->oversubscribed,
-                  callTag(args)};
+  ExecContext ctx =
+      commContext(comm, collectiveLabel(args.coll), args.dtype, args.op, callTag(args));
   ctx.count = args.count;
   ctx.outgrowsCache = plan->outgrowsCache[sendbuff == recvbuff];
   ctx.streamStores = plan->streamStores[sendbuff == recvbuff];
-  ctx.aborted = &comm->aborted;
-  ctx.timeoutSec = comm->timeoutSec;
-  ctx.stallWarnSec = comm->stallWarnSec;
-  ctx.blamed = &comm->blamed;
-  ctx.stall = comm->stallBoard.get();
   // BRAID_CHECK's exchange reports (and publishes) the user's call it precedes, whose number
   // it has: a rank stuck in it is at that call, not past it.
   ctx.kind = static_cast<uint32_t>(userCall ? userCall->coll : args.coll) + 1;
@@ -487,27 +497,7 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
     plan.schedule.add(s);
   }
   compilePlan(&plan, 1);
-  ExecContext ctx{comm->rank,
-                  comm->nranks,
-                  braidUint8,
-                  braidSum,
-                  1,
-                  "send/recv group",
-                  comm->opCount,
-                  comm->bases.data(),
-                  comm->bases.size(),
-                  comm->connPtrs.data(),
-                  comm->sendSeq.data(),
-                  comm->recvSeq.data(),
-                  comm->peerPids.data(),
-                  comm->segment ? comm->segment->doorbell() : nullptr,
-                  comm->oversubscribed,
-                  0};
-  ctx.aborted = &comm->aborted;
-  ctx.timeoutSec = comm->timeoutSec;
-  ctx.stallWarnSec = comm->stallWarnSec;
-  ctx.blamed = &comm->blamed;
-  ctx.stall = comm->stallBoard.get();
+  const ExecContext ctx = commContext(comm, "send/recv group", braidUint8, braidSum, 0);
   CallScope position(comm, 0);
   return markBroken(comm, execute(&plan, ctx));
 }
