@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "kernels/cuda_kernels.h"
 #include "kernels/reduce.h"
 
@@ -49,16 +50,9 @@ const struct {
 }
 
 size_t parseSize(const char* s) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (end == s) usage(std::string("bad size '") + s + "'");
-  size_t shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  if (*end != '\0' || v == 0) usage(std::string("bad size '") + s + "'");
-  return static_cast<size_t>(v) << shift;
+  size_t bytes = 0;
+  if (!braid::parseByteSize(s, &bytes) || bytes == 0) usage(std::string("bad size '") + s + "'");
+  return bytes;
 }
 
 Flags parse(int argc, char** argv) {

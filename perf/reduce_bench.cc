@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "kernels/reduce.h"
 
 namespace {
@@ -33,21 +34,7 @@ double timePerCall(Fn fn) {
 }
 
 bool parseSize(const char* text, size_t* out) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text) return false;
-  const std::string suffix = end;
-  unsigned shift = 0;
-  if (suffix == "K" || suffix == "k")
-    shift = 10;
-  else if (suffix == "M" || suffix == "m")
-    shift = 20;
-  else if (suffix == "G" || suffix == "g")
-    shift = 30;
-  else if (!suffix.empty())
-    return false;
-  *out = static_cast<size_t>(v) << shift;
-  return *out > 0 && *out <= (size_t{1} << 34);
+  return braid::parseByteSize(text, out) && *out > 0 && *out <= (size_t{1} << 34);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "algorithms/schedule.h"
 #include "braid/braid.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "test_util.h"
 #include "tuning/simulate.h"
@@ -31,7 +32,16 @@ TEST(ByteSize, Suffixes) {
   EXPECT_EQ(v, size_t{2} << 30);
   ASSERT_TRUE(parseByteSize("1536", &v));
   EXPECT_EQ(v, 1536u);
-  for (const char* bad : {"", "K", "-1", "1X", "1.5M", "99999999999999999999G"})
+  ASSERT_TRUE(parseByteSize("3T", &v));
+  EXPECT_EQ(v, size_t{3} << 40);
+  ASSERT_TRUE(parseByteSize("5KiB", &v));
+  EXPECT_EQ(v, 5u << 10);
+  ASSERT_TRUE(parseByteSize("7B", &v));
+  EXPECT_EQ(v, 7u);
+  ASSERT_TRUE(parseByteSize("16777215T", &v));  // the largest T count below 2^64
+  EXPECT_EQ(v, size_t{16777215} << 40);
+  for (const char* bad :
+       {"", "K", "-1", "1X", "1.5M", "99999999999999999999G", "16777216T", "1KK", " 1K", "1 K"})
     EXPECT_FALSE(parseByteSize(bad, &v)) << bad;
 }
 

@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,33 +39,8 @@ void parseWord(const char* name, const char* v, const std::pair<const char*, E> 
 
 // "4194304", "128K", "2M", "1G" (1024-based). Out of [lo, hi] or unparsable: warn, keep fallback.
 size_t parseBytes(const char* name, const char* s, size_t fallback, size_t lo, size_t hi) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  int shift = 0;
-  if (end != s && *end) {
-    switch (*end) {
-      case 'k':
-      case 'K':
-        shift = 10;
-        break;
-      case 'm':
-      case 'M':
-        shift = 20;
-        break;
-      case 'g':
-      case 'G':
-        shift = 30;
-        break;
-      default:
-        shift = -1;
-    }
-    if (shift >= 0) ++end;
-  }
-  bool ok =
-      end != s && *end == '\0' && shift >= 0 && errno == 0 && s[0] != '-' && v <= (hi >> shift);
-  size_t bytes = ok ? static_cast<size_t>(v) << shift : 0;
-  if (!ok || bytes < lo || bytes > hi) {
+  size_t bytes = 0;
+  if (!parseByteSize(s, &bytes) || bytes < lo || bytes > hi) {
     badValue(
         name, s,
         ("is not a byte count in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str(),
@@ -174,6 +150,30 @@ Config load() {
 }
 
 }  // namespace
+
+bool parseByteSize(const std::string& text, size_t* out) {
+  if (text.empty() || !isdigit(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno) return false;
+  static const struct {
+    const char* names[4];
+    int shift;
+  } kUnits[] = {{{"B", "B", "B", "B"}, 0},
+                {{"K", "k", "KB", "KiB"}, 10},
+                {{"M", "m", "MB", "MiB"}, 20},
+                {{"G", "g", "GB", "GiB"}, 30},
+                {{"T", "t", "TB", "TiB"}, 40}};
+  const std::string suffix = end;
+  int shift = suffix.empty() ? 0 : -1;
+  for (const auto& u : kUnits)
+    for (const char* n : u.names)
+      if (suffix == n) shift = u.shift;
+  if (shift < 0 || v > (SIZE_MAX >> shift)) return false;
+  *out = static_cast<size_t>(v) << shift;
+  return true;
+}
 
 const char* getEnv(const char* name) {
   std::string b = std::string("BRAID_") + name;

@@ -77,4 +77,10 @@ class WaitTimeoutScope {
 // BRAID_<name>, else NCCL_<name>, else nullptr.
 const char* getEnv(const char* name);
 
+// A byte count as every Braid setting and tool writes it: decimal digits and an optional
+// 1024-based suffix K, M, G or T (also lower case, and KB/KiB, MB/MiB, GB/GiB, TB/TiB, or B
+// alone): "1536", "64K", "1M", "2G", "1T". false, leaving *out alone, when malformed or
+// past SIZE_MAX.
+bool parseByteSize(const std::string& text, size_t* out);
+
 }  // namespace braid

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "topology/placement.h"
 #include "topology/topology.h"
@@ -100,11 +101,11 @@ int main(int argc, char** argv) {
     } else if (a == "--collective" && hasValue) {
       collName = argv[++i];
     } else if ((a == "-b" || a == "--minbytes") && hasValue) {
-      ok = braid::tuning::parseByteSize(argv[++i], &minBytes);
+      ok = braid::parseByteSize(argv[++i], &minBytes);
     } else if ((a == "-e" || a == "--maxbytes") && hasValue) {
-      ok = braid::tuning::parseByteSize(argv[++i], &maxBytes);
+      ok = braid::parseByteSize(argv[++i], &maxBytes);
     } else if ((a == "-f" || a == "--stepfactor") && hasValue) {
-      ok = braid::tuning::parseByteSize(argv[++i], &factor) && factor >= 2;
+      ok = braid::parseByteSize(argv[++i], &factor) && factor >= 2;
     } else if ((a == "-d" || a == "--datatype") && hasValue) {
       dtypeName = argv[++i];
     } else if (a == "--mnnvl") {

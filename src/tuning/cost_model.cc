@@ -17,6 +17,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "tuning/simulate.h"
 
@@ -552,27 +553,6 @@ std::vector<Candidate> rankCandidates(const CollArgs& args, size_t elemSize, con
         break;
       }
   return out;
-}
-
-bool parseByteSize(const std::string& text, size_t* out) {
-  if (text.empty() || !isdigit(static_cast<unsigned char>(text[0]))) return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno) return false;
-  unsigned shift = 0;
-  const std::string suffix = end;
-  if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB")
-    shift = 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB")
-    shift = 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB")
-    shift = 30;
-  else if (!suffix.empty() && suffix != "B")
-    return false;
-  if (shift && v > (SIZE_MAX >> shift)) return false;
-  *out = static_cast<size_t>(v) << shift;
-  return true;
 }
 
 std::string AlgoSpec::forced(Collective coll, size_t bytes) const {

@@ -76,8 +76,6 @@ struct AlgoSpec {
 // item and the problem (unknown collective, an algorithm the collective does not have, a
 // range that does not parse or is empty).
 braidResult_t parseAlgoSpec(const std::string& text, AlgoSpec* out);
-// "64K", "1M", "1536", "2G" -> bytes; false when malformed.
-bool parseByteSize(const std::string& text, size_t* out);
 
 }  // namespace braid::tuning
 
