@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/host_mem.h"
 #include "test_util.h"
 
 namespace braid::test {
@@ -212,6 +213,61 @@ TEST(HostMemory, AllocatesFreesAndRefusesBadInput) {
   EXPECT_EQ(braidMemFreeHost(p), braidSuccess);
   EXPECT_EQ(braidMemFreeHost(p), braidInvalidArgument);  // freed already
   EXPECT_EQ(braidMemFreeHost(nullptr), braidSuccess);
+}
+
+// The receiver's side of a braidMemAllocHost buffer (hostmem::mapPeer and friends), with
+// this process as the peer: a live allocation maps and reads back its bytes; a piece that
+// names a closed descriptor, another file or a freed allocation is refused with a message
+// saying which, never mapped; a probe that holds other bytes is refused.
+TEST(HostMemory, MapsLiveAllocationsAndRefusesStaleOnes) {
+  const int me = static_cast<int>(getpid());
+  void* p = nullptr;
+  ASSERT_EQ(braidMemAllocHost(&p, 3 * 4096), braidSuccess);
+  auto* bytes = static_cast<unsigned char*>(p);
+  for (size_t i = 0; i < 3 * 4096; ++i) bytes[i] = static_cast<unsigned char>(i * 7);
+  hostmem::Ref ref;
+  ASSERT_TRUE(hostmem::find(bytes + 4096, 100, &ref));
+  EXPECT_EQ(ref.offset, 4096u);
+  EXPECT_EQ(ref.bytes, 3u * 4096);
+  EXPECT_FALSE(hostmem::find(bytes + 3 * 4096 - 10, 11, &ref)) << "past the end";
+  ASSERT_TRUE(hostmem::find(bytes, 3 * 4096, &ref));
+
+  std::string error;
+  const char* base = hostmem::mapPeer(me, ref, &error);
+  ASSERT_NE(base, nullptr) << error;
+  EXPECT_NE(base, reinterpret_cast<const char*>(p)) << "a second mapping of the same memfd";
+  for (size_t i = 0; i < 3 * 4096; ++i)
+    ASSERT_EQ(static_cast<unsigned char>(base[i]), static_cast<unsigned char>(i * 7)) << i;
+  bytes[5] = 99;  // shared, not a copy
+  EXPECT_EQ(base[5], 99);
+  hostmem::unmapPeer(base, ref.bytes);
+  EXPECT_TRUE(hostmem::peerStillHolds(me, ref.fd, ref.ino));
+
+  hostmem::Ref other = ref;
+  other.ino += 1;  // the descriptor now names another file
+  EXPECT_EQ(hostmem::mapPeer(me, other, &error), nullptr);
+  EXPECT_NE(error.find("no longer the allocation"), std::string::npos) << error;
+  other = ref;
+  other.bytes += 4096;  // a size the allocation does not have
+  EXPECT_EQ(hostmem::mapPeer(me, other, &error), nullptr);
+  EXPECT_NE(error.find("no longer the allocation"), std::string::npos) << error;
+  other = ref;
+  other.fd = 1 << 20;  // no such descriptor
+  EXPECT_EQ(hostmem::mapPeer(me, other, &error), nullptr);
+  EXPECT_NE(error.find("cannot open its buffer through /proc"), std::string::npos) << error;
+
+  std::string why;
+  EXPECT_FALSE(hostmem::canMapPeer(me, -1, 1, &why));
+  EXPECT_NE(why.find("no probe"), std::string::npos) << why;
+  EXPECT_FALSE(hostmem::canMapPeer(me, ref.fd, 0x5eed5eed5eed5eedull, &why));
+  EXPECT_NE(why.find("other bytes"), std::string::npos) << why;
+
+  const uint32_t epoch = hostmem::freeEpoch();
+  ASSERT_EQ(braidMemFreeHost(p), braidSuccess);
+  EXPECT_NE(hostmem::freeEpoch(), epoch);
+  EXPECT_FALSE(hostmem::peerStillHolds(me, ref.fd, ref.ino));
+  EXPECT_EQ(hostmem::mapPeer(me, ref, &error), nullptr) << "a freed allocation";
+  EXPECT_FALSE(error.empty());
 }
 
 // Mappings of braidMemAllocHost allocations in this process (its own and its peers'),
