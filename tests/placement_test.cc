@@ -5,12 +5,17 @@
 #include "topology/placement.h"
 
 #include <gtest/gtest.h>
+#include <linux/mempolicy.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -189,6 +194,72 @@ TEST(CommRing, InterleavedHostsGetTheGroupedRing) {
   EXPECT_TRUE(test::shmLeftovers(results).empty());
 }
 
+// A rank's inbound FIFOs (its segment, which its peers write first) are placed on its own
+// NUMA node: the segment carries an MPOL_PREFERRED policy for that node, and the pages the
+// peer's pieces faulted in lie there. On a machine of one node this checks the plumbing
+// (policy set, pages resident where the rank runs); a rank whose CPUs span nodes sets none.
+int segmentNumaChild(int rank, int nranks) {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm) != braidSuccess) {
+    std::fprintf(stderr, "init: %s\n", braidGetLastError(nullptr));
+    return 1;
+  }
+  std::vector<float> v(256 << 10, 1.0f);
+  if (braidAllReduce(v.data(), v.data(), v.size(), braidFloat32, braidSum, comm, nullptr) !=
+          braidSuccess ||
+      v.back() != static_cast<float>(nranks)) {
+    std::fprintf(stderr, "rank %d: all-reduce: %s\n", rank, braidGetLastError(comm));
+    return 1;
+  }
+  const int node = topo::currentNumaNode();
+  const int peer = 1 - rank;
+  char* fifo = static_cast<char*>(comm->segment->fifo(peer));
+  int mode = -1;
+  unsigned long mask[16] = {};
+  if (syscall(SYS_get_mempolicy, &mode, mask, 16 * 8 * sizeof(unsigned long), fifo, MPOL_F_ADDR) !=
+      0) {
+    // Containers' seccomp profiles refuse the NUMA calls without CAP_SYS_NICE (EPERM), and
+    // kernels without NUMA lack them (ENOSYS): Braid then leaves placement to first touch.
+    const bool refused = errno == EPERM || errno == ENOSYS;
+    std::fprintf(stderr, "rank %d: get_mempolicy: %s\n", rank, strerror(errno));
+    braidCommDestroy(comm);
+    return refused ? 77 : 1;
+  }
+  int bad = 0;
+  if (node < 0) {
+    if (mode != MPOL_DEFAULT) std::fprintf(stderr, "rank %d: a policy without a node\n", rank);
+    bad += mode != MPOL_DEFAULT;
+  } else {
+    const size_t bits = 8 * sizeof(unsigned long);
+    const bool inMask =
+        (mask[static_cast<size_t>(node) / bits] >> (static_cast<size_t>(node) % bits)) & 1;
+    if (mode != MPOL_PREFERRED || !inMask) {
+      std::fprintf(stderr, "rank %d on node %d: policy %d, node %s in the mask\n", rank, node, mode,
+                   inMask ? "" : "not");
+      ++bad;
+    }
+    // The first page of the FIFO's cells: written by the peer's pieces.
+    void* page =
+        reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(fifo + 4096) & ~uintptr_t{4095});
+    int status = -1;
+    if (syscall(SYS_move_pages, 0, 1, &page, nullptr, &status, 0) != 0 || status != node) {
+      std::fprintf(stderr, "rank %d: a FIFO page is on node %d, not %d\n", rank, status, node);
+      ++bad;
+    }
+  }
+  braidCommDestroy(comm);
+  return bad ? 1 : 0;
+}
+
+TEST(NumaPlacement, InboundFifosLieOnTheReceiversNode) {
+  auto results = test::runProcesses(2, "segment-numa");
+  if (results[0].status == 77 && results[1].status == 77)
+    GTEST_SKIP() << "this machine refuses get_mempolicy:\n" << results[0].output;
+  for (size_t r = 0; r < results.size(); ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  EXPECT_TRUE(test::shmLeftovers(results).empty());
+}
+
 // Only rank 0 sets BRAID_RING: every rank follows it (rank 0's applies, as with the other
 // job-wide settings), instead of rings that differ and wait on each other forever.
 int ringFromRankZero(int rank, int) {
@@ -248,6 +319,7 @@ int main(int argc, char** argv) {
   braid::test::registerRawChildRole("interleaved", braid::interleavedChild);
   braid::test::registerRawChildRole("ring-from-rank-0", braid::ringFromRankZero);
   braid::test::registerRawChildRole("bad-tune-file", braid::badTuneFile);
+  braid::test::registerRawChildRole("segment-numa", braid::segmentNumaChild);
   int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   ::testing::InitGoogleTest(&argc, argv);

@@ -406,7 +406,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     std::replace(mine.table.begin(), mine.table.end(), '\n', ' ');
   }
   if (nranks > 1) {
-    BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, &comm->segment));
+    BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, mine.numa, &comm->segment));
     mine.shmName = comm->segment->name();
     mine.shmAddr = reinterpret_cast<uintptr_t>(comm->segment->base());
   }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/mempolicy.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -135,7 +136,27 @@ void removeSegmentsOfDeadProcesses() {
 
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free);
 
-braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
+namespace {
+
+// Places the pages of [base, base + bytes), a shared mapping, on NUMA node `node` whoever
+// faults them in (the policy belongs to the shared object, so the peers' first writes obey
+// it too): a rank then reads its inbound FIFOs from local memory, and its peers' stores
+// cross the interconnect instead (a store is posted; a load waits for the far node).
+// MPOL_PREFERRED, not BIND: a full node spills to another rather than failing. No-op for
+// node < 0; a kernel without NUMA support (ENOSYS) or a refusal only logs.
+void preferNode(void* base, size_t bytes, int node) {
+  if (node < 0 || node >= 1024) return;
+  unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {};
+  const size_t bits = 8 * sizeof(unsigned long);
+  mask[static_cast<size_t>(node) / bits] |= 1ul << (static_cast<size_t>(node) % bits);
+  if (syscall(SYS_mbind, base, bytes, MPOL_PREFERRED, mask, 1024 + 1, 0) != 0)
+    BRAID_INFO("INIT", "shared-memory FIFOs not placed on NUMA node %d (mbind: %s)", node,
+               strerror(errno));
+}
+
+}  // namespace
+
+braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes, int numaNode,
                                  std::unique_ptr<ShmSegment>* out) {
   slotBytes = (slotBytes + kLine - 1) / kLine * kLine;
   size_t fifoBytes = fifoBytesFor(slots, slotBytes);
@@ -169,6 +190,7 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes,
     return fail(braidSystemError, "mmap of %s failed: %s", name, strerror(errno));
   s->mapping_ = std::make_shared<Mapping>(base, bytes);
   s->base_ = base;
+  preferNode(base, bytes, numaNode);
   auto* h = static_cast<SegmentHeader*>(base);
   h->nfifos = static_cast<uint32_t>(nfifos);
   h->slots = static_cast<uint32_t>(slots);

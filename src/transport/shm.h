@@ -24,8 +24,11 @@ namespace braid {
 
 class ShmSegment {
  public:
-  // Creates a segment with `nfifos` FIFOs of `slots` x `slotBytes`.
-  static braidResult_t create(int nfifos, int slots, size_t slotBytes,
+  // Creates a segment with `nfifos` FIFOs of `slots` x `slotBytes`: the creator's inbound
+  // FIFOs, which its peers write and it reads. numaNode >= 0: the creator's NUMA node, where
+  // the segment's pages are placed (MPOL_PREFERRED) whoever touches them first; -1 leaves
+  // the process's policy (first touch: usually the sender's node, as senders write first).
+  static braidResult_t create(int nfifos, int slots, size_t slotBytes, int numaNode,
                               std::unique_ptr<ShmSegment>* out);
   // Maps a peer's segment by name. quiet: a failure only returns its code (no message, no
   // log line), for a view that is merely nice to have.
