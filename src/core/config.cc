@@ -37,7 +37,8 @@ void parseWord(const char* name, const char* v, const std::pair<const char*, E> 
   badValue(name, v, ("is not " + list).c_str(), kept);
 }
 
-// "4194304", "128K", "2M", "1G" (1024-based). Out of [lo, hi] or unparsable: warn, keep fallback.
+// A byte count (parseByteSize: "4194304", "128K", "2M", "1T"). Out of [lo, hi] or unparsable:
+// warn, keep fallback.
 size_t parseBytes(const char* name, const char* s, size_t fallback, size_t lo, size_t hi) {
   size_t bytes = 0;
   if (!parseByteSize(s, &bytes) || bytes < lo || bytes > hi) {
