@@ -16,8 +16,12 @@ namespace {
 
 // Configuration mistakes are reported once, on stderr, whatever BRAID_DEBUG says: a
 // silently ignored setting is worse than a noisy one.
+// Names the variable the user set: BRAID_X, or NCCL_X when only that one is (getEnv).
 void badValue(const char* name, const char* value, const char* why, const std::string& used) {
-  std::fprintf(stderr, "BRAID WARN %s=\"%s\" %s; using %s\n", name, value, why, used.c_str());
+  std::string set = name;
+  if (set.rfind("BRAID_", 0) == 0 && !std::getenv(name)) set = "NCCL_" + set.substr(6);
+  std::fprintf(stderr, "BRAID WARN %s=\"%s\" %s; using %s\n", set.c_str(), value, why,
+               used.c_str());
 }
 
 // One of `words`, each naming its value; anything else warns and keeps *out.

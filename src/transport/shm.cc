@@ -145,11 +145,17 @@ namespace {
 // MPOL_PREFERRED, not BIND: a full node spills to another rather than failing. No-op for
 // node < 0; a kernel without NUMA support (ENOSYS) or a refusal only logs.
 void preferNode(void* base, size_t bytes, int node) {
-  if (node < 0 || node >= 1024) return;
-  unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {};
+  constexpr int kNodes = 1024;  // the mask's bits (Linux's MAX_NUMNODES on x86-64 and arm64)
+  if (node < 0) return;
+  if (node >= kNodes) {
+    BRAID_INFO("INIT", "shared-memory FIFOs not placed on NUMA node %d (beyond %d)", node, kNodes);
+    return;
+  }
   const size_t bits = 8 * sizeof(unsigned long);
+  unsigned long mask[kNodes / bits] = {};
   mask[static_cast<size_t>(node) / bits] |= 1ul << (static_cast<size_t>(node) % bits);
-  if (syscall(SYS_mbind, base, bytes, MPOL_PREFERRED, mask, 1024 + 1, 0) != 0)
+  // maxnode is the mask's bit count plus one: the kernel reads maxnode - 1 bits (mbind(2)).
+  if (syscall(SYS_mbind, base, bytes, MPOL_PREFERRED, mask, kNodes + 1, 0) != 0)
     BRAID_INFO("INIT", "shared-memory FIFOs not placed on NUMA node %d (mbind: %s)", node,
                strerror(errno));
 }

@@ -49,7 +49,7 @@ void usage(FILE* f) {
       "                       topology's)\n"
       "  --collective NAME    allreduce, reducescatter, allgather, broadcast, reduce, alltoall,\n"
       "                       gather, scatter, or all (default allreduce)\n"
-      "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G suffixes), times FACTOR each step\n"
+      "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G, T suffixes), times FACTOR each step\n"
       "                       (default 8, 256M, 2), as nccl-tests' size column\n"
       "  -d DTYPE             float (default), half, bfloat16, double, int32, int8\n"
       "  --json               one JSON array of {collective, bytes, chosen, algorithms}\n"
