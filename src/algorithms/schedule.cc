@@ -4,30 +4,33 @@
 
 namespace braid {
 
+namespace {
+
+// Each collective's two spellings, in enum order: the name BRAID_ALGO and the tools take,
+// and the label messages print.
+struct CollectiveNames {
+  const char* name;
+  const char* label;
+};
+constexpr CollectiveNames kCollectiveNames[kNumCollectives] = {
+    {"allreduce", "all-reduce"},   {"reducescatter", "reduce-scatter"},
+    {"allgather", "all-gather"},   {"broadcast", "broadcast"},
+    {"reduce", "reduce"},          {"alltoall", "all-to-all"},
+    {"alltoallv", "all-to-all-v"}, {"gather", "gather"},
+    {"scatter", "scatter"},        {"barrier", "barrier"},
+};
+static_assert(static_cast<int>(Collective::kBarrier) == kNumCollectives - 1);
+
+}  // namespace
+
 const char* collectiveName(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return "allreduce";
-    case Collective::kReduceScatter:
-      return "reducescatter";
-    case Collective::kAllGather:
-      return "allgather";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kAllToAll:
-      return "alltoall";
-    case Collective::kAllToAllv:
-      return "alltoallv";
-    case Collective::kGather:
-      return "gather";
-    case Collective::kScatter:
-      return "scatter";
-    case Collective::kBarrier:
-      return "barrier";
-  }
-  return "unknown";
+  const auto i = static_cast<size_t>(c);
+  return i < kNumCollectives ? kCollectiveNames[i].name : "unknown";
+}
+
+const char* collectiveLabel(Collective c) {
+  const auto i = static_cast<size_t>(c);
+  return i < kNumCollectives ? kCollectiveNames[i].label : "collective";
 }
 
 const std::vector<AlgorithmInfo>& algorithms() {

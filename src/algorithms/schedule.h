@@ -43,6 +43,8 @@ enum class Collective : uint8_t {
 };
 constexpr int kNumCollectives = 10;
 const char* collectiveName(Collective c);
+// "all-reduce", "reduce-scatter", ...: the collective as messages name it.
+const char* collectiveLabel(Collective c);
 
 // Whether c combines the ranks' data with a reduction op: all-reduce, reduce-scatter, reduce.
 inline bool isReducing(Collective c) {

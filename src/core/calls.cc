@@ -18,32 +18,6 @@
 
 namespace braid {
 
-const char* collectiveLabel(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return "all-reduce";
-    case Collective::kReduceScatter:
-      return "reduce-scatter";
-    case Collective::kAllGather:
-      return "all-gather";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kAllToAll:
-      return "all-to-all";
-    case Collective::kAllToAllv:
-      return "all-to-all-v";
-    case Collective::kGather:
-      return "gather";
-    case Collective::kScatter:
-      return "scatter";
-    case Collective::kBarrier:
-      return "barrier";
-  }
-  return "collective";
-}
-
 namespace {
 
 // BRAID_ALGO, parsed once per process (tuning::parseAlgoSpec's syntax); a bad spec fails every

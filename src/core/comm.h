@@ -184,7 +184,6 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops);
 // algorithm and why, if the forced one cannot run args.
 braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
                               const AlgorithmInfo** out);
-const char* collectiveLabel(Collective c);
 // Queues work for comm on stream, counted so braidCommDestroy can wait for it.
 braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
                               std::function<braidResult_t()> work);  // "all-reduce", for messages
