@@ -137,8 +137,12 @@ std::vector<Case> matrixCases(int nranks, bool sampled) {
   return out;
 }
 
-std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
+std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks, braidStream_t stream) {
   const Collective coll = c.algo->coll;
+  // On a stream the call only queues; its result is the stream's.
+  auto finish = [stream](braidResult_t r) {
+    return r == braidSuccess && stream ? braidStreamSynchronize(stream) : r;
+  };
   if (braidCommSetAlgorithm(comm, collectiveName(coll), c.algo->name) != braidSuccess)
     return c.describe(nranks) + ": cannot force the algorithm: " + braidGetLastError(comm);
   const size_t es = braidTypeSize(c.dtype);
@@ -158,8 +162,8 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
       want.assign(count * es + 1, 0);
       for (size_t i = 0; i < count; ++i) expectedAllReduce(c.dtype, c.op, nranks, i, &want[i * es]);
       if (c.inPlace) recv = send;
-      res = braidAllReduce(c.inPlace ? recv.data() : send.data(), recv.data(), count, c.dtype, c.op,
-                           comm, nullptr);
+      res = finish(braidAllReduce(c.inPlace ? recv.data() : send.data(), recv.data(), count,
+                                  c.dtype, c.op, comm, stream));
       if (res == braidSuccess) bad = mismatch("recv", recv, want, 0, count, es);
       break;
     }
@@ -169,13 +173,14 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
       for (size_t i = 0; i < count; ++i)
         expectedAllReduce(c.dtype, c.op, nranks, rank * count + i, &want[i * es]);
       if (c.inPlace) {
-        res = braidReduceScatter(send.data(), send.data() + rank * count * es, count, c.dtype, c.op,
-                                 comm, nullptr);
+        res = finish(braidReduceScatter(send.data(), send.data() + rank * count * es, count,
+                                        c.dtype, c.op, comm, stream));
         recv.assign(send.begin() + rank * count * es, send.begin() + (rank + 1) * count * es);
         recv.push_back(0);
       } else {
         recv.assign(count * es + 1, static_cast<char>(kSentinel));
-        res = braidReduceScatter(send.data(), recv.data(), count, c.dtype, c.op, comm, nullptr);
+        res = finish(
+            braidReduceScatter(send.data(), recv.data(), count, c.dtype, c.op, comm, stream));
       }
       if (res == braidSuccess) bad = mismatch("recv", recv, want, 0, count, es);
       break;
@@ -188,12 +193,12 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
           expectData(static_cast<int>(j), i, es, &want[(j * count + i) * es]);
       if (c.inPlace) {
         fillData(rank, count, es, recv.data() + rank * count * es);
-        res = braidAllGather(recv.data() + rank * count * es, recv.data(), count, c.dtype, comm,
-                             nullptr);
+        res = finish(braidAllGather(recv.data() + rank * count * es, recv.data(), count, c.dtype,
+                                    comm, stream));
       } else {
         send.assign(count * es + 1, 0);
         fillData(rank, count, es, send.data());
-        res = braidAllGather(send.data(), recv.data(), count, c.dtype, comm, nullptr);
+        res = finish(braidAllGather(send.data(), recv.data(), count, c.dtype, comm, stream));
       }
       if (res == braidSuccess) bad = mismatch("recv", recv, want, 0, n * count, es);
       break;
@@ -209,7 +214,7 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
         if (c.inPlace) recv = send;
         sp = c.inPlace ? recv.data() : send.data();
       }
-      res = braidBroadcast(sp, recv.data(), count, c.dtype, c.root, comm, nullptr);
+      res = finish(braidBroadcast(sp, recv.data(), count, c.dtype, c.root, comm, stream));
       if (res == braidSuccess) bad = mismatch("recv", recv, want, 0, count, es);
       break;
     }
@@ -223,8 +228,8 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
         if (c.inPlace) recv = send;
       }
       const void* sp = isRoot && c.inPlace ? recv.data() : send.data();
-      res = braidReduce(sp, isRoot ? recv.data() : nullptr, count, c.dtype, c.op, c.root, comm,
-                        nullptr);
+      res = finish(braidReduce(sp, isRoot ? recv.data() : nullptr, count, c.dtype, c.op, c.root,
+                               comm, stream));
       if (res == braidSuccess && isRoot) bad = mismatch("root recv", recv, want, 0, count, es);
       if (res == braidSuccess && !isRoot && bad.empty())
         bad = mismatch("send buffer modified", send, pristine, 0, count, es);
@@ -238,7 +243,7 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
       for (size_t j = 0; j < n; ++j)
         for (size_t i = 0; i < count; ++i)
           expectData(static_cast<int>(j), rank * count + i, es, &want[(j * count + i) * es]);
-      res = braidAllToAll(send.data(), recv.data(), count, c.dtype, comm, nullptr);
+      res = finish(braidAllToAll(send.data(), recv.data(), count, c.dtype, comm, stream));
       if (res == braidSuccess) bad = mismatch("recv", recv, want, 0, n * count, es);
       break;
     }
@@ -264,8 +269,8 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
         for (size_t i = 0; i < rc[j]; ++i)
           expectData(static_cast<int>(j), jd + i, es, &want[(rd[j] + i) * es]);
       }
-      res = braidAllToAllv(send.data(), sc.data(), sd.data(), recv.data(), rc.data(), rd.data(),
-                           c.dtype, comm, nullptr);
+      res = finish(braidAllToAllv(send.data(), sc.data(), sd.data(), recv.data(), rc.data(),
+                                  rd.data(), c.dtype, comm, stream));
       if (res == braidSuccess) bad = mismatch("recv", recv, want, 0, rTotal, es);
       break;
     }
@@ -279,8 +284,8 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
           for (size_t i = 0; i < count; ++i)
             expectData(static_cast<int>(j), i, es, &want[(j * count + i) * es]);
       }
-      res = braidGather(send.data(), isRoot ? recv.data() : nullptr, count, c.dtype, c.root, comm,
-                        nullptr);
+      res = finish(braidGather(send.data(), isRoot ? recv.data() : nullptr, count, c.dtype, c.root,
+                               comm, stream));
       if (res == braidSuccess && isRoot) bad = mismatch("root recv", recv, want, 0, n * count, es);
       break;
     }
@@ -292,13 +297,13 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks) {
       recv.assign(count * es + 1, static_cast<char>(kSentinel));
       want.assign(count * es + 1, 0);
       for (size_t i = 0; i < count; ++i) expectData(c.root, rank * count + i, es, &want[i * es]);
-      res = braidScatter(isRoot ? send.data() : nullptr, recv.data(), count, c.dtype, c.root, comm,
-                         nullptr);
+      res = finish(braidScatter(isRoot ? send.data() : nullptr, recv.data(), count, c.dtype, c.root,
+                                comm, stream));
       if (res == braidSuccess) bad = mismatch("recv", recv, want, 0, count, es);
       break;
     }
     case Collective::kBarrier:
-      res = braidBarrier(comm, nullptr);
+      res = finish(braidBarrier(comm, stream));
       break;
   }
   if (res != braidSuccess)

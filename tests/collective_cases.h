@@ -26,7 +26,9 @@ struct Case {
 // `sampled` keeps a smaller subset (for ranks as processes).
 std::vector<Case> matrixCases(int nranks, bool sampled);
 
-// Runs one case on this rank; returns "" or what went wrong (first bad element).
-std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks);
+// Runs one case on this rank; returns "" or what went wrong (first bad element). With a
+// stream, the call is queued on it and checked after braidStreamSynchronize.
+std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks,
+                    braidStream_t stream = nullptr);
 
 }  // namespace braid::test

@@ -18,6 +18,7 @@
 #include "collective_cases.h"
 #include "core/bootstrap.h"
 #include "core/device.h"
+#include "fake_cuda.h"
 #include "test_util.h"
 
 namespace braid::test {
@@ -63,37 +64,20 @@ TEST_P(MatrixProcesses, SampledRows) {
 
 INSTANTIATE_TEST_SUITE_P(NRanks, MatrixProcesses, ::testing::Values(2, 3, 5, 8));
 
-// Device memory without a GPU: a stand-in runtime under which every buffer counts as device
-// memory and the staging copies are memcpy, so each row of the table runs through the core's
-// staging (device -> host copy, the collective on host memory, copy back), in place and out,
-// rooted and not, with all-to-all-v's gaps. The sentinels around every buffer catch a copy
-// that strays. Send/recv in a group is staged the same way.
-std::atomic<uint64_t> g_fakeCopies{0};
-braidResult_t fakeCopy(void* dst, const void* src, size_t bytes) {
-  std::memcpy(dst, src, bytes);
-  g_fakeCopies.fetch_add(1);
-  return braidSuccess;
-}
-const device::Runtime kFakeDevice{[](std::string*) { return 0; },
-                                  [](const void* p) { return p != nullptr; },
-                                  [](void** p, size_t bytes) {
-                                    *p = std::malloc(bytes);
-                                    return braidSuccess;
-                                  },
-                                  [](void* p) {
-                                    std::free(p);
-                                    return braidSuccess;
-                                  },
-                                  fakeCopy,
-                                  fakeCopy};
-
-std::string ringSendRecv(braidComm_t comm, int rank, int nranks) {
+// Device memory without a GPU: a stand-in runtime (fake_cuda.h) under which every buffer
+// counts as device memory and the staging copies are memcpy, so each row of the table runs
+// through the core's staging (device -> host copy, the collective on host memory, copy back),
+// in place and out, rooted and not, with all-to-all-v's gaps. The sentinels around every
+// buffer catch a copy that strays. Send/recv in a group is staged the same way.
+std::string ringSendRecv(braidComm_t comm, int rank, int nranks, braidStream_t stream) {
   std::vector<int32_t> out(1000), in(1000, -1);
   for (size_t i = 0; i < out.size(); ++i) out[i] = rank * 100000 + static_cast<int32_t>(i);
   braidGroupStart();
-  braidSend(out.data(), out.size(), braidInt32, (rank + 1) % nranks, comm, nullptr);
-  braidRecv(in.data(), in.size(), braidInt32, (rank + nranks - 1) % nranks, comm, nullptr);
+  braidSend(out.data(), out.size(), braidInt32, (rank + 1) % nranks, comm, stream);
+  braidRecv(in.data(), in.size(), braidInt32, (rank + nranks - 1) % nranks, comm, stream);
   if (braidGroupEnd() != braidSuccess) return std::string("send/recv: ") + braidGetLastError(comm);
+  if (stream && braidStreamSynchronize(stream) != braidSuccess)
+    return std::string("send/recv on the stream: ") + braidGetLastError(nullptr);
   const int from = (rank + nranks - 1) % nranks;
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i] != from * 100000 + static_cast<int32_t>(i))
@@ -103,19 +87,46 @@ std::string ringSendRecv(braidComm_t comm, int rank, int nranks) {
 
 class MatrixFakeDevice : public ::testing::TestWithParam<int> {
  protected:
-  void SetUp() override { device::setRuntimeForTesting(&kFakeDevice); }
+  void SetUp() override { device::setRuntimeForTesting(&fakeCudaRuntime(true)); }
   void TearDown() override { device::setRuntimeForTesting(nullptr); }
 };
 
 TEST_P(MatrixFakeDevice, EveryRowStaged) {
   const int n = GetParam();
-  const uint64_t before = g_fakeCopies.load();
+  const uint64_t before = fakeCudaStats().syncCopies.load();
   auto errors = runThreads(n, [n](braidComm_t c, int r) {
     std::string e = runAll(c, r, n, sampledOnly());
-    return e.empty() ? ringSendRecv(c, r, n) : e;
+    return e.empty() ? ringSendRecv(c, r, n, nullptr) : e;
   });
   for (const auto& e : errors) ADD_FAILURE() << e;
-  EXPECT_GT(g_fakeCopies.load(), before) << "nothing was staged";
+  EXPECT_GT(fakeCudaStats().syncCopies.load(), before) << "nothing was staged";
+}
+
+// Every row again, each call queued on a CUDA stream (braidStreamCreateCuda, one stand-in
+// stream per rank): the stream hands it to the proxy when it reaches it, the proxy stages
+// on its own stream (copyOnOwnStream, never the synchronous copies) and releases the stream.
+TEST_P(MatrixFakeDevice, EveryRowOnACudaStream) {
+  const int n = GetParam();
+  const uint64_t syncBefore = fakeCudaStats().syncCopies.load();
+  const uint64_t proxyBefore = fakeCudaStats().proxyCopies.load();
+  auto errors = runThreads(n, [n](braidComm_t c, int r) -> std::string {
+    FakeStream cuda;
+    braidStream_t s = nullptr;
+    if (braidStreamCreateCuda(&s, &cuda) != braidSuccess)
+      return std::string("braidStreamCreateCuda: ") + braidGetLastError(nullptr);
+    std::string e;
+    for (const Case& k : matrixCases(n, sampledOnly())) {
+      e = runCase(k, c, r, n, s);
+      if (!e.empty()) break;
+    }
+    if (e.empty()) e = ringSendRecv(c, r, n, s);
+    braidStreamDestroy(s);
+    return e;
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+  EXPECT_GT(fakeCudaStats().proxyCopies.load(), proxyBefore) << "the proxy staged nothing";
+  EXPECT_EQ(fakeCudaStats().syncCopies.load(), syncBefore)
+      << "a call on a CUDA stream used the copies that wait for the whole device";
 }
 
 INSTANTIATE_TEST_SUITE_P(NRanks, MatrixFakeDevice, ::testing::Values(1, 2, 3, 4, 5));

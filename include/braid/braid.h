@@ -387,7 +387,19 @@ braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t 
 
 /// Creates a host stream with its own worker thread.
 braidResult_t braidStreamCreate(braidStream_t* stream);
-/// Waits until all work queued on stream has run; returns the first error of that work.
+/// Braid extension: a stream whose calls are ordered with the CUDA stream `cudaStream` (a
+/// cudaStream_t; NULL is the legacy default stream), as NCCL's calls are: each call runs once
+/// the work queued on cudaStream before it has finished, and work queued on cudaStream after
+/// it waits until the call is done. The calling thread does not wait. The call runs on this
+/// stream's worker thread (the proxy), which stages device buffers through host memory on a
+/// stream of its own; cudaStream waits on a mapped host word (cuStreamWaitValue32), so it
+/// can be captured into a CUDA graph, each replay running the call again. Errors of the calls
+/// are reported by braidStreamSynchronize (and braidCommGetAsyncError for a broken
+/// communicator). braidUnhandledCudaError without a CUDA device. The NCCL drop-in makes one
+/// for each cudaStream_t a device communicator is called with.
+braidResult_t braidStreamCreateCuda(braidStream_t* stream, void* cudaStream);
+/// Waits until all work queued on stream has run; returns the first error of that work. On a
+/// stream of braidStreamCreateCuda, waits for the CUDA stream first (cudaStreamSynchronize).
 braidResult_t braidStreamSynchronize(braidStream_t stream);
 /// Synchronizes, then frees the stream.
 braidResult_t braidStreamDestroy(braidStream_t stream);

@@ -6,6 +6,9 @@
 
 #include <climits>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "braid/braid.h"
 #include "core/comm.h"
@@ -34,10 +37,21 @@ braidUniqueId toBraid(const ncclUniqueId& id) {
   std::memcpy(b.internal, id.internal, sizeof b.internal);
   return b;
 }
-// NCCL's streams order device work; a call on host buffers has finished when it returns.
-// Device buffers are the core's to stage (it synchronizes the device), so the stream is not
-// passed on.
-braidStream_t toBraid(cudaStream_t) { return nullptr; }
+// NCCL's calls are ordered on the caller's cudaStream_t. On a device communicator each
+// cudaStream_t gets a Braid stream ordered with it (braidStreamCreateCuda), made on its first
+// use and kept for the process (a handle the application destroys and CUDA reuses stays
+// valid: the Braid stream holds nothing of it but its value). On a host communicator (no
+// CUDA device) a call has finished when it returns, as before.
+braidStream_t toBraid(cudaStream_t stream, ncclComm_t comm) {
+  int device = -1;
+  if (braidCommCuDevice(toBraid(comm), &device) != braidSuccess || device < 0) return nullptr;
+  static std::mutex mu;
+  static std::map<std::pair<cudaStream_t, int>, braidStream_t> streams;
+  std::lock_guard<std::mutex> lock(mu);
+  braidStream_t& s = streams[{stream, device}];
+  if (!s && braidStreamCreateCuda(&s, stream) != braidSuccess) s = nullptr;
+  return s;
+}
 
 // ncclConfig_t -> braidConfig_t. NULL stays NULL (defaults; ncclCommSplit: inherit). A
 // config not made by NCCL_CONFIG_INITIALIZER is refused as NCCL refuses it.
@@ -156,45 +170,46 @@ NCCL_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t
                                     ncclDataType_t datatype, ncclRedOp_t op, int root,
                                     ncclComm_t comm, cudaStream_t stream) {
   return toNccl(braidReduce(sendbuff, recvbuff, count, toBraid(datatype), toBraid(op), root,
-                            toBraid(comm), toBraid(stream)));
+                            toBraid(comm), toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return toNccl(braidBcast(buff, count, toBraid(datatype), root, toBraid(comm), toBraid(stream)));
+  return toNccl(
+      braidBcast(buff, count, toBraid(datatype), root, toBraid(comm), toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                        ncclDataType_t datatype, int root, ncclComm_t comm,
                                        cudaStream_t stream) {
   return toNccl(braidBroadcast(sendbuff, recvbuff, count, toBraid(datatype), root, toBraid(comm),
-                               toBraid(stream)));
+                               toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                        cudaStream_t stream) {
   return toNccl(braidAllReduce(sendbuff, recvbuff, count, toBraid(datatype), toBraid(op),
-                               toBraid(comm), toBraid(stream)));
+                               toBraid(comm), toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                            cudaStream_t stream) {
   return toNccl(braidReduceScatter(sendbuff, recvbuff, recvcount, toBraid(datatype), toBraid(op),
-                                   toBraid(comm), toBraid(stream)));
+                                   toBraid(comm), toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                        ncclDataType_t datatype, ncclComm_t comm,
                                        cudaStream_t stream) {
   return toNccl(braidAllGather(sendbuff, recvbuff, sendcount, toBraid(datatype), toBraid(comm),
-                               toBraid(stream)));
+                               toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
                                   int peer, ncclComm_t comm, cudaStream_t stream) {
   return toNccl(
-      braidSend(sendbuff, count, toBraid(datatype), peer, toBraid(comm), toBraid(stream)));
+      braidSend(sendbuff, count, toBraid(datatype), peer, toBraid(comm), toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                   ncclComm_t comm, cudaStream_t stream) {
   return toNccl(
-      braidRecv(recvbuff, count, toBraid(datatype), peer, toBraid(comm), toBraid(stream)));
+      braidRecv(recvbuff, count, toBraid(datatype), peer, toBraid(comm), toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclGroupStart(void) { return toNccl(braidGroupStart()); }
 NCCL_EXPORT ncclResult_t ncclGroupEnd(void) { return toNccl(braidGroupEnd()); }

@@ -12,6 +12,7 @@
 
 #include "core/comm.h"
 #include "core/config.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/stream.h"
 #include "tuning/cost_model.h"
@@ -405,6 +406,10 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
 
 braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
                               std::function<braidResult_t()> work) {
+  // Captured into a CUDA graph: it runs at each replay, perhaps never, so braidCommDestroy
+  // cannot wait for it (NCCL's rule too: a graph must not outlive its communicators).
+  if (stream->cudaStream && device::runtime().isCapturing(stream->cudaStream))
+    return streamEnqueue(stream, std::move(work), /*replayable=*/true);
   {
     std::lock_guard<std::mutex> lock(comm->queueMu);
     ++comm->queued;
@@ -414,15 +419,21 @@ braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
     --comm->queued;
     comm->queueCv.notify_all();
   };
+  bool queued = false;
   try {
-    return streamEnqueue(stream, [dequeued, work = std::move(work)] {
-      // Guarded here, so that the count below drops even if the work throws.
-      braidResult_t res = guardApi("a call queued on a stream", work);
-      dequeued();
-      return res;
-    });
-  } catch (...) {  // not queued (out of memory): destroy must not wait for it
-    dequeued();
+    braidResult_t res = streamEnqueue(
+        stream,
+        [dequeued, work = std::move(work)] {
+          // Guarded here, so that the count below drops even if the work throws.
+          braidResult_t res = guardApi("a call queued on a stream", work);
+          dequeued();
+          return res;
+        },
+        false, &queued);
+    if (!queued) dequeued();  // destroy must not wait for it
+    return res;
+  } catch (...) {  // not queued (out of memory)
+    if (!queued) dequeued();
     throw;
   }
 }

@@ -174,7 +174,7 @@ braidResult_t withPreMulSum(const PreMul& pm, braidRedOp_t op, braidDataType_t d
   const void* scalar = pm.scalarPtr ? pm.scalarPtr : pm.scalar.data();
   char deviceScalar[16];  // braidScalarDevice with device memory: read it through a copy
   if (pm.scalarPtr && braid::device::runtime().isDevice(pm.scalarPtr)) {
-    BRAID_TRY(braid::device::runtime().toHost(deviceScalar, pm.scalarPtr, size));
+    BRAID_TRY(braid::device::stageToHost(deviceScalar, pm.scalarPtr, size));
     scalar = deviceScalar;
   }
   constexpr size_t kBlock = 1024;
@@ -218,16 +218,17 @@ braidResult_t stageIn(const void* sendbuff, size_t sendBytes, void* recvbuff, si
     const char* lo = std::min<const char*>(s, r);
     const char* hi = std::max<const char*>(s + sendBytes, r + recvBytes);
     st->host.resize(static_cast<size_t>(hi - lo));
-    BRAID_TRY(rt.toHost(st->host.data(), lo, st->host.size()));
+    BRAID_TRY(braid::device::stageToHost(st->host.data(), lo, st->host.size()));
     st->send = st->host.data() + (s - lo);
     st->recvOffset = static_cast<size_t>(r - lo);
   } else {
     const size_t sendPart = devSend ? sendBytes : 0;
     st->host.resize(sendPart + (devRecv ? recvBytes : 0));
-    if (devSend) BRAID_TRY(rt.toHost(st->host.data(), s, sendBytes));
+    if (devSend) BRAID_TRY(braid::device::stageToHost(st->host.data(), s, sendBytes));
     if (devSend) st->send = st->host.data();
     st->recvOffset = sendPart;
-    if (devRecv && wholeRecv) BRAID_TRY(rt.toHost(st->host.data() + sendPart, r, recvBytes));
+    if (devRecv && wholeRecv)
+      BRAID_TRY(braid::device::stageToHost(st->host.data() + sendPart, r, recvBytes));
   }
   if (devRecv) {
     st->recv = st->host.data() + st->recvOffset;
@@ -239,8 +240,7 @@ braidResult_t stageIn(const void* sendbuff, size_t sendBytes, void* recvbuff, si
 
 braidResult_t stageOut(const Staged& st) {
   if (!st.deviceRecv) return braidSuccess;
-  return braid::device::runtime().toDevice(st.deviceRecv, st.host.data() + st.recvOffset,
-                                           st.recvBytes);
+  return braid::device::stageToDevice(st.deviceRecv, st.host.data() + st.recvOffset, st.recvBytes);
 }
 
 // runP2P with device buffers staged: sends copied to host first, receives copied back after.
@@ -255,14 +255,15 @@ braidResult_t runP2PStaged(braidComm* comm, const std::vector<braid::P2POp>& hos
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].bytes == 0 || !rt.isDevice(ops[i].buff)) continue;
     host[i].resize(ops[i].bytes);
-    if (ops[i].isSend) BRAID_TRY(rt.toHost(host[i].data(), ops[i].buff, ops[i].bytes));
+    if (ops[i].isSend)
+      BRAID_TRY(braid::device::stageToHost(host[i].data(), ops[i].buff, ops[i].bytes));
     device[i] = ops[i].buff;
     ops[i].buff = host[i].data();
   }
   BRAID_TRY(braid::runP2P(comm, ops));
   for (size_t i = 0; i < ops.size(); ++i)
     if (device[i] && !ops[i].isSend)
-      BRAID_TRY(rt.toDevice(device[i], host[i].data(), ops[i].bytes));
+      BRAID_TRY(braid::device::stageToDevice(device[i], host[i].data(), ops[i].bytes));
   return braidSuccess;
 }
 

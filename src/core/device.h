@@ -7,6 +7,7 @@
 #define BRAID_CORE_DEVICE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "braid/braid.h"
@@ -25,10 +26,50 @@ struct Runtime {
   braidResult_t (*toHost)(void* dst, const void* src, size_t bytes);
   // Copies host -> device memory and waits until the device holds it.
   braidResult_t (*toDevice)(void* dst, const void* src, size_t bytes);
+
+  // Stream-ordered calls (issue 10; DESIGN.md, Streams). `stream` is the caller's
+  // cudaStream_t. A call enqueued on it runs on a proxy thread once the stream reaches it, and
+  // the stream goes on once the call is done:
+  //   hostFunc(stream, hand the call to the proxy)   cudaLaunchHostFunc: returns at once
+  //   waitValue(stream, flag, 1)                     cuStreamWaitValue32 (EQ)
+  //   writeValue(stream, flag, 0)                    cuStreamWriteValue32: ready for the next
+  // The proxy sets *flag to 1 when the call has finished, failed or not. Every step can be
+  // captured into a CUDA graph; each replay hands the call over again.
+  braidResult_t (*hostFunc)(void* stream, void (*fn)(void*), void* arg);
+  braidResult_t (*waitValue)(void* stream, uint32_t* flag, uint32_t value);
+  braidResult_t (*writeValue)(void* stream, uint32_t* flag, uint32_t value);
+  // A host word the device reads and writes (pinned and mapped), initially 0.
+  braidResult_t (*allocFlag)(uint32_t** flag);
+  braidResult_t (*freeFlag)(uint32_t* flag);
+  // True while `stream` is being captured into a graph (its work is recorded, not run).
+  bool (*isCapturing)(void* stream);
+  // Waits for the work queued on `stream`.
+  braidResult_t (*streamSynchronize)(void* stream);
+  // Copies between device and host memory on a stream of the calling thread's own that waits
+  // for no other stream, and waits for that copy alone. The proxy stages with it: its
+  // caller's stream has already run up to the call, and is blocked in waitValue, so the
+  // synchronous copies above (which wait for the whole device) would never return.
+  braidResult_t (*copyOnOwnStream)(void* dst, const void* src, size_t bytes);
+  // Makes `device` the calling thread's current device (a proxy takes its stream's).
+  braidResult_t (*setDevice)(int device);
 };
 
 // The runtime in use: a test's stand-in when one is set, else CUDA's (or the host-only one).
 const Runtime& runtime();
+// The copies the core stages device buffers with: Runtime::toHost/toDevice, or, on a proxy
+// thread running a call for a CUDA stream (inside a ProxyScope), copyOnOwnStream.
+braidResult_t stageToHost(void* dst, const void* src, size_t bytes);
+braidResult_t stageToDevice(void* dst, const void* src, size_t bytes);
+
+// Marks the calling thread as a CUDA stream's proxy while it lives.
+class ProxyScope {
+ public:
+  ProxyScope();
+  ~ProxyScope();
+  ProxyScope(const ProxyScope&) = delete;
+  ProxyScope& operator=(const ProxyScope&) = delete;
+};
+
 // Tests: makes r the runtime until called again with nullptr. Not thread safe against calls
 // in flight; set it before making communicators.
 void setRuntimeForTesting(const Runtime* r);

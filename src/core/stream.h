@@ -1,15 +1,24 @@
-// Host streams: a FIFO of work items run in order by one worker thread, so callers can
-// overlap communication with compute (the training layer's DDP buckets).
+// Streams: a FIFO of work items run in order by one worker thread, so callers can overlap
+// communication with compute (the training layer's DDP buckets). A stream made with
+// braidStreamCreateCuda also orders its work with a CUDA stream: its worker is the proxy that
+// runs each call when the CUDA stream reaches it (device.h, Runtime::hostFunc).
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "braid/braid.h"
+
+namespace braid {
+struct CudaHandoff;
+}
 
 struct braidStream {
   std::mutex mu;
@@ -20,8 +29,31 @@ struct braidStream {
   braidResult_t firstError = braidSuccess;
   std::string firstErrorMessage;
   std::thread worker;
+  // braidStreamCreateCuda: the cudaStream_t, and the word it waits on (set by the worker
+  // when a call is done, reset by the CUDA stream).
+  void* cudaStream = nullptr;
+  uint32_t* doneFlag = nullptr;
+  // Calls captured into a CUDA graph: each replay hands a copy to the worker, so they live
+  // as long as the stream.
+  std::vector<std::unique_ptr<braid::CudaHandoff>> captured;
 };
 
 namespace braid {
-braidResult_t streamEnqueue(braidStream* stream, std::function<braidResult_t()> work);
+
+// What the CUDA stream hands to the worker when it reaches a call (cudaLaunchHostFunc's
+// argument): freed by the hand-off itself, unless a graph may replay it.
+struct CudaHandoff {
+  braidStream* stream;
+  std::function<braidResult_t()> work;
+  bool replayable;
+};
+
+// Queues work on the stream. On a CUDA-ordered stream the work is handed to the worker when
+// the CUDA stream reaches this point, and the CUDA stream waits for it. `replayable`: the CUDA
+// stream is being captured, so the hand-off may run any number of times. *queued (if not
+// NULL) says whether the work will run, even when the result is an error (the CUDA stream
+// then may not wait for it).
+braidResult_t streamEnqueue(braidStream* stream, std::function<braidResult_t()> work,
+                            bool replayable = false, bool* queued = nullptr);
+
 }  // namespace braid

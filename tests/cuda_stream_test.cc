@@ -1,0 +1,205 @@
+// Calls ordered with a CUDA stream (braidStreamCreateCuda), on the stand-in runtime of
+// fake_cuda.h: the call returns before the stream reaches it, runs after the work queued
+// before it, and the work queued after it sees its result; a graph replays it; a failed call
+// still lets the stream go on. Ranks as threads and as processes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "fake_cuda.h"
+#include "test_util.h"
+
+namespace braid::test {
+namespace {
+
+constexpr size_t kCount = 4097;  // floats: several pieces, and not a multiple of anything
+
+// Device buffers of the stand-in runtime, freed at the end of the scope.
+struct DeviceFloats {
+  explicit DeviceFloats(size_t n) {
+    device::runtime().alloc(reinterpret_cast<void**>(&p), n * sizeof(float));
+    for (size_t i = 0; i < n; ++i) p[i] = -1.0f;
+  }
+  ~DeviceFloats() { device::runtime().free(p); }
+  DeviceFloats(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(const DeviceFloats&) = delete;
+  float* p = nullptr;
+};
+
+float input(int rank, size_t i, int round) {
+  return static_cast<float>(rank + 1) * 0.5f + static_cast<float>(i % 13) + 100.0f * round;
+}
+
+// The all-reduce sum of input() over nranks ranks (exact: small integers and halves).
+float sum(int nranks, size_t i, int round) {
+  float s = 0;
+  for (int r = 0; r < nranks; ++r) s += input(r, i, round);
+  return s;
+}
+
+std::string checkSum(const std::vector<float>& seen, int nranks, int round, const char* what) {
+  for (size_t i = 0; i < kCount; ++i)
+    if (seen[i] != sum(nranks, i, round))
+      return std::string(what) + ": element " + std::to_string(i) + " is " +
+             std::to_string(seen[i]) + ", expected " + std::to_string(sum(nranks, i, round));
+  return "";
+}
+
+// One rank: on a held stream, a "kernel" writes the input, the all-reduce and an all-gather
+// are queued, and a "kernel" after them copies the results out. Nothing may have run when
+// the calls return; once the stream is released, the kernels after the calls see their
+// results.
+std::string orderedOnStream(braidComm_t comm, int rank, int nranks) {
+  FakeStream cuda;
+  braidStream_t s = nullptr;
+  if (braidStreamCreateCuda(&s, &cuda) != braidSuccess)
+    return std::string("braidStreamCreateCuda: ") + braidGetLastError(nullptr);
+  DeviceFloats in(kCount), out(kCount), gathered(static_cast<size_t>(nranks));
+  std::vector<float> seenSum(kCount, -2.0f), seenGather(static_cast<size_t>(nranks), -2.0f);
+  cuda.hold();
+  cuda.push([&] {
+    for (size_t i = 0; i < kCount; ++i) in.p[i] = input(rank, i, 0);
+  });
+  std::string e;
+  if (braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s) != braidSuccess ||
+      braidAllGather(out.p, gathered.p, 1, braidFloat32, comm, s) != braidSuccess)
+    e = std::string("queueing: ") + braidGetLastError(comm);
+  cuda.push([&] {
+    std::memcpy(seenSum.data(), out.p, kCount * sizeof(float));
+    std::memcpy(seenGather.data(), gathered.p, seenGather.size() * sizeof(float));
+  });
+  if (e.empty() && out.p[0] != -1.0f) e = "the all-reduce ran before its stream reached it";
+  cuda.release();
+  if (braidStreamSynchronize(s) != braidSuccess && e.empty())
+    e = std::string("braidStreamSynchronize: ") + braidGetLastError(nullptr);
+  if (e.empty()) e = checkSum(seenSum, nranks, 0, "the kernel after the all-reduce");
+  for (int r = 0; e.empty() && r < nranks; ++r)
+    if (seenGather[static_cast<size_t>(r)] != sum(nranks, 0, 0))
+      e = "the kernel after the all-gather saw " + std::to_string(seenGather[r]) + " from rank " +
+          std::to_string(r);
+  braidStreamDestroy(s);
+  return e;
+}
+
+class CudaStream : public ::testing::Test {
+ protected:
+  void SetUp() override { device::setRuntimeForTesting(&fakeCudaRuntime(false)); }
+  void TearDown() override { device::setRuntimeForTesting(nullptr); }
+};
+
+class CudaStreamRanks : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { device::setRuntimeForTesting(&fakeCudaRuntime(false)); }
+  void TearDown() override { device::setRuntimeForTesting(nullptr); }
+};
+
+TEST_P(CudaStreamRanks, CallsAreOrderedWithTheStreamsKernelsThreads) {
+  const int n = GetParam();
+  auto errors = runThreads(n, [n](braidComm_t c, int r) { return orderedOnStream(c, r, n); });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+TEST_P(CudaStreamRanks, CallsAreOrderedWithTheStreamsKernelsProcesses) {
+  const int n = GetParam();
+  auto results = runProcesses(n, "ordered");
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  EXPECT_TRUE(shmLeftovers(results).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(NRanks, CudaStreamRanks, ::testing::Values(1, 2, 3, 4));
+
+// A graph captured once and launched three times runs the all-reduce three times, each on
+// the input the kernel before it wrote in that replay. Captured calls are not counted as
+// queued work, so destroying the communicators afterwards does not wait for more replays.
+TEST_F(CudaStream, AGraphReplaysTheCall) {
+  constexpr int kRanks = 2, kReplays = 3;
+  auto errors = runThreads(kRanks, [](braidComm_t comm, int rank) -> std::string {
+    FakeStream cuda;
+    braidStream_t s = nullptr;
+    if (braidStreamCreateCuda(&s, &cuda) != braidSuccess) return braidGetLastError(nullptr);
+    DeviceFloats in(kCount), out(kCount);
+    int replay = 0;
+    std::vector<std::vector<float>> seen(kReplays, std::vector<float>(kCount, -2.0f));
+    cuda.beginCapture();
+    cuda.push([&] {
+      for (size_t i = 0; i < kCount; ++i) in.p[i] = input(rank, i, replay);
+    });
+    braidResult_t res = braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s);
+    cuda.push([&] { std::memcpy(seen[replay++].data(), out.p, kCount * sizeof(float)); });
+    const std::vector<FakeStream::Op> graph = cuda.endCapture();
+    std::string e = res == braidSuccess ? "" : std::string("capture: ") + braidGetLastError(comm);
+    if (e.empty() && out.p[0] != -1.0f) e = "the captured all-reduce ran during capture";
+    for (int k = 0; e.empty() && k < kReplays; ++k) cuda.launch(graph);
+    if (braidStreamSynchronize(s) != braidSuccess && e.empty()) e = braidGetLastError(nullptr);
+    for (int k = 0; e.empty() && k < kReplays; ++k)
+      e = checkSum(seen[k], kRanks, k, ("replay " + std::to_string(k)).c_str());
+    braidStreamDestroy(s);
+    return e;
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+// A call that fails on the proxy (here its staging copy) still releases the stream: the work
+// after it runs, braidStreamSynchronize reports the failure, and the next call works.
+TEST_F(CudaStream, AFailedCallStillReleasesTheStream) {
+  braidComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
+  FakeStream cuda;
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
+  DeviceFloats in(kCount), out(kCount);
+  for (size_t i = 0; i < kCount; ++i) in.p[i] = input(0, i, 0);
+  fakeCudaStats().failCopies.store(1);
+  bool after = false;
+  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
+  cuda.push([&] { after = true; });
+  EXPECT_EQ(braidStreamSynchronize(s), braidUnhandledCudaError);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("fake CUDA: copy of"), std::string::npos)
+      << braidGetLastError(nullptr);
+  EXPECT_TRUE(after) << "the stream did not go on after the failed call";
+  EXPECT_EQ(out.p[0], -1.0f);
+  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
+  EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
+  std::vector<float> got(out.p, out.p + kCount);
+  EXPECT_EQ(checkSum(got, 1, 0, "the call after the failure"), "");
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
+}
+
+TEST(CudaStreamArguments, RefusedClearly) {
+  FakeStream cuda;
+  EXPECT_EQ(braidStreamCreateCuda(nullptr, &cuda), braidInvalidArgument);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("stream is NULL"), std::string::npos);
+  // The real runtime: without a device the stream is refused, saying so.
+  std::string why;
+  if (device::runtime().currentDevice(&why) >= 0) return;  // a machine with a GPU
+  braidStream_t s = reinterpret_cast<braidStream_t>(&cuda);
+  EXPECT_EQ(braidStreamCreateCuda(&s, &cuda), braidUnhandledCudaError);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("braidStreamCreateCuda:"),
+            std::string::npos)
+      << braidGetLastError(nullptr);
+}
+
+}  // namespace
+}  // namespace braid::test
+
+int main(int argc, char** argv) {
+  braid::test::registerChildRole("ordered", [](braidComm_t c, int r, int n) {
+    std::string e = braid::test::orderedOnStream(c, r, n);
+    if (!e.empty()) std::fprintf(stderr, "%s\n", e.c_str());
+    return e.empty() ? 0 : 1;
+  });
+  // Children run under the stand-in runtime too (set before they join the communicator).
+  if (argc > 1 && std::strncmp(argv[1], "--braid-child=", 14) == 0)
+    braid::device::setRuntimeForTesting(&braid::test::fakeCudaRuntime(false));
+  int rc = braid::test::childMain(argc, argv);
+  if (rc >= 0) return rc;
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

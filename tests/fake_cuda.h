@@ -1,0 +1,70 @@
+// A stand-in for the CUDA runtime (device::Runtime), so that device buffers and stream-ordered
+// calls run on machines without a GPU. "Device" memory is host memory; a FakeStream is a
+// thread that runs its operations in order, as a GPU runs a stream: a host function, a wait
+// on a 32-bit word (cuStreamWaitValue32, EQ), a write of one, a copy, or a test's own
+// "kernel". A stream can be held (nothing runs until it is released) and captured (its
+// operations are recorded into a graph that can be launched any number of times).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/device.h"
+
+namespace braid::test {
+
+class FakeStream {
+ public:
+  using Op = std::function<void()>;
+  FakeStream();
+  ~FakeStream();
+  FakeStream(const FakeStream&) = delete;
+  FakeStream& operator=(const FakeStream&) = delete;
+
+  // Queues op (or records it, while capturing).
+  void push(Op op);
+  // Waits until every queued operation has run (a held stream must be released first).
+  void synchronize();
+  // Nothing runs while held.
+  void hold();
+  void release();
+  // Operations pushed between beginCapture and endCapture are recorded, not run.
+  void beginCapture();
+  std::vector<Op> endCapture();
+  bool capturing();
+  // Queues a captured graph's operations (cudaGraphLaunch).
+  void launch(const std::vector<Op>& graph);
+
+ private:
+  void run();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  std::vector<Op> graph_;
+  bool capturing_ = false;
+  bool held_ = false;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+// The stand-in runtime. everyPointerIsDevice: every buffer counts as device memory (the
+// matrix's host vectors then go through the staging paths); else only what alloc returned.
+const device::Runtime& fakeCudaRuntime(bool everyPointerIsDevice);
+
+// Counters and switches of the stand-in.
+struct FakeCudaStats {
+  std::atomic<uint64_t> syncCopies{0};   // toHost/toDevice (wait for the whole device)
+  std::atomic<uint64_t> proxyCopies{0};  // copyOnOwnStream (the proxy's)
+  std::atomic<int> failCopies{0};        // the next N proxy copies fail
+};
+FakeCudaStats& fakeCudaStats();
+
+}  // namespace braid::test
