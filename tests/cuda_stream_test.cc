@@ -171,6 +171,29 @@ TEST_F(CudaStream, AFailedCallStillReleasesTheStream) {
   EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
 }
 
+// NULL is a CUDA stream too (the legacy default stream), not "no stream".
+TEST_F(CudaStream, TheLegacyDefaultStreamOrdersCallsToo) {
+  braidComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreateCuda(&s, nullptr), braidSuccess);
+  DeviceFloats in(kCount), out(kCount);
+  FakeStream& legacy = fakeLegacyStream();
+  legacy.hold();
+  legacy.push([&] {
+    for (size_t i = 0; i < kCount; ++i) in.p[i] = input(0, i, 0);
+  });
+  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
+  EXPECT_EQ(out.p[0], -1.0f) << "the call ran on the calling thread";
+  legacy.release();
+  EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
+  std::vector<float> got(out.p, out.p + kCount);
+  EXPECT_EQ(checkSum(got, 1, 0, "the all-reduce"), "");
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
+}
+
 TEST(CudaStreamArguments, RefusedClearly) {
   FakeStream cuda;
   EXPECT_EQ(braidStreamCreateCuda(nullptr, &cuda), braidInvalidArgument);

@@ -87,7 +87,9 @@ void FakeStream::run() {
 
 namespace {
 
-FakeStream* fake(void* stream) { return static_cast<FakeStream*>(stream); }
+FakeStream* fake(void* stream) {
+  return stream ? static_cast<FakeStream*>(stream) : &fakeLegacyStream();
+}
 
 // Allocations of the stand-in's "device": start -> bytes.
 std::mutex g_allocMu;
@@ -160,7 +162,7 @@ device::Runtime makeRuntime(bool everyPointerIsDevice) {
     delete flag;
     return braidSuccess;
   };
-  rt.isCapturing = [](void* s) { return s && fake(s)->capturing(); };
+  rt.isCapturing = [](void* s) { return fake(s)->capturing(); };
   rt.streamSynchronize = [](void* s) {
     fake(s)->synchronize();
     return braidSuccess;
@@ -175,6 +177,11 @@ device::Runtime makeRuntime(bool everyPointerIsDevice) {
 const device::Runtime& fakeCudaRuntime(bool everyPointerIsDevice) {
   static const device::Runtime all = makeRuntime(true), tracking = makeRuntime(false);
   return everyPointerIsDevice ? all : tracking;
+}
+
+FakeStream& fakeLegacyStream() {
+  static FakeStream legacy;
+  return legacy;
 }
 
 FakeCudaStats& fakeCudaStats() {

@@ -59,6 +59,9 @@ class FakeStream {
 // matrix's host vectors then go through the staging paths); else only what alloc returned.
 const device::Runtime& fakeCudaRuntime(bool everyPointerIsDevice);
 
+// The stream that a NULL cudaStream_t names (the legacy default stream).
+FakeStream& fakeLegacyStream();
+
 // Counters and switches of the stand-in.
 struct FakeCudaStats {
   std::atomic<uint64_t> syncCopies{0};   // toHost/toDevice (wait for the whole device)

@@ -408,7 +408,7 @@ braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
                               std::function<braidResult_t()> work) {
   // Captured into a CUDA graph: it runs at each replay, perhaps never, so braidCommDestroy
   // cannot wait for it (NCCL's rule too: a graph must not outlive its communicators).
-  if (stream->cudaStream && device::runtime().isCapturing(stream->cudaStream))
+  if (stream->cudaOrdered() && device::runtime().isCapturing(stream->cudaStream))
     return streamEnqueue(stream, std::move(work), /*replayable=*/true);
   {
     std::lock_guard<std::mutex> lock(comm->queueMu);

@@ -78,7 +78,7 @@ void handOff(void* arg) {
 braidResult_t streamEnqueue(braidStream* s, std::function<braidResult_t()> work, bool replayable,
                             bool* queued) {
   if (queued) *queued = false;
-  if (!s->cudaStream) {
+  if (!s->cudaOrdered()) {
     push(s, std::move(work));
     if (queued) *queued = true;
     return braidSuccess;
@@ -135,7 +135,7 @@ braidResult_t braidStreamSynchronize(braidStream_t s) {
   return braid::guardApi("braidStreamSynchronize", [&]() -> braidResult_t {
     if (!s) return braid::fail(braidInvalidArgument, "braidStreamSynchronize: stream is NULL");
     // The CUDA stream first: a call is handed to the worker only when the stream reaches it.
-    if (s->cudaStream) BRAID_TRY(braid::device::runtime().streamSynchronize(s->cudaStream));
+    if (s->cudaOrdered()) BRAID_TRY(braid::device::runtime().streamSynchronize(s->cudaStream));
     std::unique_lock<std::mutex> lock(s->mu);
     s->cv.wait(lock, [s] { return s->queue.empty() && s->running == 0; });
     braidResult_t res = s->firstError;

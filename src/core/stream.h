@@ -29,10 +29,11 @@ struct braidStream {
   braidResult_t firstError = braidSuccess;
   std::string firstErrorMessage;
   std::thread worker;
-  // braidStreamCreateCuda: the cudaStream_t, and the word it waits on (set by the worker
-  // when a call is done, reset by the CUDA stream).
+  // braidStreamCreateCuda: the cudaStream_t (NULL is the legacy default stream), and the
+  // word it waits on (set by the worker when a call is done, reset by the CUDA stream).
   void* cudaStream = nullptr;
   uint32_t* doneFlag = nullptr;
+  bool cudaOrdered() const { return doneFlag != nullptr; }
   // Calls captured into a CUDA graph: each replay hands a copy to the worker, so they live
   // as long as the stream.
   std::vector<std::unique_ptr<braid::CudaHandoff>> captured;

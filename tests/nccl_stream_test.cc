@@ -1,0 +1,88 @@
+// The NCCL drop-in on device communicators: each cudaStream_t an application passes gets a
+// Braid stream ordered with it, so ncclAllReduce and ncclSend/ncclRecv return at once and the
+// application's next kernel on that stream sees the result, with cudaStreamSynchronize alone
+// (no Braid call) as the wait. Runs libnccl.so.2 over libbraid.so, on the stand-in CUDA
+// runtime of fake_cuda.h installed in libbraid.so.
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "fake_cuda.h"
+
+namespace braid::test {
+namespace {
+
+constexpr int kRanks = 2;
+constexpr size_t kCount = 1027;
+
+TEST(NcclDropIn, CallsAreOrderedOnTheCallersCudaStream) {
+  device::setRuntimeForTesting(&fakeCudaRuntime(false));
+  ncclComm_t comms[kRanks];
+  const int devs[kRanks] = {0, 0};
+  ASSERT_EQ(ncclCommInitAll(comms, kRanks, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    int dev = -1;
+    ASSERT_EQ(ncclCommCuDevice(comms[r], &dev), ncclSuccess);
+    ASSERT_EQ(dev, 0) << "not a device communicator";
+  }
+  FakeStream streams[kRanks];
+  float* in[kRanks];
+  float* out[kRanks];
+  float* peer[kRanks];
+  std::vector<float> seen[kRanks], seenPeer[kRanks];
+  for (int r = 0; r < kRanks; ++r) {
+    for (float** p : {&in[r], &out[r], &peer[r]}) {
+      ASSERT_EQ(ncclMemAlloc(reinterpret_cast<void**>(p), kCount * sizeof(float)), ncclSuccess);
+      std::fill(*p, *p + kCount, -1.0f);
+    }
+    seen[r].assign(kCount, -2.0f);
+    seenPeer[r].assign(kCount, -2.0f);
+    streams[r].hold();
+    streams[r].push([r, &in] {
+      for (size_t i = 0; i < kCount; ++i) in[r][i] = static_cast<float>(r * 1000 + i % 17);
+    });
+  }
+  // nccl-tests' pattern: one thread, a group over every rank's communicator.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    auto s = reinterpret_cast<cudaStream_t>(&streams[r]);
+    EXPECT_EQ(ncclAllReduce(in[r], out[r], kCount, ncclFloat32, ncclSum, comms[r], s), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    auto s = reinterpret_cast<cudaStream_t>(&streams[r]);
+    EXPECT_EQ(ncclSend(in[r], kCount, ncclFloat32, (r + 1) % kRanks, comms[r], s), ncclSuccess);
+    EXPECT_EQ(ncclRecv(peer[r], kCount, ncclFloat32, (r + 1) % kRanks, comms[r], s), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(out[r][0], -1.0f) << "rank " << r << "'s all-reduce ran before its stream reached it";
+    streams[r].push([r, &out, &peer, &seen, &seenPeer] {
+      std::memcpy(seen[r].data(), out[r], kCount * sizeof(float));
+      std::memcpy(seenPeer[r].data(), peer[r], kCount * sizeof(float));
+    });
+    streams[r].release();
+  }
+  for (int r = 0; r < kRanks; ++r) streams[r].synchronize();  // cudaStreamSynchronize
+  for (int r = 0; r < kRanks; ++r) {
+    const int from = (r + 1) % kRanks;
+    for (size_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(seen[r][i], static_cast<float>(1000 + 2 * (i % 17))) << "rank " << r << " at " << i;
+      ASSERT_EQ(seenPeer[r][i], static_cast<float>(from * 1000 + i % 17))
+          << "rank " << r << " at " << i;
+    }
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+    for (float* p : {in[r], out[r], peer[r]}) EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  }
+  device::setRuntimeForTesting(nullptr);
+}
+
+}  // namespace
+}  // namespace braid::test
