@@ -94,6 +94,7 @@ class Rank {
     }
     // Nobody exits (possibly non-zero) before rank 0 has printed its summary.
     Barrier();
+    if (stream_) Call(braidStreamDestroy(stream_), "braidStreamDestroy");
     Call(braidCommDestroy(comm_), "braidCommDestroy");
     comm_ = nullptr;
     return errors_ != 0 ? 1 : 0;
@@ -112,6 +113,7 @@ class Rank {
   // the sweep (and one that cannot reduce a single element still gets a clear message).
   void HarnessAllReduce(void* buf, size_t count, braidDataType_t dtype, braidRedOp_t op,
                         const char* what) {
+    SyncStream();  // the calls queued before it run under the algorithm they were made with
     if (pause_forced_allreduce_) {
       Call(braidCommSetAlgorithm(comm_, "allreduce", ""), "braidCommSetAlgorithm (harness)");
     }
@@ -120,6 +122,11 @@ class Rank {
       Call(braidCommSetAlgorithm(comm_, "allreduce", o_.algorithm.c_str()),
            "braidCommSetAlgorithm (-A " + o_.algorithm + ")");
     }
+  }
+
+  // -M device: waits for the calls queued on the CUDA stream (nccl-tests' cudaStreamSynchronize).
+  void SyncStream() {
+    if (stream_) Call(braidStreamSynchronize(stream_), "the calls queued on the CUDA stream");
   }
 
   // A barrier made of a one-element all-reduce.
@@ -201,6 +208,9 @@ class Rank {
     if (o_.device_memory) {  // the host buffers stay, as the data's source and checked copy
       dev_send_ = AllocDevice(send_bytes, "send buffer");
       dev_recv_ = AllocDevice(recv_bytes, "receive buffer");
+      // Calls ordered on the legacy default CUDA stream, as nccl-tests' are on theirs: the
+      // timed loop queues them all and then waits.
+      Call(braidStreamCreateCuda(&stream_, nullptr), "braidStreamCreateCuda (-M device)");
     }
     if (o_.check > 0) {
       expected_ = Alloc(region_bytes, "expected-result buffer");
@@ -293,7 +303,7 @@ class Rank {
     const size_t es = ElementSize(dtype);
     const braidResult_t r =
         coll_.run(Placed(SendPtr(c, es, in_place)), Placed(RecvPtr(c, es, in_place)), c, dtype, op,
-                  root, comm_, nullptr);
+                  root, comm_, stream_);
     if (r != braidSuccess) {
       std::string what = std::string(coll_.call) + " (" + TypeName(dtype);
       if (coll_.uses_op) what += std::string(" ") + OpName(op);
@@ -320,6 +330,7 @@ class Rank {
       for (int a = 0; a < o_.agg_iters; ++a) RunOnce(c, dtype, op, root, in_place);
       if (o_.blocking) Barrier();
     }
+    SyncStream();
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     Measurement m;
     m.seconds = ReduceTime(elapsed.count() / (static_cast<double>(o_.iters) * o_.agg_iters));
@@ -367,6 +378,7 @@ class Rank {
     }
     ToDevice();
     RunOnce(c, dtype, op, root, in_place);
+    SyncStream();
     FromDevice();
 
     // Defined reduction results compare by value (-0 equals +0); everything else by bits.
@@ -426,6 +438,7 @@ class Rank {
   Buffer send_, recv_, expected_, background_;
   size_t send_bytes_ = 0, recv_bytes_ = 0;
   DeviceBuffer dev_send_, dev_recv_;  // -M device
+  braidStream_t stream_ = nullptr;    // -M device: ordered with the legacy default stream
   std::vector<uint8_t> defined_;
   uint64_t checks_ = 0;
   int errors_ = 0;

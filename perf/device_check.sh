@@ -3,14 +3,17 @@
 #   1. configure build-cuda with -Dcuda=enabled (nvcc from PATH or /usr/local/cuda/bin) and
 #      build what the checks run;
 #   2. tests/cuda_kernels_test: the CUDA kernels bit for bit against the host kernels, every
-#      dtype and op (here it must pass, not skip), and cuda_elementwise_test, their arithmetic
-#      compiled for the CPU;
+#      dtype and op, and an all-reduce on 2 thread ranks ordered on each rank's CUDA stream
+#      (braidStreamCreateCuda), eagerly and captured into a graph replayed 3 times (here it
+#      must pass, not skip); cuda_elementwise_test, the kernels' arithmetic compiled for the
+#      CPU;
 #   3. perf/kernel_bench: out = a + b over 1 GiB buffers, fp32 and bf16, the kernel's GB/s
 #      (3 x bytes / time) beside cudaMemcpy device to device (2 x bytes / time) and the ratio,
 #      each result checked against the host kernel first;
 #   4. all_reduce_perf, all_gather_perf, reduce_scatter_perf and alltoall_perf on 2 and 4
 #      ranks (braidrun processes) on device memory (-M device: braidMemAlloc buffers, one GPU
-#      shared by the ranks, staged through host memory by the core), every result checked
+#      shared by the ranks, the calls queued on the legacy default CUDA stream and run by the
+#      stream's proxy thread, which stages them through host memory), every result checked
 #      (#wrong).
 # Exit status: 0 when every step passed; 1 when any failed (a wrong value included).
 # The log goes to $OUT/device_check.log when OUT is set, else build-cuda/device_check.log.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/reduce.h"
+#include "test_util.h"
 
 #if BRAID_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -335,6 +336,89 @@ TEST_F(CudaKernels, RefusesUnknownTypeAndOp) {
             bc::kInvalidValue);
   EXPECT_EQ(bc::scale(nullptr, 1, braidNumTypes, 2.0, stream_), bc::kInvalidValue);
   EXPECT_STRNE(bc::errorString(bc::kInvalidValue), "");
+}
+
+// Calls ordered on the caller's CUDA stream (braidStreamCreateCuda) on a real device: a copy
+// to the device before the all-reduce and a copy back after it, on the same stream, with
+// cudaStreamSynchronize as the only wait; then the same three captured into a graph and
+// launched three times on new inputs. Two ranks as threads, each with its own stream.
+std::string orderedOnDevice(braidComm_t comm, int rank) {
+  constexpr size_t kCount = 1 << 20;
+  constexpr int kReplays = 3;
+  auto value = [](int r, size_t i, int round) {
+    return static_cast<float>(r + 1) + static_cast<float>(i % 31) + 100.0f * round;
+  };
+  cudaStream_t cs = nullptr;
+  braidStream_t s = nullptr;
+  float *in = nullptr, *out = nullptr, *hostIn = nullptr, *hostOut = nullptr;
+  std::string e;
+  auto fail = [&](const std::string& what) {
+    if (e.empty()) e = "rank " + std::to_string(rank) + ": " + what;
+  };
+  if (cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) != cudaSuccess)
+    fail("cudaStreamCreate");
+  if (e.empty() && braidStreamCreateCuda(&s, cs) != braidSuccess)
+    fail(std::string("braidStreamCreateCuda: ") + braidGetLastError(nullptr));
+  const size_t bytes = kCount * sizeof(float);
+  if (e.empty() && (braidMemAlloc(reinterpret_cast<void**>(&in), bytes) != braidSuccess ||
+                    braidMemAlloc(reinterpret_cast<void**>(&out), bytes) != braidSuccess ||
+                    cudaMallocHost(reinterpret_cast<void**>(&hostIn), bytes) != cudaSuccess ||
+                    cudaMallocHost(reinterpret_cast<void**>(&hostOut), bytes) != cudaSuccess))
+    fail("allocation");
+  auto enqueue = [&] {
+    if (cudaMemcpyAsync(in, hostIn, bytes, cudaMemcpyHostToDevice, cs) != cudaSuccess ||
+        braidAllReduce(in, out, kCount, braidFloat32, braidSum, comm, s) != braidSuccess ||
+        cudaMemcpyAsync(hostOut, out, bytes, cudaMemcpyDeviceToHost, cs) != cudaSuccess)
+      fail(std::string("enqueue: ") + braidGetLastError(comm));
+  };
+  auto check = [&](int round) {
+    for (size_t i = 0; e.empty() && i < kCount; ++i) {
+      const float want = value(0, i, round) + value(1, i, round);
+      if (hostOut[i] != want)
+        fail("round " + std::to_string(round) + ": element " + std::to_string(i) + " is " +
+             std::to_string(hostOut[i]) + ", expected " + std::to_string(want));
+    }
+  };
+  auto fill = [&](int round) {
+    for (size_t i = 0; i < kCount; ++i) hostIn[i] = value(rank, i, round);
+  };
+  if (e.empty()) {
+    fill(0);
+    enqueue();
+    if (cudaStreamSynchronize(cs) != cudaSuccess) fail("cudaStreamSynchronize");
+    check(0);
+  }
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (e.empty()) {
+    if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+      fail("cudaStreamBeginCapture");
+    enqueue();
+    if (cudaStreamEndCapture(cs, &graph) != cudaSuccess ||
+        cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+      fail("capture: " + std::string(cudaGetErrorString(cudaGetLastError())));
+  }
+  for (int k = 1; e.empty() && k <= kReplays; ++k) {
+    fill(k);
+    if (cudaGraphLaunch(exec, cs) != cudaSuccess || cudaStreamSynchronize(cs) != cudaSuccess)
+      fail("graph launch " + std::to_string(k));
+    check(k);
+  }
+  if (s && braidStreamSynchronize(s) != braidSuccess)
+    fail(std::string("the calls: ") + braidGetLastError(nullptr));
+  if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
+  if (s) braidStreamDestroy(s);
+  if (in) braidMemFree(in);
+  if (out) braidMemFree(out);
+  if (hostIn) cudaFreeHost(hostIn);
+  if (hostOut) cudaFreeHost(hostOut);
+  if (cs) cudaStreamDestroy(cs);
+  return e;
+}
+
+TEST_F(CudaKernels, CallsAreOrderedOnTheCallersStreamAndInGraphs) {
+  for (const std::string& e : braid::test::runThreads(2, orderedOnDevice)) ADD_FAILURE() << e;
 }
 
 #endif  // BRAID_HAVE_CUDA
