@@ -93,6 +93,39 @@ TEST(AllReduce, StreamQueuesInOrder) {
   for (const auto& e : errors) ADD_FAILURE() << e;
 }
 
+// One thread drives every rank (nccl-tests' pattern) and queues the whole group on one
+// stream: the ranks' shares must run side by side, not one after another (the first would
+// wait for the others forever).
+TEST(AllReduce, OneThreadGroupsEveryRankOnOneStream) {
+  constexpr int kRanks = 3;
+  braidComm_t comms[kRanks];
+  const int devs[kRanks] = {0, 1, 2};
+  ASSERT_EQ(braidCommInitAll(comms, kRanks, devs), braidSuccess);
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreate(&s), braidSuccess);
+  std::vector<std::vector<int32_t>> data(kRanks), from(kRanks);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    data[r].assign(1000, r + 1);
+    from[r].assign(1000, -1);
+    braidAllReduce(data[r].data(), data[r].data(), 1000, braidInt32, braidSum, comms[r], s);
+  }
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError(nullptr);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    braidSend(data[r].data(), 1000, braidInt32, (r + 1) % kRanks, comms[r], s);
+    braidRecv(from[r].data(), 1000, braidInt32, (r + kRanks - 1) % kRanks, comms[r], s);
+  }
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError(nullptr);
+  EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(data[r], std::vector<int32_t>(1000, 6)) << "rank " << r;
+    EXPECT_EQ(from[r], std::vector<int32_t>(1000, 6)) << "rank " << r;
+  }
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+  for (braidComm_t c : comms) EXPECT_EQ(braidCommDestroy(c), braidSuccess);
+}
+
 TEST(AllReduce, SegmentsUnlinkedAfterInit) {
   auto errors = runThreads(4, [](braidComm_t, int) -> std::string {
     return shmLeftovers(getpid()).empty() ? "" : "segment still linked after init";

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,36 @@ TEST_F(CudaStream, AFailedCallStillReleasesTheStream) {
   EXPECT_EQ(checkSum(got, 1, 0, "the call after the failure"), "");
   EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
   EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
+}
+
+// One thread, every rank's call in one group on one CUDA stream: one hand-off runs them side
+// by side (queued one after the other, the first would wait for the others forever).
+TEST_F(CudaStream, OneGroupOfEveryRankOnOneStream) {
+  constexpr int kRanks = 3;
+  braidComm_t comms[kRanks];
+  const int devs[kRanks] = {0, 0, 0};
+  ASSERT_EQ(braidCommInitAll(comms, kRanks, devs), braidSuccess);
+  FakeStream cuda;
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
+  std::vector<std::unique_ptr<DeviceFloats>> in, out;
+  cuda.hold();
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    in.push_back(std::make_unique<DeviceFloats>(kCount));
+    out.push_back(std::make_unique<DeviceFloats>(kCount));
+    for (size_t i = 0; i < kCount; ++i) in[r]->p[i] = input(r, i, 0);
+    braidAllReduce(in[r]->p, out[r]->p, kCount, braidFloat32, braidSum, comms[r], s);
+  }
+  ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError(nullptr);
+  cuda.release();
+  EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<float> got(out[r]->p, out[r]->p + kCount);
+    EXPECT_EQ(checkSum(got, kRanks, 0, "the all-reduce"), "") << "rank " << r;
+  }
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+  for (braidComm_t c : comms) EXPECT_EQ(braidCommDestroy(c), braidSuccess);
 }
 
 // NULL is a CUDA stream too (the legacy default stream), not "no stream".

@@ -404,38 +404,42 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
               static_cast<unsigned long long>(userCalls + 1), calls.c_str());
 }
 
-braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
+braidResult_t enqueueOnStream(const std::vector<braidComm*>& comms, braidStream_t stream,
                               std::function<braidResult_t()> work) {
   // Captured into a CUDA graph: it runs at each replay, perhaps never, so braidCommDestroy
   // cannot wait for it (NCCL's rule too: a graph must not outlive its communicators).
   if (stream->cudaOrdered() && device::runtime().isCapturing(stream->cudaStream))
     return streamEnqueue(stream, std::move(work), /*replayable=*/true);
-  {
-    std::lock_guard<std::mutex> lock(comm->queueMu);
-    ++comm->queued;
-  }
-  auto dequeued = [comm] {
-    std::lock_guard<std::mutex> lock(comm->queueMu);
-    --comm->queued;
-    comm->queueCv.notify_all();
+  auto count = [comms](int delta) {
+    for (braidComm* comm : comms) {
+      std::lock_guard<std::mutex> lock(comm->queueMu);
+      comm->queued += delta;
+      comm->queueCv.notify_all();
+    }
   };
+  count(+1);
   bool queued = false;
   try {
     braidResult_t res = streamEnqueue(
         stream,
-        [dequeued, work = std::move(work)] {
-          // Guarded here, so that the count below drops even if the work throws.
+        [count, work = std::move(work)] {
+          // Guarded here, so that the counts below drop even if the work throws.
           braidResult_t res = guardApi("a call queued on a stream", work);
-          dequeued();
+          count(-1);
           return res;
         },
         false, &queued);
-    if (!queued) dequeued();  // destroy must not wait for it
+    if (!queued) count(-1);  // destroy must not wait for it
     return res;
   } catch (...) {  // not queued (out of memory)
-    if (!queued) dequeued();
+    if (!queued) count(-1);
     throw;
   }
+}
+
+braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
+                              std::function<braidResult_t()> work) {
+  return enqueueOnStream(std::vector<braidComm*>{comm}, stream, std::move(work));
 }
 
 braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {

@@ -129,6 +129,41 @@ braidResult_t runGroupItems(braidComm* comm, const std::vector<Pending>& items) 
   return braidSuccess;
 }
 
+// One communicator's share of a group, and the stream it goes to (NULL: none).
+struct GroupPart {
+  braidComm* comm;
+  braidStream_t stream;
+  std::vector<Pending> items;
+};
+
+struct GroupOutcome {
+  std::vector<braidResult_t> results;
+  std::vector<std::string> messages;
+  int failed = -1;  // the first part that failed, or -1
+};
+
+// Runs the parts at once: one alone on the calling thread, several each on a thread of its
+// own (their ranks wait on each other).
+GroupOutcome runSideBySide(const std::vector<GroupPart>& parts) {
+  GroupOutcome out;
+  out.results.assign(parts.size(), braidSuccess);
+  out.messages.resize(parts.size());
+  auto run = [&](size_t k) {
+    out.results[k] = runGroupItems(parts[k].comm, parts[k].items);
+    if (out.results[k] != braidSuccess) out.messages[k] = braid::lastError();
+  };
+  if (parts.size() == 1) {
+    run(0);
+  } else {
+    // jthreads: one that cannot start leaves the others joined, not joinable (see api.cc).
+    std::vector<std::jthread> workers;
+    for (size_t k = 0; k < parts.size(); ++k) workers.emplace_back(run, k);
+  }
+  for (size_t k = 0; k < parts.size() && out.failed < 0; ++k)
+    if (out.results[k] != braidSuccess) out.failed = static_cast<int>(k);
+  return out;
+}
+
 braidResult_t submit(braidComm* comm, braidStream_t stream, std::function<braidResult_t()> work) {
   if (t_groupDepth > 0) {
     t_pending.push_back({comm, stream, false, {}, std::move(work)});
@@ -546,47 +581,48 @@ braidResult_t braidGroupEnd(void) {
     if (--t_groupDepth > 0) return braidSuccess;
     std::vector<Pending> pending;
     pending.swap(t_pending);
-    // Each communicator's items, in first-appearance order.
-    std::vector<braidComm*> comms;
-    for (const Pending& p : pending)
-      if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
+    // Each communicator's items, in first-appearance order; a communicator's stream is that
+    // of its first item.
+    std::vector<GroupPart> parts;
+    for (const Pending& p : pending) {
+      auto it = std::find_if(parts.begin(), parts.end(),
+                             [&](const GroupPart& g) { return g.comm == p.comm; });
+      if (it == parts.end()) it = parts.insert(parts.end(), GroupPart{p.comm, p.stream, {}});
+      it->items.push_back(p);
+    }
     std::vector<std::unique_ptr<braid::InFlight>> running;
-    for (braidComm* comm : comms) running.push_back(std::make_unique<braid::InFlight>(comm));
-    std::vector<braidResult_t> results(comms.size(), braidSuccess);
-    std::vector<std::string> messages(comms.size());
-    // jthreads: one that cannot start leaves the others joined, not joinable (see api.cc).
-    std::vector<std::jthread> workers;
-    for (size_t k = 0; k < comms.size(); ++k) {
-      std::vector<Pending> items;
-      braidStream_t stream = nullptr;
-      for (const Pending& p : pending)
-        if (p.comm == comms[k]) {
-          items.push_back(p);
-          if (!stream) stream = p.stream;
+    for (const GroupPart& g : parts) running.push_back(std::make_unique<braid::InFlight>(g.comm));
+    // The communicators on one stream go to it as one piece of work, which runs them side by
+    // side: queued one after the other, the first would wait forever for the ranks of the
+    // second (one thread driving several ranks, as nccl-tests does).
+    std::vector<GroupPart> unstreamed;
+    std::vector<braidStream_t> streams;
+    for (const GroupPart& g : parts) {
+      if (!g.stream)
+        unstreamed.push_back(g);
+      else if (std::find(streams.begin(), streams.end(), g.stream) == streams.end())
+        streams.push_back(g.stream);
+    }
+    for (braidStream_t stream : streams) {
+      std::vector<GroupPart> same;
+      std::vector<braidComm*> comms;
+      for (const GroupPart& g : parts)
+        if (g.stream == stream) {
+          same.push_back(g);
+          comms.push_back(g.comm);
         }
-      braidComm* comm = comms[k];
-      if (stream) {
-        braid::enqueueOnStream(comm, stream, [comm, items] { return runGroupItems(comm, items); });
-      } else if (comms.size() == 1) {
-        results[k] = runGroupItems(comm, items);
-        if (results[k] != braidSuccess) messages[k] = braid::lastError();
-      } else {
-        // One thread drives several communicators: each runs on its own worker, or the
-        // ranks would wait on each other forever.
-        workers.emplace_back([&, k, comm, items] {
-          results[k] = runGroupItems(comm, items);
-          if (results[k] != braidSuccess) messages[k] = braid::lastError();
-        });
-      }
+      braid::enqueueOnStream(comms, stream, [same] {
+        const GroupOutcome out = runSideBySide(same);
+        return out.failed < 0
+                   ? braidSuccess
+                   : braid::failVerbatim(out.results[out.failed], out.messages[out.failed]);
+      });
     }
-    for (auto& w : workers) w.join();
-    for (size_t k = 0; k < comms.size(); ++k) {
-      if (results[k] != braidSuccess) {
-        braidResult_t res = braid::failVerbatim(results[k], messages[k]);
-        return record(comms[k], res);
-      }
-    }
-    return braidSuccess;
+    if (unstreamed.empty()) return braidSuccess;
+    const GroupOutcome out = runSideBySide(unstreamed);
+    if (out.failed < 0) return braidSuccess;
+    return record(unstreamed[out.failed].comm,
+                  braid::failVerbatim(out.results[out.failed], out.messages[out.failed]));
   });
 }
 

@@ -186,5 +186,8 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
                               const AlgorithmInfo** out);
 // Queues work for comm on stream, counted so braidCommDestroy can wait for it.
 braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
-                              std::function<braidResult_t()> work);  // "all-reduce", for messages
+                              std::function<braidResult_t()> work);
+// The same for work that drives several communicators (a group's share of one stream).
+braidResult_t enqueueOnStream(const std::vector<braidComm*>& comms, braidStream_t stream,
+                              std::function<braidResult_t()> work);
 }  // namespace braid
