@@ -4,9 +4,11 @@
 // still lets the stream go on. Ranks as threads and as processes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/device.h"
@@ -200,6 +202,31 @@ TEST_F(CudaStream, OneGroupOfEveryRankOnOneStream) {
   }
   EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
   for (braidComm_t c : comms) EXPECT_EQ(braidCommDestroy(c), braidSuccess);
+}
+
+// A call that waits for a peer that never comes ends when its communicator is aborted from
+// another thread: the stream goes on, braidCommAbort returns, and the stream reports why.
+TEST_F(CudaStream, AbortEndsACallTheStreamWaitsFor) {
+  braidComm_t comms[2];
+  const int devs[2] = {0, 0};
+  ASSERT_EQ(braidCommInitAll(comms, 2, devs), braidSuccess);
+  FakeStream cuda;
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
+  DeviceFloats in(kCount), out(kCount);
+  bool after = false;
+  // Rank 1 never joins this all-reduce.
+  ASSERT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comms[0], s), braidSuccess);
+  cuda.push([&] { after = true; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(after) << "the stream did not wait for the call";
+  EXPECT_EQ(braidCommAbort(comms[0]), braidSuccess);
+  EXPECT_NE(braidStreamSynchronize(s), braidSuccess);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("abort"), std::string::npos)
+      << braidGetLastError(nullptr);
+  EXPECT_TRUE(after);
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+  EXPECT_EQ(braidCommAbort(comms[1]), braidSuccess);
 }
 
 // NULL is a CUDA stream too (the legacy default stream), not "no stream".
