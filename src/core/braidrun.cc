@@ -264,6 +264,9 @@ class Launcher {
               braidGetErrorString(r), braidGetLastError(nullptr));
       return 1;
     }
+    // braidGetUniqueId read the configuration and warned about any bad setting once; the
+    // ranks, which inherit the same environment, need not repeat it (config.cc).
+    setenv("BRAID_CONFIG_WARNED", "1", 1);
     if (!InstallSignals()) return 1;
     for (int rank = 0; rank < nranks_; ++rank) {
       if (!Spawn(rank, cmd, id_text)) {

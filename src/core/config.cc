@@ -15,9 +15,13 @@ namespace braid {
 namespace {
 
 // Configuration mistakes are reported once, on stderr, whatever BRAID_DEBUG says: a
-// silently ignored setting is worse than a noisy one.
+// silently ignored setting is worse than a noisy one. Ranks that braidrun started do not
+// repeat what braidrun already said (it sets BRAID_CONFIG_WARNED=1 after reading the same
+// environment).
 // Names the variable the user set: BRAID_X, or NCCL_X when only that one is (getEnv).
 void badValue(const char* name, const char* value, const char* why, const std::string& used) {
+  const char* warned = std::getenv("BRAID_CONFIG_WARNED");
+  if (warned && std::strcmp(warned, "1") == 0) return;
   std::string set = name;
   if (set.rfind("BRAID_", 0) == 0 && !std::getenv(name)) set = "NCCL_" + set.substr(6);
   std::fprintf(stderr, "BRAID WARN %s=\"%s\" %s; using %s\n", set.c_str(), value, why,
