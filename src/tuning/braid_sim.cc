@@ -49,8 +49,8 @@ void usage(FILE* f) {
       "                       topology's)\n"
       "  --collective NAME    allreduce, reducescatter, allgather, broadcast, reduce, alltoall,\n"
       "                       gather, scatter, or all (default allreduce)\n"
-      "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G, T suffixes), times FACTOR each step\n"
-      "                       (default 8, 256M, 2), as nccl-tests' size column\n"
+      "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G, T suffixes), times FACTOR (an\n"
+      "                       integer >= 2) each step (default 8, 256M, 2), as nccl-tests'\n"
       "  -d DTYPE             float (default), half, bfloat16, double, int32, int8\n"
       "  --json               one JSON array of {collective, bytes, chosen, algorithms}\n"
       "  --simulate           also play the schedules (at most 1024 ranks)\n");
@@ -105,7 +105,11 @@ int main(int argc, char** argv) {
     } else if ((a == "-e" || a == "--maxbytes") && hasValue) {
       ok = braid::parseByteSize(argv[++i], &maxBytes);
     } else if ((a == "-f" || a == "--stepfactor") && hasValue) {
-      ok = braid::parseByteSize(argv[++i], &factor) && factor >= 2;
+      // A plain integer, as nccl-tests' -f (not a byte count: "2K" is refused).
+      const char* v = argv[++i];
+      ok = *v != '\0' && std::strspn(v, "0123456789") == std::strlen(v) && std::strlen(v) < 10;
+      if (ok) factor = std::strtoull(v, nullptr, 10);
+      ok = ok && factor >= 2;
     } else if ((a == "-d" || a == "--datatype") && hasValue) {
       dtypeName = argv[++i];
     } else if (a == "--mnnvl") {
@@ -226,9 +230,14 @@ int main(int argc, char** argv) {
       std::printf("  %s\n", "chosen");
     }
     const size_t div = braid::tuning::callBytes(coll, 1, dtype->size, n);
+    int rowsPrinted = 0;
     for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
       const size_t count = bytes / div;
-      if (count == 0) continue;  // less than one element per rank: nothing to predict
+      if (count == 0) {  // less than one element per rank: nothing to predict
+        if (bytes > SIZE_MAX / factor) break;
+        continue;
+      }
+      ++rowsPrinted;
       braid::CollArgs args;
       args.coll = coll;
       args.count = count;
@@ -294,6 +303,11 @@ int main(int argc, char** argv) {
         std::printf("  %s\n", best >= 0 ? cands[best].algo->name : "none");
       if (bytes > SIZE_MAX / factor) break;
     }
+    if (rowsPrinted == 0 && !json)
+      std::printf(
+          "# %s: no size from -b %zu to -e %zu holds one %s element per rank (the smallest "
+          "call is %zu bytes on %d ranks)\n",
+          braid::collectiveName(coll), minBytes, maxBytes, dtype->name, div, n);
   }
   const double sec =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
