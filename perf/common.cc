@@ -208,9 +208,12 @@ class Rank {
     if (o_.device_memory) {  // the host buffers stay, as the data's source and checked copy
       dev_send_ = AllocDevice(send_bytes, "send buffer");
       dev_recv_ = AllocDevice(recv_bytes, "receive buffer");
-      // Calls ordered on the legacy default CUDA stream, as nccl-tests' are on theirs: the
-      // timed loop queues them all and then waits.
-      Call(braidStreamCreateCuda(&stream_, nullptr), "braidStreamCreateCuda (-M device)");
+      // Calls ordered on a CUDA stream of this rank's own, as nccl-tests' are on one per GPU:
+      // the timed loop queues them all and then waits. The per-thread default stream
+      // (cudaStreamPerThread: thread ranks of one process get one each; the legacy default
+      // stream would make rank 0's call block rank 1's); only this thread uses stream_.
+      void* const per_thread_stream = reinterpret_cast<void*>(0x2);
+      Call(braidStreamCreateCuda(&stream_, per_thread_stream), "braidStreamCreateCuda (-M device)");
     }
     if (o_.check > 0) {
       expected_ = Alloc(region_bytes, "expected-result buffer");

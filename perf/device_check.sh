@@ -12,7 +12,7 @@
 #      each result checked against the host kernel first;
 #   4. all_reduce_perf, all_gather_perf, reduce_scatter_perf and alltoall_perf on 2 and 4
 #      ranks (braidrun processes) on device memory (-M device: braidMemAlloc buffers, one GPU
-#      shared by the ranks, the calls queued on the legacy default CUDA stream and run by the
+#      shared by the ranks, the calls queued on each rank's CUDA stream and run by the
 #      stream's proxy thread, which stages them through host memory), every result checked
 #      (#wrong).
 # Exit status: 0 when every step passed; 1 when any failed (a wrong value included).

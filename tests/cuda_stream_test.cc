@@ -93,11 +93,7 @@ class CudaStream : public ::testing::Test {
   void TearDown() override { device::setRuntimeForTesting(nullptr); }
 };
 
-class CudaStreamRanks : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override { device::setRuntimeForTesting(&fakeCudaRuntime(false)); }
-  void TearDown() override { device::setRuntimeForTesting(nullptr); }
-};
+class CudaStreamRanks : public CudaStream, public ::testing::WithParamInterface<int> {};
 
 TEST_P(CudaStreamRanks, CallsAreOrderedWithTheStreamsKernelsThreads) {
   const int n = GetParam();
@@ -147,7 +143,8 @@ TEST_F(CudaStream, AGraphReplaysTheCall) {
 }
 
 // A call that fails on the proxy (here its staging copy) still releases the stream: the work
-// after it runs, braidStreamSynchronize reports the failure, and the next call works.
+// after it runs, braidStreamSynchronize reports the failure, and so does
+// braidCommGetAsyncError.
 TEST_F(CudaStream, AFailedCallStillReleasesTheStream) {
   braidComm_t comm = nullptr;
   int dev = 0;
@@ -166,12 +163,14 @@ TEST_F(CudaStream, AFailedCallStillReleasesTheStream) {
       << braidGetLastError(nullptr);
   EXPECT_TRUE(after) << "the stream did not go on after the failed call";
   EXPECT_EQ(out.p[0], -1.0f);
-  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
-  EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
-  std::vector<float> got(out.p, out.p + kCount);
-  EXPECT_EQ(checkSum(got, 1, 0, "the call after the failure"), "");
+  // No caller waited for it: it is the communicator's asynchronous error, as in NCCL.
+  braidResult_t async = braidSuccess;
+  EXPECT_EQ(braidCommGetAsyncError(comm, &async), braidSuccess);
+  EXPECT_EQ(async, braidUnhandledCudaError);
+  EXPECT_NE(std::string(braidGetLastError(comm)).find("fake CUDA: copy of"), std::string::npos)
+      << braidGetLastError(comm);
   EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
-  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
+  EXPECT_EQ(braidCommAbort(comm), braidSuccess);
 }
 
 // One thread, every rank's call in one group on one CUDA stream: one hand-off runs them side
@@ -193,9 +192,15 @@ TEST_F(CudaStream, OneGroupOfEveryRankOnOneStream) {
     for (size_t i = 0; i < kCount; ++i) in[r]->p[i] = input(r, i, 0);
     braidAllReduce(in[r]->p, out[r]->p, kCount, braidFloat32, braidSum, comms[r], s);
   }
+  const uint64_t syncBefore = fakeCudaStats().syncCopies.load();
+  const uint64_t proxyBefore = fakeCudaStats().proxyCopies.load();
   ASSERT_EQ(braidGroupEnd(), braidSuccess) << braidGetLastError(nullptr);
   cuda.release();
   EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
+  // Each rank's share ran on a thread of its own, staging as the proxy does: the copies that
+  // wait for the whole device would wait for this very stream.
+  EXPECT_EQ(fakeCudaStats().syncCopies.load(), syncBefore);
+  EXPECT_GE(fakeCudaStats().proxyCopies.load(), proxyBefore + 2 * kRanks);
   for (int r = 0; r < kRanks; ++r) {
     std::vector<float> got(out[r]->p, out[r]->p + kCount);
     EXPECT_EQ(checkSum(got, kRanks, 0, "the all-reduce"), "") << "rank " << r;
@@ -227,6 +232,75 @@ TEST_F(CudaStream, AbortEndsACallTheStreamWaitsFor) {
   EXPECT_TRUE(after);
   EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
   EXPECT_EQ(braidCommAbort(comms[1]), braidSuccess);
+}
+
+// A communicator aborted while its call waits for the CUDA stream to reach it (here the
+// stream is held, as behind a kernel that does not end): the abort does not wait for the
+// stream, and when the stream gets there the call fails without touching the freed
+// communicator, and lets the stream go on.
+TEST_F(CudaStream, AbortDoesNotWaitForAStreamThatHasNotReachedTheCall) {
+  braidComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
+  FakeStream cuda;
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
+  DeviceFloats in(kCount), out(kCount);
+  cuda.hold();
+  ASSERT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
+  bool after = false;
+  cuda.push([&] { after = true; });
+  EXPECT_EQ(braidCommAbort(comm), braidSuccess);  // returns with the call still queued
+  cuda.release();
+  EXPECT_EQ(braidStreamSynchronize(s), braidInvalidUsage);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("destroyed or aborted"), std::string::npos)
+      << braidGetLastError(nullptr);
+  EXPECT_TRUE(after);
+  EXPECT_EQ(out.p[0], -1.0f);
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+}
+
+// A wait that cannot be queued leaves the call running and its word set with no reset after
+// it: the stream then refuses further calls rather than let them pass unordered.
+TEST_F(CudaStream, AStreamThatCannotWaitRefusesLaterCalls) {
+  braidComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
+  FakeStream cuda;
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
+  DeviceFloats in(kCount), out(kCount);
+  fakeCudaStats().failWaits.store(1);
+  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s),
+            braidUnhandledCudaError);
+  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s),
+            braidInvalidUsage);
+  EXPECT_NE(std::string(braidGetLastError(comm)).find("cuStreamWaitValue32 failed"),
+            std::string::npos)
+      << braidGetLastError(comm);
+  EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
+}
+
+// A group whose work cannot be queued on its CUDA stream says so from braidGroupEnd.
+TEST_F(CudaStream, AGroupThatCannotBeQueuedFails) {
+  braidComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
+  FakeStream cuda;
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
+  DeviceFloats in(kCount), out(kCount);
+  fakeCudaStats().failHostFuncs.store(1);
+  ASSERT_EQ(braidGroupStart(), braidSuccess);
+  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
+  EXPECT_EQ(braidGroupEnd(), braidUnhandledCudaError);
+  EXPECT_NE(std::string(braidGetLastError(comm)).find("cudaLaunchHostFunc failed"),
+            std::string::npos)
+      << braidGetLastError(comm);
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);  // nothing left queued to wait for
 }
 
 // NULL is a CUDA stream too (the legacy default stream), not "no stream".

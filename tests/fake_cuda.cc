@@ -105,15 +105,26 @@ bool tracked(const void* p) {
   return a < it->first + it->second;
 }
 
+// Streams blocked in a waitValue now. A synchronous copy waits for the whole device, so on a
+// GPU it would never return while a stream waits for the very call that makes the copy.
+std::atomic<int> g_waiting{0};
+
 braidResult_t syncCopy(void* dst, const void* src, size_t bytes) {
+  if (g_waiting.load() > 0)
+    return fail(braidInternalError,
+                "fake CUDA: a copy that waits for the whole device while a stream waits for a "
+                "call (it would never return on a GPU)");
   std::memcpy(dst, src, bytes);
   fakeCudaStats().syncCopies.fetch_add(1);
   return braidSuccess;
 }
 
+// Whether the next operation of a kind set to fail does (counts down *left).
+bool takeFailure(std::atomic<int>& left) { return left.load() > 0 && left.fetch_sub(1) > 0; }
+
 braidResult_t proxyCopy(void* dst, const void* src, size_t bytes) {
   FakeCudaStats& st = fakeCudaStats();
-  if (st.failCopies.load() > 0 && st.failCopies.fetch_sub(1) > 0)
+  if (takeFailure(st.failCopies))
     return fail(braidUnhandledCudaError, "fake CUDA: copy of %zu bytes failed (test)", bytes);
   std::memcpy(dst, src, bytes);
   st.proxyCopies.fetch_add(1);
@@ -141,12 +152,19 @@ device::Runtime makeRuntime(bool everyPointerIsDevice) {
   rt.toHost = syncCopy;
   rt.toDevice = syncCopy;
   rt.hostFunc = [](void* s, void (*fn)(void*), void* arg) {
+    if (takeFailure(fakeCudaStats().failHostFuncs))
+      return fail(braidUnhandledCudaError, "fake CUDA: cudaLaunchHostFunc failed (test)");
     fake(s)->push([fn, arg] { fn(arg); });
     return braidSuccess;
   };
   rt.waitValue = [](void* s, uint32_t* flag, uint32_t value) {
+    if (takeFailure(fakeCudaStats().failWaits))
+      return fail(braidUnhandledCudaError, "fake CUDA: cuStreamWaitValue32 failed (test)");
     fake(s)->push([flag, value] {
+      if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == value) return;
+      g_waiting.fetch_add(1);
       while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != value) std::this_thread::yield();
+      g_waiting.fetch_sub(1);
     });
     return braidSuccess;
   };
@@ -154,12 +172,12 @@ device::Runtime makeRuntime(bool everyPointerIsDevice) {
     fake(s)->push([flag, value] { __atomic_store_n(flag, value, __ATOMIC_RELEASE); });
     return braidSuccess;
   };
-  rt.allocFlag = [](uint32_t** flag) {
-    *flag = new uint32_t(0);
+  rt.allocFlags = [](uint32_t** flags, size_t n) {
+    *flags = new uint32_t[n]();
     return braidSuccess;
   };
-  rt.freeFlag = [](uint32_t* flag) {
-    delete flag;
+  rt.freeFlags = [](uint32_t* flags) {
+    delete[] flags;
     return braidSuccess;
   };
   rt.isCapturing = [](void* s) { return fake(s)->capturing(); };

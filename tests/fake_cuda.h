@@ -66,7 +66,10 @@ FakeStream& fakeLegacyStream();
 struct FakeCudaStats {
   std::atomic<uint64_t> syncCopies{0};   // toHost/toDevice (wait for the whole device)
   std::atomic<uint64_t> proxyCopies{0};  // copyOnOwnStream (the proxy's)
-  std::atomic<int> failCopies{0};        // the next N proxy copies fail
+  // The next N of each fail (tests of the error paths).
+  std::atomic<int> failCopies{0};     // proxy copies
+  std::atomic<int> failHostFuncs{0};  // cudaLaunchHostFunc
+  std::atomic<int> failWaits{0};      // cuStreamWaitValue32
 };
 FakeCudaStats& fakeCudaStats();
 

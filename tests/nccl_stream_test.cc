@@ -84,5 +84,30 @@ TEST(NcclDropIn, CallsAreOrderedOnTheCallersCudaStream) {
   device::setRuntimeForTesting(nullptr);
 }
 
+// A call that fails on the proxy (its staging copy, here) is the communicator's
+// asynchronous error, with its message from ncclGetLastError, as NCCL reports a failed kernel.
+TEST(NcclDropIn, AFailedCallOnAStreamIsTheAsyncError) {
+  device::setRuntimeForTesting(&fakeCudaRuntime(false));
+  ncclComm_t comm;
+  const int dev = 0;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, &dev), ncclSuccess) << ncclGetLastError(nullptr);
+  FakeStream stream;
+  float* buf = nullptr;
+  ASSERT_EQ(ncclMemAlloc(reinterpret_cast<void**>(&buf), kCount * sizeof(float)), ncclSuccess);
+  fakeCudaStats().failCopies.store(1);
+  EXPECT_EQ(ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, comm,
+                          reinterpret_cast<cudaStream_t>(&stream)),
+            ncclSuccess);
+  stream.synchronize();  // cudaStreamSynchronize: it does not hang
+  ncclResult_t async = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclUnhandledCudaError);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("fake CUDA: copy of"), std::string::npos)
+      << ncclGetLastError(comm);
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_EQ(ncclMemFree(buf), ncclSuccess);
+  device::setRuntimeForTesting(nullptr);
+}
+
 }  // namespace
 }  // namespace braid::test

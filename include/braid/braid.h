@@ -392,11 +392,16 @@ braidResult_t braidStreamCreate(braidStream_t* stream);
 /// the work queued on cudaStream before it has finished, and work queued on cudaStream after
 /// it waits until the call is done. The calling thread does not wait. The call runs on this
 /// stream's worker thread (the proxy), which stages device buffers through host memory on a
-/// stream of its own; cudaStream waits on a mapped host word (cuStreamWaitValue32), so it
-/// can be captured into a CUDA graph, each replay running the call again. Errors of the calls
-/// are reported by braidStreamSynchronize (and braidCommGetAsyncError for a broken
-/// communicator). braidUnhandledCudaError without a CUDA device. The NCCL drop-in makes one
-/// for each cudaStream_t a device communicator is called with.
+/// stream of its own, on the communicator's device; cudaStream waits on a mapped host word
+/// (cuStreamWaitValue32, which the device must support), so it can be captured into a CUDA
+/// graph, each replay running the call again. Use it with that one CUDA stream (for
+/// cudaStreamPerThread, from one thread), and launch no graph holding its calls after
+/// braidStreamDestroy. A failed call is reported by braidStreamSynchronize and is its
+/// communicator's asynchronous error (braidCommGetAsyncError): no caller waited for it. A
+/// call that cannot be ordered (the wait cannot be queued) fails, and the stream refuses
+/// later calls. braidCommAbort does not wait for calls the CUDA stream has not reached; they
+/// fail when it does. braidUnhandledCudaError without a CUDA device. The NCCL drop-in makes
+/// one for each cudaStream_t a device communicator is called with.
 braidResult_t braidStreamCreateCuda(braidStream_t* stream, void* cudaStream);
 /// Waits until all work queued on stream has run; returns the first error of that work. On a
 /// stream of braidStreamCreateCuda, waits for the CUDA stream first (cudaStreamSynchronize).

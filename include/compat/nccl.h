@@ -10,8 +10,10 @@
  *
  * Where Braid differs:
  *  - Buffers may be host memory (any rank, no GPU needed) or CUDA device memory (a CUDA build
- *    with a device). A call on host buffers has finished when it returns, which also
- *    satisfies a later cudaStreamSynchronize on `stream`.
+ *    with a device). On a host communicator (no CUDA device) a call has finished when it
+ *    returns, which also satisfies a later cudaStreamSynchronize on `stream`. On a device
+ *    communicator calls are ordered on `stream` as NCCL's are (braidStreamCreateCuda): they
+ *    run on a proxy thread, staged through host memory, when the stream reaches them.
  *  - ncclCommInitRankConfig and ncclCommSplit accept config->blocking = 0 but always finish
  *    before they return (never ncclInProgress); the GPU fields (cgaClusterSize, minCTAs,
  *    maxCTAs, netName, splitShare) are read only for validity.

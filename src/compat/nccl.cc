@@ -5,9 +5,11 @@
 #include "compat/nccl.h"
 
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "braid/braid.h"
@@ -40,16 +42,32 @@ braidUniqueId toBraid(const ncclUniqueId& id) {
 // NCCL's calls are ordered on the caller's cudaStream_t. On a device communicator each
 // cudaStream_t gets a Braid stream ordered with it (braidStreamCreateCuda), made on its first
 // use and kept for the process (a handle the application destroys and CUDA reuses stays
-// valid: the Braid stream holds nothing of it but its value). On a host communicator (no
-// CUDA device) a call has finished when it returns, as before.
+// valid: the Braid stream holds nothing of it but its value). cudaStreamPerThread names
+// another stream on each thread, so it gets one per thread. The proxy stages on the
+// communicator's device, whatever thread made the stream. On a host communicator (no CUDA
+// device) a call has finished when it returns. If the Braid stream cannot be made, the call
+// runs synchronously (the device synchronized first), as said once on stderr.
 braidStream_t toBraid(cudaStream_t stream, ncclComm_t comm) {
   int device = -1;
-  if (braidCommCuDevice(toBraid(comm), &device) != braidSuccess || device < 0) return nullptr;
+  if (!comm || braidCommCuDevice(toBraid(comm), &device) != braidSuccess || device < 0)
+    return nullptr;
+  const cudaStream_t kPerThread = reinterpret_cast<cudaStream_t>(0x2);  // cudaStreamPerThread
+  const std::thread::id thread =
+      stream == kPerThread ? std::this_thread::get_id() : std::thread::id();
   static std::mutex mu;
-  static std::map<std::pair<cudaStream_t, int>, braidStream_t> streams;
+  static std::map<std::pair<cudaStream_t, std::thread::id>, braidStream_t> streams;
   std::lock_guard<std::mutex> lock(mu);
-  braidStream_t& s = streams[{stream, device}];
-  if (!s && braidStreamCreateCuda(&s, stream) != braidSuccess) s = nullptr;
+  braidStream_t& s = streams[{stream, thread}];
+  if (!s && braidStreamCreateCuda(&s, stream) != braidSuccess) {
+    static bool said = false;
+    if (!said)
+      std::fprintf(stderr,
+                   "BRAID WARN NCCL drop-in: calls run synchronously, not ordered on their CUDA "
+                   "stream: %s\n",
+                   braidGetLastError(nullptr));
+    said = true;
+    s = nullptr;
+  }
   return s;
 }
 

@@ -27,10 +27,23 @@ braidResult_t checkComm(const braidComm* comm, const char* fn) {
   return braidSuccess;
 }
 
-// Returns once the work queued on comm's streams has run.
-void waitForQueuedWork(braidComm* comm) {
-  std::unique_lock<std::mutex> lock(comm->queueMu);
-  comm->queueCv.wait(lock, [comm] { return comm->queued == 0; });
+// Returns once the work queued on comm's streams has run. close (braidCommDestroy): then
+// closes the queue, so a captured call that a CUDA graph replays later leaves comm alone.
+void waitForQueuedWork(braidComm* comm, bool close) {
+  braid::QueuedWork& q = *comm->queuedWork;
+  std::unique_lock<std::mutex> lock(q.mu);
+  q.cv.wait(lock, [&q] { return q.pending == 0; });
+  if (close) q.closed = true;
+}
+
+// braidCommAbort: closes the queue at once, so work not started yet (a CUDA stream may never
+// reach it) fails without touching comm, and waits for the work that has started (it fails
+// at once now that comm is aborted).
+void closeQueuedWork(braidComm* comm) {
+  braid::QueuedWork& q = *comm->queuedWork;
+  std::unique_lock<std::mutex> lock(q.mu);
+  q.closed = true;
+  q.cv.wait(lock, [&q] { return q.running == 0; });
 }
 
 // Refuses a config not made by BRAID_CONFIG_INITIALIZER or with bad Braid fields; fn names
@@ -233,7 +246,6 @@ braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUnique
 
 braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist) {
   return braid::guardApi("braidCommInitAll", [&]() -> braidResult_t {
-    (void)devlist;  // GPUs come with the CUDA build; host ranks have no device
     if (!comms) return fail(braidInvalidArgument, "braidCommInitAll: comms is NULL");
     if (ndev < 1)
       return fail(braidInvalidArgument, "braidCommInitAll: ndev is %d; it must be >= 1", ndev);
@@ -245,9 +257,13 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
     // those started are joined as the vector unwinds (after their ranks' init fails: the
     // missing rank never comes), never left joinable.
     std::vector<std::jthread> threads;
+    // With a CUDA device, rank r's communicator is on devlist[r] (NULL: device r, as NCCL);
+    // without one every rank is a host rank and devlist is not read.
+    const bool gpus = braid::device::runtime().currentDevice(nullptr) >= 0;
     for (int r = 0; r < ndev; ++r) {
       threads.emplace_back([&, r] {
-        results[r] = braidCommInitRank(&comms[r], ndev, id, r);
+        if (gpus) results[r] = braid::device::runtime().setDevice(devlist ? devlist[r] : r);
+        if (results[r] == braidSuccess) results[r] = braidCommInitRank(&comms[r], ndev, id, r);
         if (results[r] != braidSuccess) messages[r] = braid::lastError();
       });
     }
@@ -274,7 +290,7 @@ braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* 
 braidResult_t braidCommDestroy(braidComm_t comm) {
   return braid::guardApi("braidCommDestroy", [&]() -> braidResult_t {
     BRAID_TRY(checkComm(comm, "braidCommDestroy"));
-    waitForQueuedWork(comm);  // it would run on freed memory
+    waitForQueuedWork(comm, true);  // it would run on freed memory
     {
       std::lock_guard<std::mutex> lock(comm->mu);  // waits for a running collective
       comm->magic = 0;
@@ -298,7 +314,7 @@ braidResult_t braidCommAbort(braidComm_t comm) {
       if (comm->segment) comm->segment->doorbell()->ring();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    waitForQueuedWork(comm);  // it fails at once now
+    closeQueuedWork(comm);
     {
       std::lock_guard<std::mutex> lock(comm->mu);
       comm->magic = 0;
@@ -322,7 +338,7 @@ braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError
 braidResult_t braidCommFinalize(braidComm_t comm) {
   return braid::guardApi("braidCommFinalize", [&]() -> braidResult_t {
     BRAID_TRY(checkComm(comm, "braidCommFinalize"));
-    waitForQueuedWork(comm);
+    waitForQueuedWork(comm, false);
     std::lock_guard<std::mutex> lock(comm->mu);
     braid::LogRankScope rankScope(comm->rank);
     comm->finalized = true;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -404,35 +405,88 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
               static_cast<unsigned long long>(userCalls + 1), calls.c_str());
 }
 
+namespace {
+
+// Enters the queues of a piece of work's communicators: false (and none entered) if one is
+// closed, i.e. its communicator was destroyed or aborted.
+bool enterQueues(const std::vector<std::shared_ptr<QueuedWork>>& queues) {
+  for (size_t k = 0; k < queues.size(); ++k) {
+    std::lock_guard<std::mutex> lock(queues[k]->mu);
+    if (queues[k]->closed) {
+      for (size_t j = 0; j < k; ++j) {
+        std::lock_guard<std::mutex> undo(queues[j]->mu);
+        --queues[j]->running;
+        queues[j]->cv.notify_all();
+      }
+      return false;
+    }
+    ++queues[k]->running;
+  }
+  return true;
+}
+
+// Leaves them: pending (counted) and running drop by one.
+void leaveQueues(const std::vector<std::shared_ptr<QueuedWork>>& queues, bool entered,
+                 bool counted) {
+  for (const auto& q : queues) {
+    std::lock_guard<std::mutex> lock(q->mu);
+    if (entered) --q->running;
+    if (counted) --q->pending;
+    q->cv.notify_all();
+  }
+}
+
+}  // namespace
+
 braidResult_t enqueueOnStream(const std::vector<braidComm*>& comms, braidStream_t stream,
                               std::function<braidResult_t()> work) {
   // Captured into a CUDA graph: it runs at each replay, perhaps never, so braidCommDestroy
-  // cannot wait for it (NCCL's rule too: a graph must not outlive its communicators).
-  if (stream->cudaOrdered() && device::runtime().isCapturing(stream->cudaStream))
-    return streamEnqueue(stream, std::move(work), /*replayable=*/true);
-  auto count = [comms](int delta) {
-    for (braidComm* comm : comms) {
-      std::lock_guard<std::mutex> lock(comm->queueMu);
-      comm->queued += delta;
-      comm->queueCv.notify_all();
+  // cannot wait for it (NCCL's rule too: a graph must not outlive its communicators; a
+  // replay after the communicator's end fails without touching it).
+  const bool cuda = stream->cudaOrdered();
+  const bool counted = !(cuda && device::runtime().isCapturing(stream->cudaStream));
+  std::vector<std::shared_ptr<QueuedWork>> queues;
+  for (braidComm* comm : comms) queues.push_back(comm->queuedWork);
+  if (counted)
+    for (const auto& q : queues) {
+      std::lock_guard<std::mutex> lock(q->mu);
+      ++q->pending;
     }
+  // On a CUDA stream the worker is a proxy that stages on the communicator's device (a group
+  // of several sets each one's on its own thread: runSideBySide).
+  const int device = comms.size() == 1 ? comms[0]->cudaDevice : -1;
+  auto run = [comms, queues, counted, cuda, device, work = std::move(work)]() -> braidResult_t {
+    if (!enterQueues(queues)) {
+      leaveQueues(queues, false, counted);
+      return fail(braidInvalidUsage,
+                  "a call queued on a stream: its communicator was destroyed or aborted before "
+                  "the stream reached it");
+    }
+    braidResult_t res;
+    {
+      std::optional<device::ProxyScope> proxy;
+      if (cuda) proxy.emplace(device);
+      // Guarded here, so that the counts below drop even if the work throws.
+      res = guardApi("a call queued on a stream", work);
+    }
+    // No caller waits for a call on a CUDA stream: its failure is each communicator's
+    // asynchronous error (braidCommGetAsyncError, ncclCommGetAsyncError), as in NCCL.
+    if (res != braidSuccess && cuda)
+      for (braidComm* comm : comms) {
+        std::lock_guard<std::mutex> lock(comm->mu);
+        comm->lastError = lastError();
+        markBroken(comm, res);
+      }
+    leaveQueues(queues, true, counted);
+    return res;
   };
-  count(+1);
   bool queued = false;
   try {
-    braidResult_t res = streamEnqueue(
-        stream,
-        [count, work = std::move(work)] {
-          // Guarded here, so that the counts below drop even if the work throws.
-          braidResult_t res = guardApi("a call queued on a stream", work);
-          count(-1);
-          return res;
-        },
-        false, &queued);
-    if (!queued) count(-1);  // destroy must not wait for it
+    braidResult_t res = streamEnqueue(stream, std::move(run), !counted, &queued);
+    if (!queued) leaveQueues(queues, false, counted);  // destroy must not wait for it
     return res;
   } catch (...) {  // not queued (out of memory)
-    if (!queued) count(-1);
+    if (!queued) leaveQueues(queues, false, counted);
     throw;
   }
 }

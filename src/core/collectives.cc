@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -136,21 +137,18 @@ struct GroupPart {
   std::vector<Pending> items;
 };
 
-struct GroupOutcome {
-  std::vector<braidResult_t> results;
-  std::vector<std::string> messages;
-  int failed = -1;  // the first part that failed, or -1
-};
-
 // Runs the parts at once: one alone on the calling thread, several each on a thread of its
-// own (their ranks wait on each other).
-GroupOutcome runSideBySide(const std::vector<GroupPart>& parts) {
-  GroupOutcome out;
-  out.results.assign(parts.size(), braidSuccess);
-  out.messages.resize(parts.size());
+// own (their ranks wait on each other). On a CUDA stream's proxy each thread is a proxy too,
+// staging on its own communicator's device. Returns the first failure (its message kept).
+braidResult_t runSideBySide(const std::vector<GroupPart>& parts, int* failedPart) {
+  std::vector<braidResult_t> results(parts.size(), braidSuccess);
+  std::vector<std::string> messages(parts.size());
+  const bool proxy = braid::device::proxyDevice() != braid::device::kNotProxy;
   auto run = [&](size_t k) {
-    out.results[k] = runGroupItems(parts[k].comm, parts[k].items);
-    if (out.results[k] != braidSuccess) out.messages[k] = braid::lastError();
+    std::optional<braid::device::ProxyScope> scope;
+    if (proxy && parts.size() > 1) scope.emplace(parts[k].comm->cudaDevice);
+    results[k] = runGroupItems(parts[k].comm, parts[k].items);
+    if (results[k] != braidSuccess) messages[k] = braid::lastError();
   };
   if (parts.size() == 1) {
     run(0);
@@ -159,9 +157,12 @@ GroupOutcome runSideBySide(const std::vector<GroupPart>& parts) {
     std::vector<std::jthread> workers;
     for (size_t k = 0; k < parts.size(); ++k) workers.emplace_back(run, k);
   }
-  for (size_t k = 0; k < parts.size() && out.failed < 0; ++k)
-    if (out.results[k] != braidSuccess) out.failed = static_cast<int>(k);
-  return out;
+  for (size_t k = 0; k < parts.size(); ++k)
+    if (results[k] != braidSuccess) {
+      if (failedPart) *failedPart = static_cast<int>(k);
+      return braid::failVerbatim(results[k], messages[k]);
+    }
+  return braidSuccess;
 }
 
 braidResult_t submit(braidComm* comm, braidStream_t stream, std::function<braidResult_t()> work) {
@@ -611,18 +612,14 @@ braidResult_t braidGroupEnd(void) {
           same.push_back(g);
           comms.push_back(g.comm);
         }
-      braid::enqueueOnStream(comms, stream, [same] {
-        const GroupOutcome out = runSideBySide(same);
-        return out.failed < 0
-                   ? braidSuccess
-                   : braid::failVerbatim(out.results[out.failed], out.messages[out.failed]);
-      });
+      braidResult_t res =
+          braid::enqueueOnStream(comms, stream, [same] { return runSideBySide(same, nullptr); });
+      if (res != braidSuccess) return record(comms[0], res);
     }
     if (unstreamed.empty()) return braidSuccess;
-    const GroupOutcome out = runSideBySide(unstreamed);
-    if (out.failed < 0) return braidSuccess;
-    return record(unstreamed[out.failed].comm,
-                  braid::failVerbatim(out.results[out.failed], out.messages[out.failed]));
+    int failed = 0;
+    braidResult_t res = runSideBySide(unstreamed, &failed);
+    return res == braidSuccess ? res : record(unstreamed[failed].comm, res);
   });
 }
 

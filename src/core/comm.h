@@ -56,6 +56,20 @@ std::string localHostId();
 
 }  // namespace braid
 
+namespace braid {
+// Work queued on streams for a communicator. braidCommDestroy and braidCommFinalize wait
+// until none is pending; braidCommAbort closes it and waits only for work that has started,
+// so a CUDA stream that never reaches its calls cannot hold the abort. The work holds it too
+// and checks it before touching the communicator, which may be gone by then.
+struct QueuedWork {
+  std::mutex mu;
+  std::condition_variable cv;
+  int pending = 0;      // queued and not finished
+  int running = 0;      // started on a stream's worker
+  bool closed = false;  // the communicator is gone: pending work must not touch it
+};
+}  // namespace braid
+
 struct braidComm {
   static constexpr uint64_t kMagic = 0x6d6d6f6344696172ull;
   uint64_t magic = kMagic;
@@ -92,10 +106,8 @@ struct braidComm {
   std::unique_ptr<braid::StallBoard> stallBoard;
   uint64_t opCount = 0;  // collectives issued, for messages
   std::mutex mu;
-  // Work queued on streams and not yet finished; braidCommDestroy waits for it.
-  std::mutex queueMu;
-  std::condition_variable queueCv;
-  int queued = 0;  // one collective at a time per communicator
+  // Work queued on streams for this communicator (enqueueOnStream), shared with that work.
+  std::shared_ptr<braid::QueuedWork> queuedWork = std::make_shared<braid::QueuedWork>();
   std::string lastError;
   std::string broken;  // why the communicator became unusable, once a call failed mid-way
   // and the result code it failed with (read without the lock: braidCommGetAsyncError)

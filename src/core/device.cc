@@ -2,6 +2,7 @@
 #include "core/device.h"
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 #include "core/error.h"
@@ -97,16 +98,27 @@ braidResult_t cudaHostFunc(void* stream, void (*fn)(void*), void* arg) {
 }
 
 // cuStreamWaitValue32 and cuStreamWriteValue32 from the driver the runtime loaded (the
-// runtime is linked statically and libcuda is not linked at all). Version 12.0: the _v2
-// entry points, which graphs can capture.
+// runtime is linked statically and libcuda is not linked at all): the _v2 entry points
+// (CUDA 11.7 and later), which graphs can capture. cudaGetDriverEntryPointByVersion came
+// in CUDA 12.5; before it cudaGetDriverEntryPoint gives the toolkit's own version. Looked
+// up once: a driver without them keeps lacking them.
 using StreamValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 StreamValueFn driverEntry(const char* name) {
   void* fn = nullptr;
+#if CUDART_VERSION >= 12050
   cudaDriverEntryPointQueryResult found{};
   if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) !=
           cudaSuccess ||
       found != cudaDriverEntryPointSuccess)
     return nullptr;
+#elif CUDART_VERSION >= 12000
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+#else
+  if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault) != cudaSuccess) return nullptr;
+#endif
   return reinterpret_cast<StreamValueFn>(fn);
 }
 
@@ -132,26 +144,27 @@ braidResult_t cudaWriteValue(void* stream, uint32_t* flag, uint32_t value) {
                      value);
 }
 
-braidResult_t cudaAllocFlag(uint32_t** flag) {
+braidResult_t cudaAllocFlags(uint32_t** flags, size_t n) {
   void* p = nullptr;
-  cudaError_t e = cudaHostAlloc(&p, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable);
-  if (e != cudaSuccess) return cudaFailed("cudaHostAlloc of a stream flag", e, sizeof(uint32_t));
-  *flag = static_cast<uint32_t*>(p);
-  **flag = 0;
+  const size_t bytes = n * sizeof(uint32_t);
+  cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) return cudaFailed("cudaHostAlloc of stream flags", e, bytes);
+  std::memset(p, 0, bytes);
+  *flags = static_cast<uint32_t*>(p);
   return braidSuccess;
 }
 
-braidResult_t cudaFreeFlag(uint32_t* flag) {
-  cudaError_t e = cudaFreeHost(flag);
-  return e == cudaSuccess ? braidSuccess : cudaFailed("cudaFreeHost of a stream flag", e, 4);
+braidResult_t cudaFreeFlags(uint32_t* flags) {
+  cudaError_t e = cudaFreeHost(flags);
+  return e == cudaSuccess ? braidSuccess : cudaFailed("cudaFreeHost of stream flags", e, 0);
 }
 
+// A failed query counts as not capturing; the caller's own pending CUDA error is left alone
+// (cudaGetLastError would clear it).
 bool cudaCapturing(void* stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
-    cudaGetLastError();
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess)
     return false;
-  }
   return status == cudaStreamCaptureStatusActive;
 }
 
@@ -186,7 +199,7 @@ braidResult_t cudaSelectDevice(int device) {
 
 const Runtime kRuntime{cudaCurrentDevice, cudaIsDevice,        cudaAlloc,       cudaRelease,
                        cudaToHost,        cudaToDevice,        cudaHostFunc,    cudaWaitValue,
-                       cudaWriteValue,    cudaAllocFlag,       cudaFreeFlag,    cudaCapturing,
+                       cudaWriteValue,    cudaAllocFlags,      cudaFreeFlags,   cudaCapturing,
                        cudaSyncStream,    cudaCopyOnOwnStream, cudaSelectDevice};
 #else
 int hostCurrentDevice(std::string* why) {
@@ -217,8 +230,8 @@ const Runtime kRuntime{hostCurrentDevice,
                        [](void*, void (*)(void*), void*) { return noDevice("cudaLaunchHostFunc"); },
                        [](void*, uint32_t*, uint32_t) { return noDevice("cuStreamWaitValue32"); },
                        [](void*, uint32_t*, uint32_t) { return noDevice("cuStreamWriteValue32"); },
-                       [](uint32_t**) { return noDevice("a stream flag"); },
-                       [](uint32_t*) { return noDevice("a stream flag"); },
+                       [](uint32_t**, size_t) { return noDevice("stream flags"); },
+                       [](uint32_t*) { return noDevice("stream flags"); },
                        [](void*) { return false; },
                        [](void*) { return noDevice("cudaStreamSynchronize"); },
                        hostCopy,
@@ -235,20 +248,28 @@ const Runtime& runtime() {
 }
 
 namespace {
-thread_local bool t_proxy = false;
+thread_local int t_proxyDevice = kNotProxy;
 }  // namespace
 
-ProxyScope::ProxyScope() { t_proxy = true; }
-ProxyScope::~ProxyScope() { t_proxy = false; }
+ProxyScope::ProxyScope(int device) {
+  t_proxyDevice = device;
+  // A failure shows at the first staging copy, which runs on the wrong device or none.
+  if (device >= 0) runtime().setDevice(device);
+}
+ProxyScope::~ProxyScope() { t_proxyDevice = kNotProxy; }
+
+int proxyDevice() { return t_proxyDevice; }
 
 braidResult_t stageToHost(void* dst, const void* src, size_t bytes) {
   const Runtime& rt = runtime();
-  return t_proxy ? rt.copyOnOwnStream(dst, src, bytes) : rt.toHost(dst, src, bytes);
+  return t_proxyDevice != kNotProxy ? rt.copyOnOwnStream(dst, src, bytes)
+                                    : rt.toHost(dst, src, bytes);
 }
 
 braidResult_t stageToDevice(void* dst, const void* src, size_t bytes) {
   const Runtime& rt = runtime();
-  return t_proxy ? rt.copyOnOwnStream(dst, src, bytes) : rt.toDevice(dst, src, bytes);
+  return t_proxyDevice != kNotProxy ? rt.copyOnOwnStream(dst, src, bytes)
+                                    : rt.toDevice(dst, src, bytes);
 }
 
 void setRuntimeForTesting(const Runtime* r) { g_testRuntime.store(r, std::memory_order_release); }

@@ -38,9 +38,9 @@ struct Runtime {
   braidResult_t (*hostFunc)(void* stream, void (*fn)(void*), void* arg);
   braidResult_t (*waitValue)(void* stream, uint32_t* flag, uint32_t value);
   braidResult_t (*writeValue)(void* stream, uint32_t* flag, uint32_t value);
-  // A host word the device reads and writes (pinned and mapped), initially 0.
-  braidResult_t (*allocFlag)(uint32_t** flag);
-  braidResult_t (*freeFlag)(uint32_t* flag);
+  // n host words the device reads and writes (pinned and mapped), initially 0.
+  braidResult_t (*allocFlags)(uint32_t** flags, size_t n);
+  braidResult_t (*freeFlags)(uint32_t* flags);
   // True while `stream` is being captured into a graph (its work is recorded, not run).
   bool (*isCapturing)(void* stream);
   // Waits for the work queued on `stream`.
@@ -61,14 +61,19 @@ const Runtime& runtime();
 braidResult_t stageToHost(void* dst, const void* src, size_t bytes);
 braidResult_t stageToDevice(void* dst, const void* src, size_t bytes);
 
-// Marks the calling thread as a CUDA stream's proxy while it lives.
+// Marks the calling thread as a CUDA stream's proxy while it lives, staging on `device` (if
+// >= 0: made the thread's current device; a thread may drive several GPUs).
 class ProxyScope {
  public:
-  ProxyScope();
+  explicit ProxyScope(int device);
   ~ProxyScope();
   ProxyScope(const ProxyScope&) = delete;
   ProxyScope& operator=(const ProxyScope&) = delete;
 };
+
+// The calling thread's ProxyScope device (-1: none given), or kNotProxy outside one.
+constexpr int kNotProxy = -2;
+int proxyDevice();
 
 // Tests: makes r the runtime until called again with nullptr. Not thread safe against calls
 // in flight; set it before making communicators.

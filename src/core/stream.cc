@@ -40,7 +40,7 @@ void push(braidStream* s, std::function<braidResult_t()> work) {
 }
 
 // Lets the CUDA stream go on (Runtime::waitValue waits for this).
-void releaseCudaStream(braidStream* s) { __atomic_store_n(s->doneFlag, 1u, __ATOMIC_RELEASE); }
+void releaseCudaStream(uint32_t* flag) { __atomic_store_n(flag, 1u, __ATOMIC_RELEASE); }
 
 // cudaLaunchHostFunc's callback: runs on CUDA's own thread once everything queued on the CUDA
 // stream before the call has finished. It may neither call CUDA nor wait (other streams'
@@ -50,15 +50,12 @@ void handOff(void* arg) {
   auto* h = static_cast<CudaHandoff*>(arg);
   std::unique_ptr<CudaHandoff> owned(h->replayable ? nullptr : h);
   braidStream* s = h->stream;
+  uint32_t* flag = h->flag;
   try {
     std::function<braidResult_t()> work = h->replayable ? h->work : std::move(h->work);
-    push(s, [s, work = std::move(work)] {
-      braidResult_t res;
-      {
-        device::ProxyScope proxy;  // staging copies must not wait for the blocked CUDA stream
-        res = guardApi("a call on a CUDA stream", work);
-      }
-      releaseCudaStream(s);
+    push(s, [flag, work = std::move(work)] {
+      const braidResult_t res = guardApi("a call on a CUDA stream", work);
+      releaseCudaStream(flag);
       return res;
     });
   } catch (...) {  // not queued (out of memory): the call fails, and the stream goes on
@@ -69,8 +66,21 @@ void handOff(void* arg) {
         s->firstErrorMessage = "a call on a CUDA stream could not be queued (out of memory)";
       }
     }
-    releaseCudaStream(s);
+    releaseCudaStream(flag);
   }
+}
+
+// A word of its own for a captured call.
+braidResult_t captureFlag(braidStream* s, uint32_t** flag) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->flagBlocks.empty() || s->flagsUsed == braidStream::kCaptureFlags) {
+    uint32_t* block = nullptr;
+    BRAID_TRY(device::runtime().allocFlags(&block, braidStream::kCaptureFlags));
+    s->flagBlocks.push_back(block);
+    s->flagsUsed = 0;
+  }
+  *flag = s->flagBlocks.back() + s->flagsUsed++;
+  return braidSuccess;
 }
 
 }  // namespace
@@ -83,8 +93,18 @@ braidResult_t streamEnqueue(braidStream* s, std::function<braidResult_t()> work,
     if (queued) *queued = true;
     return braidSuccess;
   }
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (!s->broken.empty())
+      return fail(braidInvalidUsage,
+                  "the stream refuses calls since one could not be ordered "
+                  "on its CUDA stream: %s",
+                  s->broken.c_str());
+  }
   const device::Runtime& rt = device::runtime();
-  auto handoff = std::make_unique<CudaHandoff>(CudaHandoff{s, std::move(work), replayable});
+  uint32_t* flag = s->doneFlag;
+  if (replayable) BRAID_TRY(captureFlag(s, &flag));
+  auto handoff = std::make_unique<CudaHandoff>(CudaHandoff{s, std::move(work), flag, replayable});
   CudaHandoff* h = handoff.get();
   if (replayable) {
     std::lock_guard<std::mutex> lock(s->mu);
@@ -93,8 +113,15 @@ braidResult_t streamEnqueue(braidStream* s, std::function<braidResult_t()> work,
   BRAID_TRY(rt.hostFunc(s->cudaStream, handOff, h));
   handoff.release();  // the hand-off frees it (or s->captured holds it)
   if (queued) *queued = true;
-  BRAID_TRY(rt.waitValue(s->cudaStream, s->doneFlag, 1));
-  return rt.writeValue(s->cudaStream, s->doneFlag, 0);
+  braidResult_t res = rt.waitValue(s->cudaStream, flag, 1);
+  if (res == braidSuccess) res = rt.writeValue(s->cudaStream, flag, 0);
+  if (res != braidSuccess && !replayable) {
+    // The call still runs and sets the word; with no reset after it, later waits would pass
+    // at once.
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->broken = lastError();
+  }
+  return res;
 }
 
 }  // namespace braid
@@ -117,15 +144,17 @@ braidResult_t braidStreamCreateCuda(braidStream_t* stream, void* cudaStream) {
     *stream = nullptr;
     const braid::device::Runtime& rt = braid::device::runtime();
     std::string why;
-    const int device = rt.currentDevice(&why);
-    if (device < 0)
+    if (rt.currentDevice(&why) < 0)
       return braid::fail(braidUnhandledCudaError, "braidStreamCreateCuda: %s", why.c_str());
     auto s = std::make_unique<braidStream>();
     s->cudaStream = cudaStream;
-    BRAID_TRY(rt.allocFlag(&s->doneFlag));
-    // The worker stages on the creating thread's device (a thread may drive several GPUs).
-    s->queue.push_back([device] { return braid::device::runtime().setDevice(device); });
-    s->worker = std::thread(braid::workerLoop, s.get());
+    BRAID_TRY(rt.allocFlags(&s->doneFlag, 1));
+    try {
+      s->worker = std::thread(braid::workerLoop, s.get());
+    } catch (...) {
+      rt.freeFlags(s->doneFlag);
+      throw;
+    }
     *stream = s.release();
     return braidSuccess;
   });
@@ -160,7 +189,11 @@ braidResult_t braidStreamDestroy(braidStream_t s) {
       s->cv.notify_all();
     }
     s->worker.join();
-    if (s->doneFlag) braid::device::runtime().freeFlag(s->doneFlag);
+    // A graph that still holds captured calls must not be launched after this (braid.h).
+    const braid::device::Runtime& rt = braid::device::runtime();
+    if (s->doneFlag && rt.freeFlags(s->doneFlag) != braidSuccess && res == braidSuccess)
+      res = braidUnhandledCudaError;
+    for (uint32_t* block : s->flagBlocks) rt.freeFlags(block);
     delete s;
     return res;
   });

@@ -30,13 +30,22 @@ struct braidStream {
   std::string firstErrorMessage;
   std::thread worker;
   // braidStreamCreateCuda: the cudaStream_t (NULL is the legacy default stream), and the
-  // word it waits on (set by the worker when a call is done, reset by the CUDA stream).
+  // word it waits on for each call (set by the worker when the call is done, reset by the
+  // CUDA stream). One word serves every call: the CUDA stream cannot reach a call's hand-off
+  // before it has reset the word after the one before.
   void* cudaStream = nullptr;
   uint32_t* doneFlag = nullptr;
   bool cudaOrdered() const { return doneFlag != nullptr; }
+  // Why the stream refuses calls: a wait or reset could not be queued on the CUDA stream,
+  // so its word may stay set and no later call would be waited for. Empty: usable.
+  std::string broken;
   // Calls captured into a CUDA graph: each replay hands a copy to the worker, so they live
-  // as long as the stream.
+  // as long as the stream, each with a word of its own (a graph may be launched on another
+  // CUDA stream while this one runs). The words come from blocks of kCaptureFlags.
   std::vector<std::unique_ptr<braid::CudaHandoff>> captured;
+  std::vector<uint32_t*> flagBlocks;
+  size_t flagsUsed = 0;  // of the last block
+  static constexpr size_t kCaptureFlags = 1024;
 };
 
 namespace braid {
@@ -46,6 +55,7 @@ namespace braid {
 struct CudaHandoff {
   braidStream* stream;
   std::function<braidResult_t()> work;
+  uint32_t* flag;  // the word the CUDA stream waits on for this call
   bool replayable;
 };
 
