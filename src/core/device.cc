@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "core/error.h"
@@ -173,21 +174,36 @@ braidResult_t cudaSyncStream(void* stream) {
   return e == cudaSuccess ? braidSuccess : cudaFailed("cudaStreamSynchronize", e, 0);
 }
 
-// The calling thread's own stream, non-blocking (it waits for no other stream, the legacy
-// default stream included), destroyed when the thread ends.
-struct OwnStream {
-  cudaStream_t stream = nullptr;
-  ~OwnStream() {
-    if (stream) cudaStreamDestroy(stream);
+// The calling thread's own streams, one per device, non-blocking (they wait for no other
+// stream, the legacy default stream included), destroyed when the thread ends. The thread's
+// capture mode is relaxed first, as NCCL's proxy threads do: a graph captured in
+// cudaStreamCaptureModeGlobal on another thread would otherwise refuse its synchronizing.
+struct OwnStreams {
+  std::map<int, cudaStream_t> byDevice;
+  bool relaxed = false;
+  ~OwnStreams() {
+    for (auto& entry : byDevice) cudaStreamDestroy(entry.second);
   }
 };
 
 braidResult_t cudaCopyOnOwnStream(void* dst, const void* src, size_t bytes) {
-  thread_local OwnStream own;
+  thread_local OwnStreams own;
   cudaError_t e = cudaSuccess;
-  if (!own.stream) e = cudaStreamCreateWithFlags(&own.stream, cudaStreamNonBlocking);
-  if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, own.stream);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(own.stream);
+  if (!own.relaxed) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    e = cudaThreadExchangeStreamCaptureMode(&mode);
+    own.relaxed = e == cudaSuccess;
+  }
+  int device = 0;
+  if (e == cudaSuccess) e = cudaGetDevice(&device);
+  cudaStream_t stream = nullptr;
+  if (e == cudaSuccess) {
+    cudaStream_t& mine = own.byDevice[device];
+    if (!mine) e = cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);
+    stream = mine;
+  }
+  if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
   return e == cudaSuccess ? braidSuccess
                           : cudaFailed("staging copy on the proxy's stream", e, bytes);
 }
