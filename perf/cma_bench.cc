@@ -85,5 +85,6 @@ int main(int argc, char** argv) {
   }
   int status = 0;
   waitpid(child, &status, 0);
+  std::free(src);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

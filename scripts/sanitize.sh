@@ -91,6 +91,9 @@ run_mode() {  # MODE TEST...
       -Dcpp_args="-O1 -gline-tables-only" "${opts[@]}" >/dev/null
   fi
   local start=$SECONDS
+  # An existing build directory may predate tests added since: regenerate it first, so that
+  # the introspection below knows them.
+  ninja -C "$dir" build.ninja >/dev/null 2>&1 || true
   local list
   list="$(targets_for "$dir" "$@")"
   mapfile -t targets <<<"$list"
