@@ -95,6 +95,30 @@ class CudaStream : public ::testing::Test {
 
 class CudaStreamRanks : public CudaStream, public ::testing::WithParamInterface<int> {};
 
+// One rank on one stand-in stream, with device buffers of kCount floats. What a test has not
+// ended itself (it sets the member to NULL) ends with it.
+struct OneRank {
+  // legacy: on the legacy default stream (cudaStream_t NULL), which `cuda` then names.
+  explicit OneRank(bool legacy = false) : cuda(legacy ? fakeLegacyStream() : own) {
+    int dev = 0;
+    if (braidCommInitAll(&comm, 1, &dev) != braidSuccess ||
+        braidStreamCreateCuda(&s, legacy ? nullptr : &own) != braidSuccess)
+      ADD_FAILURE() << "setup: " << braidGetLastError(nullptr);
+  }
+  ~OneRank() {
+    if (s) EXPECT_EQ(braidStreamDestroy(s), braidSuccess) << braidGetLastError(nullptr);
+    if (comm) EXPECT_EQ(braidCommDestroy(comm), braidSuccess) << braidGetLastError(nullptr);
+  }
+  braidResult_t allReduce() {
+    return braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s);
+  }
+  braidComm_t comm = nullptr;
+  FakeStream own;
+  FakeStream& cuda;
+  braidStream_t s = nullptr;
+  DeviceFloats in{kCount}, out{kCount};
+};
+
 TEST_P(CudaStreamRanks, CallsAreOrderedWithTheStreamsKernelsThreads) {
   const int n = GetParam();
   auto errors = runThreads(n, [n](braidComm_t c, int r) { return orderedOnStream(c, r, n); });
@@ -146,31 +170,25 @@ TEST_F(CudaStream, AGraphReplaysTheCall) {
 // after it runs, braidStreamSynchronize reports the failure, and so does
 // braidCommGetAsyncError.
 TEST_F(CudaStream, AFailedCallStillReleasesTheStream) {
-  braidComm_t comm = nullptr;
-  int dev = 0;
-  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
-  FakeStream cuda;
-  braidStream_t s = nullptr;
-  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
-  DeviceFloats in(kCount), out(kCount);
-  for (size_t i = 0; i < kCount; ++i) in.p[i] = input(0, i, 0);
+  OneRank one;
+  for (size_t i = 0; i < kCount; ++i) one.in.p[i] = input(0, i, 0);
   fakeCudaStats().failCopies.store(1);
   bool after = false;
-  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
-  cuda.push([&] { after = true; });
-  EXPECT_EQ(braidStreamSynchronize(s), braidUnhandledCudaError);
+  EXPECT_EQ(one.allReduce(), braidSuccess);
+  one.cuda.push([&] { after = true; });
+  EXPECT_EQ(braidStreamSynchronize(one.s), braidUnhandledCudaError);
   EXPECT_NE(std::string(braidGetLastError(nullptr)).find("fake CUDA: copy of"), std::string::npos)
       << braidGetLastError(nullptr);
   EXPECT_TRUE(after) << "the stream did not go on after the failed call";
-  EXPECT_EQ(out.p[0], -1.0f);
+  EXPECT_EQ(one.out.p[0], -1.0f);
   // No caller waited for it: it is the communicator's asynchronous error, as in NCCL.
   braidResult_t async = braidSuccess;
-  EXPECT_EQ(braidCommGetAsyncError(comm, &async), braidSuccess);
+  EXPECT_EQ(braidCommGetAsyncError(one.comm, &async), braidSuccess);
   EXPECT_EQ(async, braidUnhandledCudaError);
-  EXPECT_NE(std::string(braidGetLastError(comm)).find("fake CUDA: copy of"), std::string::npos)
-      << braidGetLastError(comm);
-  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
-  EXPECT_EQ(braidCommAbort(comm), braidSuccess);
+  EXPECT_NE(std::string(braidGetLastError(one.comm)).find("fake CUDA: copy of"), std::string::npos)
+      << braidGetLastError(one.comm);
+  EXPECT_EQ(braidCommAbort(one.comm), braidSuccess);
+  one.comm = nullptr;
 }
 
 // One thread, every rank's call in one group on one CUDA stream: one hand-off runs them side
@@ -239,91 +257,60 @@ TEST_F(CudaStream, AbortEndsACallTheStreamWaitsFor) {
 // stream, and when the stream gets there the call fails without touching the freed
 // communicator, and lets the stream go on.
 TEST_F(CudaStream, AbortDoesNotWaitForAStreamThatHasNotReachedTheCall) {
-  braidComm_t comm = nullptr;
-  int dev = 0;
-  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
-  FakeStream cuda;
-  braidStream_t s = nullptr;
-  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
-  DeviceFloats in(kCount), out(kCount);
-  cuda.hold();
-  ASSERT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
+  OneRank one;
+  one.cuda.hold();
+  ASSERT_EQ(one.allReduce(), braidSuccess);
   bool after = false;
-  cuda.push([&] { after = true; });
-  EXPECT_EQ(braidCommAbort(comm), braidSuccess);  // returns with the call still queued
-  cuda.release();
-  EXPECT_EQ(braidStreamSynchronize(s), braidInvalidUsage);
+  one.cuda.push([&] { after = true; });
+  EXPECT_EQ(braidCommAbort(one.comm), braidSuccess);  // returns with the call still queued
+  one.comm = nullptr;
+  one.cuda.release();
+  EXPECT_EQ(braidStreamSynchronize(one.s), braidInvalidUsage);
   EXPECT_NE(std::string(braidGetLastError(nullptr)).find("destroyed or aborted"), std::string::npos)
       << braidGetLastError(nullptr);
   EXPECT_TRUE(after);
-  EXPECT_EQ(out.p[0], -1.0f);
-  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+  EXPECT_EQ(one.out.p[0], -1.0f);
 }
 
 // A wait that cannot be queued leaves the call running and its word set with no reset after
 // it: the stream then refuses further calls rather than let them pass unordered.
 TEST_F(CudaStream, AStreamThatCannotWaitRefusesLaterCalls) {
-  braidComm_t comm = nullptr;
-  int dev = 0;
-  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
-  FakeStream cuda;
-  braidStream_t s = nullptr;
-  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
-  DeviceFloats in(kCount), out(kCount);
+  OneRank one;
   fakeCudaStats().failWaits.store(1);
-  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s),
-            braidUnhandledCudaError);
-  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s),
-            braidInvalidUsage);
-  EXPECT_NE(std::string(braidGetLastError(comm)).find("cuStreamWaitValue32 failed"),
+  EXPECT_EQ(one.allReduce(), braidUnhandledCudaError);
+  EXPECT_EQ(one.allReduce(), braidInvalidUsage);
+  EXPECT_NE(std::string(braidGetLastError(one.comm)).find("cuStreamWaitValue32 failed"),
             std::string::npos)
-      << braidGetLastError(comm);
-  EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
-  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
-  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
+      << braidGetLastError(one.comm);
+  EXPECT_EQ(braidStreamSynchronize(one.s), braidSuccess) << braidGetLastError(nullptr);
 }
 
-// A group whose work cannot be queued on its CUDA stream says so from braidGroupEnd.
+// A group whose work cannot be queued on its CUDA stream says so from braidGroupEnd; nothing
+// is left queued for braidCommDestroy to wait for.
 TEST_F(CudaStream, AGroupThatCannotBeQueuedFails) {
-  braidComm_t comm = nullptr;
-  int dev = 0;
-  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
-  FakeStream cuda;
-  braidStream_t s = nullptr;
-  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
-  DeviceFloats in(kCount), out(kCount);
+  OneRank one;
   fakeCudaStats().failHostFuncs.store(1);
   ASSERT_EQ(braidGroupStart(), braidSuccess);
-  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
+  EXPECT_EQ(one.allReduce(), braidSuccess);
   EXPECT_EQ(braidGroupEnd(), braidUnhandledCudaError);
-  EXPECT_NE(std::string(braidGetLastError(comm)).find("cudaLaunchHostFunc failed"),
+  EXPECT_NE(std::string(braidGetLastError(one.comm)).find("cudaLaunchHostFunc failed"),
             std::string::npos)
-      << braidGetLastError(comm);
-  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
-  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);  // nothing left queued to wait for
+      << braidGetLastError(one.comm);
 }
 
 // NULL is a CUDA stream too (the legacy default stream), not "no stream".
 TEST_F(CudaStream, TheLegacyDefaultStreamOrdersCallsToo) {
-  braidComm_t comm = nullptr;
-  int dev = 0;
-  ASSERT_EQ(braidCommInitAll(&comm, 1, &dev), braidSuccess);
-  braidStream_t s = nullptr;
-  ASSERT_EQ(braidStreamCreateCuda(&s, nullptr), braidSuccess);
-  DeviceFloats in(kCount), out(kCount);
-  FakeStream& legacy = fakeLegacyStream();
-  legacy.hold();
-  legacy.push([&] {
-    for (size_t i = 0; i < kCount; ++i) in.p[i] = input(0, i, 0);
+  OneRank one(/*legacy=*/true);
+  one.cuda.hold();
+  one.cuda.push([&] {
+    for (size_t i = 0; i < kCount; ++i) one.in.p[i] = input(0, i, 0);
   });
-  EXPECT_EQ(braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, s), braidSuccess);
-  EXPECT_EQ(out.p[0], -1.0f) << "the call ran on the calling thread";
-  legacy.release();
-  EXPECT_EQ(braidStreamSynchronize(s), braidSuccess) << braidGetLastError(nullptr);
-  std::vector<float> got(out.p, out.p + kCount);
+  EXPECT_EQ(one.allReduce(), braidSuccess);
+  EXPECT_EQ(one.out.p[0], -1.0f) << "the call ran on the calling thread";
+  one.cuda.release();
+  EXPECT_EQ(braidStreamSynchronize(one.s), braidSuccess) << braidGetLastError(nullptr);
+  std::vector<float> got(one.out.p, one.out.p + kCount);
   EXPECT_EQ(checkSum(got, 1, 0, "the all-reduce"), "");
-  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
-  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
 }
 
 TEST(CudaStreamArguments, RefusedClearly) {
