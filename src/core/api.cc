@@ -28,12 +28,15 @@ braidResult_t checkComm(const braidComm* comm, const char* fn) {
 }
 
 // Returns once the work queued on comm's streams has run. close (braidCommDestroy): then
-// closes the queue, so a captured call that a CUDA graph replays later leaves comm alone.
+// closes the queue, so a captured call that a CUDA graph replays later leaves comm alone,
+// and waits for a replay that is running now (captured calls are never pending).
 void waitForQueuedWork(braidComm* comm, bool close) {
   braid::QueuedWork& q = *comm->queuedWork;
   std::unique_lock<std::mutex> lock(q.mu);
   q.cv.wait(lock, [&q] { return q.pending == 0; });
-  if (close) q.closed = true;
+  if (!close) return;
+  q.closed = true;
+  q.cv.wait(lock, [&q] { return q.running == 0; });
 }
 
 // braidCommAbort: closes the queue at once, so work not started yet (a CUDA stream may never

@@ -604,6 +604,8 @@ braidResult_t braidGroupEnd(void) {
       else if (std::find(streams.begin(), streams.end(), g.stream) == streams.end())
         streams.push_back(g.stream);
     }
+    braidResult_t first = braidSuccess;
+    std::string firstMessage;
     for (braidStream_t stream : streams) {
       std::vector<GroupPart> same;
       std::vector<braidComm*> comms;
@@ -614,12 +616,21 @@ braidResult_t braidGroupEnd(void) {
         }
       braidResult_t res =
           braid::enqueueOnStream(comms, stream, [same] { return runSideBySide(same, nullptr); });
-      if (res != braidSuccess) return record(comms[0], res);
+      // The other streams' shares and the unstreamed ones still go: their peers wait for them.
+      if (res != braidSuccess && first == braidSuccess) {
+        first = record(comms[0], res);
+        firstMessage = braid::lastError();
+      }
     }
-    if (unstreamed.empty()) return braidSuccess;
-    int failed = 0;
-    braidResult_t res = runSideBySide(unstreamed, &failed);
-    return res == braidSuccess ? res : record(unstreamed[failed].comm, res);
+    if (!unstreamed.empty()) {
+      int failed = 0;
+      braidResult_t res = runSideBySide(unstreamed, &failed);
+      if (res != braidSuccess && first == braidSuccess) {
+        first = record(unstreamed[failed].comm, res);
+        firstMessage = braid::lastError();
+      }
+    }
+    return first == braidSuccess ? first : braid::failVerbatim(first, firstMessage);
   });
 }
 
