@@ -441,7 +441,7 @@ class Rank {
   Buffer send_, recv_, expected_, background_;
   size_t send_bytes_ = 0, recv_bytes_ = 0;
   DeviceBuffer dev_send_, dev_recv_;  // -M device
-  braidStream_t stream_ = nullptr;    // -M device: ordered with the legacy default stream
+  braidStream_t stream_ = nullptr;    // -M device: ordered with this thread's CUDA stream
   std::vector<uint8_t> defined_;
   uint64_t checks_ = 0;
   int errors_ = 0;

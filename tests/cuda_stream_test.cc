@@ -298,6 +298,59 @@ TEST_F(CudaStream, AGroupThatCannotBeQueuedFails) {
       << braidGetLastError(one.comm);
 }
 
+// Two threads queue calls on one Braid stream (one CUDA stream, each thread its own
+// one-rank communicator): each call's hand-off, wait and reset stay together, or the two
+// calls' waits could share one setting of the word and the later one wait forever.
+TEST_F(CudaStream, TwoThreadsQueueOnOneStream) {
+  FakeStream cuda;
+  braidStream_t s = nullptr;
+  ASSERT_EQ(braidStreamCreateCuda(&s, &cuda), braidSuccess);
+  constexpr int kCalls = 2000;
+  auto caller = [s](std::string* error) {
+    braidComm_t comm = nullptr;
+    int dev = 0;
+    if (braidCommInitAll(&comm, 1, &dev) != braidSuccess) {
+      *error = braidGetLastError(nullptr);
+      return;
+    }
+    DeviceFloats buf(16);
+    for (int i = 0; i < kCalls && error->empty(); ++i)
+      if (braidAllReduce(buf.p, buf.p, 16, braidFloat32, braidSum, comm, s) != braidSuccess)
+        *error = braidGetLastError(comm);
+    if (braidStreamSynchronize(s) != braidSuccess && error->empty())
+      *error = braidGetLastError(nullptr);
+    braidCommDestroy(comm);
+  };
+  std::string e0, e1;
+  std::thread other(caller, &e1);
+  caller(&e0);
+  other.join();
+  EXPECT_EQ(e0, "");
+  EXPECT_EQ(e1, "");
+  EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
+}
+
+// braidCommInitAll puts rank r on devlist[r], and refuses a device that cannot be selected
+// before any rank starts (a rank that failed later would leave the others waiting).
+TEST_F(CudaStream, InitAllPlacesRanksOnTheirDevices) {
+  braidComm_t comms[2];
+  const int good[2] = {1, 0};
+  ASSERT_EQ(braidCommInitAll(comms, 2, good), braidSuccess) << braidGetLastError(nullptr);
+  for (int r = 0; r < 2; ++r) {
+    int dev = -1;
+    EXPECT_EQ(braidCommCuDevice(comms[r], &dev), braidSuccess);
+    EXPECT_EQ(dev, good[r]);
+    EXPECT_EQ(braidCommDestroy(comms[r]), braidSuccess);
+  }
+  const int bad[2] = {0, kFakeDevices + 3};
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(braidCommInitAll(comms, 2, bad), braidInvalidArgument);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("devlist[1] = 5"), std::string::npos)
+      << braidGetLastError(nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(device::runtime().currentDevice(nullptr), 0) << "the caller's device changed";
+}
+
 // NULL is a CUDA stream too (the legacy default stream), not "no stream".
 TEST_F(CudaStream, TheLegacyDefaultStreamOrdersCallsToo) {
   OneRank one(/*legacy=*/true);

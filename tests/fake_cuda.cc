@@ -87,8 +87,12 @@ void FakeStream::run() {
 
 namespace {
 
+// The calling thread's current device, as CUDA keeps it.
+thread_local int t_device = 0;
+
+// NULL names the legacy default stream of the calling thread's device.
 FakeStream* fake(void* stream) {
-  return stream ? static_cast<FakeStream*>(stream) : &fakeLegacyStream();
+  return stream ? static_cast<FakeStream*>(stream) : &fakeLegacyStream(t_device);
 }
 
 // Allocations of the stand-in's "device": start -> bytes.
@@ -133,7 +137,7 @@ braidResult_t proxyCopy(void* dst, const void* src, size_t bytes) {
 
 device::Runtime makeRuntime(bool everyPointerIsDevice) {
   device::Runtime rt{};
-  rt.currentDevice = [](std::string*) { return 0; };
+  rt.currentDevice = [](std::string*) { return t_device; };
   rt.isDevice = everyPointerIsDevice ? [](const void* p) { return p != nullptr; } : tracked;
   rt.alloc = [](void** p, size_t bytes) {
     *p = std::malloc(bytes ? bytes : 1);
@@ -186,7 +190,13 @@ device::Runtime makeRuntime(bool everyPointerIsDevice) {
     return braidSuccess;
   };
   rt.copyOnOwnStream = proxyCopy;
-  rt.setDevice = [](int) { return braidSuccess; };
+  rt.setDevice = [](int device) {
+    if (device < 0 || device >= kFakeDevices)
+      return fail(braidUnhandledCudaError, "fake CUDA: cudaSetDevice(%d): invalid device ordinal",
+                  device);
+    t_device = device;
+    return braidSuccess;
+  };
   return rt;
 }
 
@@ -197,9 +207,9 @@ const device::Runtime& fakeCudaRuntime(bool everyPointerIsDevice) {
   return everyPointerIsDevice ? all : tracking;
 }
 
-FakeStream& fakeLegacyStream() {
-  static FakeStream legacy;
-  return legacy;
+FakeStream& fakeLegacyStream(int device) {
+  static FakeStream legacy[kFakeDevices];
+  return legacy[device];
 }
 
 FakeCudaStats& fakeCudaStats() {

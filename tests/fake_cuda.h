@@ -59,8 +59,12 @@ class FakeStream {
 // matrix's host vectors then go through the staging paths); else only what alloc returned.
 const device::Runtime& fakeCudaRuntime(bool everyPointerIsDevice);
 
-// The stream that a NULL cudaStream_t names (the legacy default stream).
-FakeStream& fakeLegacyStream();
+// The stand-in has this many devices; each thread's current device starts at 0 (setDevice
+// changes it, as cudaSetDevice does).
+constexpr int kFakeDevices = 2;
+
+// The stream that a NULL cudaStream_t names on `device` (its legacy default stream).
+FakeStream& fakeLegacyStream(int device = 0);
 
 // Counters and switches of the stand-in.
 struct FakeCudaStats {

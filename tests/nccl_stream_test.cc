@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/device.h"
@@ -80,6 +82,44 @@ TEST(NcclDropIn, CallsAreOrderedOnTheCallersCudaStream) {
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
     for (float* p : {in[r], out[r], peer[r]}) EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  }
+  device::setRuntimeForTesting(nullptr);
+}
+
+// Two threads, each driving its rank on its own GPU, both on the NULL stream: NULL names a
+// different stream on each device, so each rank's calls go to its own Braid stream (one
+// shared one would run rank 0's call on the worker that rank 1's call waits behind).
+TEST(NcclDropIn, TheNullStreamOfEachDeviceIsItsOwn) {
+  device::setRuntimeForTesting(&fakeCudaRuntime(false));
+  ncclComm_t comms[kRanks];
+  const int devs[kRanks] = {0, 1};
+  ASSERT_EQ(ncclCommInitAll(comms, kRanks, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  std::string errors[kRanks];
+  auto rank = [&](int r) {
+    device::runtime().setDevice(r);  // cudaSetDevice
+    float* buf = nullptr;
+    if (ncclMemAlloc(reinterpret_cast<void**>(&buf), kCount * sizeof(float)) != ncclSuccess) {
+      errors[r] = ncclGetLastError(nullptr);
+      return;
+    }
+    for (int call = 0; call < 3; ++call) {
+      std::fill(buf, buf + kCount, 0.0f);
+      fakeLegacyStream(r).synchronize();
+      std::fill(buf, buf + kCount, static_cast<float>(r + 1));
+      if (ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, comms[r], nullptr) != ncclSuccess)
+        errors[r] = ncclGetLastError(comms[r]);
+      fakeLegacyStream(r).synchronize();  // cudaStreamSynchronize(0)
+      if (errors[r].empty() && buf[kCount - 1] != 3.0f)
+        errors[r] = "call " + std::to_string(call) + ": " + std::to_string(buf[kCount - 1]);
+    }
+    ncclMemFree(buf);
+  };
+  std::thread other(rank, 1);
+  rank(0);
+  other.join();
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(errors[r], "") << "rank " << r;
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
   }
   device::setRuntimeForTesting(nullptr);
 }

@@ -232,7 +232,10 @@ braidResult_t braidCommInitFromEnv(braidComm_t* comm);
 braidResult_t braidUniqueIdFromEnv(braidUniqueId* id, int* rank, int* nranks, int* localRank);
 
 /// Creates ndev communicators, ranks 0..ndev-1, as threads of this process (NCCL's
-/// ncclCommInitAll). devlist may be NULL (it names GPUs; host ranks ignore it).
+/// ncclCommInitAll). With a CUDA device, rank r is on devlist[r] (braidInvalidArgument,
+/// before anything starts, for a device that cannot be selected); with devlist NULL every
+/// rank is on the calling thread's current device (NCCL takes devices 0..ndev-1; Braid lets
+/// ranks share a GPU). Host ranks (no device) ignore devlist.
 /// Each communicator may then be driven by its own thread or through streams.
 braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist);
 
@@ -397,11 +400,12 @@ braidResult_t braidStreamCreate(braidStream_t* stream);
 /// graph, each replay running the call again. Use it with that one CUDA stream (for
 /// cudaStreamPerThread, from one thread), and launch no graph holding its calls after
 /// braidStreamDestroy. A failed call is reported by braidStreamSynchronize and is its
-/// communicator's asynchronous error (braidCommGetAsyncError): no caller waited for it. A
-/// call that cannot be ordered (the wait cannot be queued) fails, and the stream refuses
-/// later calls. braidCommAbort does not wait for calls the CUDA stream has not reached; they
-/// fail when it does. braidUnhandledCudaError without a CUDA device. The NCCL drop-in makes
-/// one for each cudaStream_t a device communicator is called with.
+/// communicator's asynchronous error (braidCommGetAsyncError): no caller waited for it. If
+/// the wait cannot be queued, the call returns that error but still runs, unordered, when
+/// the stream reaches it, and the stream refuses later calls. braidCommAbort does not wait for
+/// calls the CUDA stream has not reached; they fail when it does. braidUnhandledCudaError without a
+/// CUDA device. The NCCL drop-in makes one for each cudaStream_t a device communicator is called
+/// with.
 braidResult_t braidStreamCreateCuda(braidStream_t* stream, void* cudaStream);
 /// Waits until all work queued on stream has run; returns the first error of that work. On a
 /// stream of braidStreamCreateCuda, waits for the CUDA stream first (cudaStreamSynchronize).

@@ -157,8 +157,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
                                     ncclConfig_t* config);
 ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                      ncclConfig_t* config);
-/* ndev ranks as threads of this process; devlist names GPUs (may be NULL; host ranks
- * ignore it). */
+/* ndev ranks as threads of this process; rank r on GPU devlist[r]. Unlike NCCL, devlist NULL
+ * puts every rank on the current device (ranks may share a GPU). Host ranks ignore it. */
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
 ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
 ncclResult_t ncclCommFinalize(ncclComm_t comm);

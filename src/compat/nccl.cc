@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "braid/braid.h"
@@ -42,10 +43,11 @@ braidUniqueId toBraid(const ncclUniqueId& id) {
 // NCCL's calls are ordered on the caller's cudaStream_t. On a device communicator each
 // cudaStream_t gets a Braid stream ordered with it (braidStreamCreateCuda), made on its first
 // use and kept for the process (a handle the application destroys and CUDA reuses stays
-// valid: the Braid stream holds nothing of it but its value). cudaStreamPerThread names
-// another stream on each thread, so it gets one per thread. The proxy stages on the
-// communicator's device, whatever thread made the stream. On a host communicator (no CUDA
-// device) a call has finished when it returns. If the Braid stream cannot be made, the call
+// valid: the Braid stream holds nothing of it but its value). The special handles name
+// another stream on each device (NULL, cudaStreamLegacy) and cudaStreamPerThread on each
+// thread too, so the key holds the communicator's device and, for that one, the thread. The proxy
+// stages on the communicator's device, whatever thread made the stream. On a host communicator (no
+// CUDA device) a call has finished when it returns. If the Braid stream cannot be made, the call
 // runs synchronously (the device synchronized first), as said once on stderr.
 braidStream_t toBraid(cudaStream_t stream, ncclComm_t comm) {
   int device = -1;
@@ -55,9 +57,9 @@ braidStream_t toBraid(cudaStream_t stream, ncclComm_t comm) {
   const std::thread::id thread =
       stream == kPerThread ? std::this_thread::get_id() : std::thread::id();
   static std::mutex mu;
-  static std::map<std::pair<cudaStream_t, std::thread::id>, braidStream_t> streams;
+  static std::map<std::tuple<cudaStream_t, int, std::thread::id>, braidStream_t> streams;
   std::lock_guard<std::mutex> lock(mu);
-  braidStream_t& s = streams[{stream, thread}];
+  braidStream_t& s = streams[{stream, device, thread}];
   if (!s && braidStreamCreateCuda(&s, stream) != braidSuccess) {
     static bool said = false;
     if (!said)

@@ -252,6 +252,23 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
     if (!comms) return fail(braidInvalidArgument, "braidCommInitAll: comms is NULL");
     if (ndev < 1)
       return fail(braidInvalidArgument, "braidCommInitAll: ndev is %d; it must be >= 1", ndev);
+    // With a CUDA device, rank r's communicator is on devlist[r]; with devlist NULL every rank
+    // is on the calling thread's current device (NCCL takes devices 0..ndev-1; Braid lets
+    // more ranks than GPUs share one, as its tests and one-GPU machines do). Without a
+    // device every rank is a host rank and devlist is not read. Each listed device is tried
+    // here first: a rank that failed later would leave the others waiting for BRAID_TIMEOUT.
+    const braid::device::Runtime& rt = braid::device::runtime();
+    const int current = rt.currentDevice(nullptr);
+    if (current >= 0 && devlist) {
+      for (int r = 0; r < ndev; ++r)
+        if (rt.setDevice(devlist[r]) != braidSuccess) {
+          const std::string why = braid::lastError();
+          rt.setDevice(current);
+          return fail(braidInvalidArgument, "braidCommInitAll: devlist[%d] = %d: %s", r, devlist[r],
+                      why.c_str());
+        }
+      rt.setDevice(current);
+    }
     braidUniqueId id;
     BRAID_TRY(braidGetUniqueId(&id));
     std::vector<braidResult_t> results(ndev, braidSuccess);
@@ -260,12 +277,9 @@ braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist)
     // those started are joined as the vector unwinds (after their ranks' init fails: the
     // missing rank never comes), never left joinable.
     std::vector<std::jthread> threads;
-    // With a CUDA device, rank r's communicator is on devlist[r] (NULL: device r, as NCCL);
-    // without one every rank is a host rank and devlist is not read.
-    const bool gpus = braid::device::runtime().currentDevice(nullptr) >= 0;
     for (int r = 0; r < ndev; ++r) {
       threads.emplace_back([&, r] {
-        if (gpus) results[r] = braid::device::runtime().setDevice(devlist ? devlist[r] : r);
+        if (current >= 0) results[r] = rt.setDevice(devlist ? devlist[r] : current);
         if (results[r] == braidSuccess) results[r] = braidCommInitRank(&comms[r], ndev, id, r);
         if (results[r] != braidSuccess) messages[r] = braid::lastError();
       });

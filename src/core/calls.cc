@@ -4,6 +4,7 @@
 // BRAID_CHECK's comparison of the ranks' calls, and send/receive groups.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -436,6 +437,21 @@ void leaveQueues(const std::vector<std::shared_ptr<QueuedWork>>& queues, bool en
   }
 }
 
+// A piece of work's place in its queues' pending counts: given up once, when it has run, or
+// when the work is destroyed without running (a hand-off that could not be queued, a stream
+// destroyed with work left), so that braidCommDestroy never waits for it forever.
+struct QueueTicket {
+  std::vector<std::shared_ptr<QueuedWork>> queues;
+  bool counted;  // a captured call is never pending
+  std::atomic<bool> settled{false};
+  QueueTicket(std::vector<std::shared_ptr<QueuedWork>> q, bool c)
+      : queues(std::move(q)), counted(c) {}
+  ~QueueTicket() { settle(); }
+  void settle() {
+    if (!settled.exchange(true)) leaveQueues(queues, false, counted);
+  }
+};
+
 }  // namespace
 
 braidResult_t enqueueOnStream(const std::vector<braidComm*>& comms, braidStream_t stream,
@@ -455,9 +471,10 @@ braidResult_t enqueueOnStream(const std::vector<braidComm*>& comms, braidStream_
   // On a CUDA stream the worker is a proxy that stages on the communicator's device (a group
   // of several sets each one's on its own thread: runSideBySide).
   const int device = comms.size() == 1 ? comms[0]->cudaDevice : -1;
-  auto run = [comms, queues, counted, cuda, device, work = std::move(work)]() -> braidResult_t {
-    if (!enterQueues(queues)) {
-      leaveQueues(queues, false, counted);
+  auto ticket = std::make_shared<QueueTicket>(queues, counted);
+  auto run = [comms, ticket, cuda, device, work = std::move(work)]() -> braidResult_t {
+    if (!enterQueues(ticket->queues)) {
+      ticket->settle();
       return fail(braidInvalidUsage,
                   "a call queued on a stream: its communicator was destroyed or aborted before "
                   "the stream reached it");
@@ -477,18 +494,11 @@ braidResult_t enqueueOnStream(const std::vector<braidComm*>& comms, braidStream_
         comm->lastError = lastError();
         markBroken(comm, res);
       }
-    leaveQueues(queues, true, counted);
+    leaveQueues(ticket->queues, true, false);
+    ticket->settle();
     return res;
   };
-  bool queued = false;
-  try {
-    braidResult_t res = streamEnqueue(stream, std::move(run), !counted, &queued);
-    if (!queued) leaveQueues(queues, false, counted);  // destroy must not wait for it
-    return res;
-  } catch (...) {  // not queued (out of memory)
-    if (!queued) leaveQueues(queues, false, counted);
-    throw;
-  }
+  return streamEnqueue(stream, std::move(run), !counted);
 }
 
 braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,

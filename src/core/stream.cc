@@ -85,14 +85,12 @@ braidResult_t captureFlag(braidStream* s, uint32_t** flag) {
 
 }  // namespace
 
-braidResult_t streamEnqueue(braidStream* s, std::function<braidResult_t()> work, bool replayable,
-                            bool* queued) {
-  if (queued) *queued = false;
+braidResult_t streamEnqueue(braidStream* s, std::function<braidResult_t()> work, bool replayable) {
   if (!s->cudaOrdered()) {
     push(s, std::move(work));
-    if (queued) *queued = true;
     return braidSuccess;
   }
+  std::lock_guard<std::mutex> order(s->enqueueMu);
   {
     std::lock_guard<std::mutex> lock(s->mu);
     if (!s->broken.empty())
@@ -112,7 +110,6 @@ braidResult_t streamEnqueue(braidStream* s, std::function<braidResult_t()> work,
   }
   BRAID_TRY(rt.hostFunc(s->cudaStream, handOff, h));
   handoff.release();  // the hand-off frees it (or s->captured holds it)
-  if (queued) *queued = true;
   braidResult_t res = rt.waitValue(s->cudaStream, flag, 1);
   if (res == braidSuccess) res = rt.writeValue(s->cudaStream, flag, 0);
   if (res != braidSuccess && !replayable) {

@@ -39,6 +39,9 @@ struct braidStream {
   // Why the stream refuses calls: a wait or reset could not be queued on the CUDA stream,
   // so its word may stay set and no later call would be waited for. Empty: usable.
   std::string broken;
+  // Held while a call's three operations are queued: two threads' calls interleaved on the
+  // one word (hand-off, hand-off, wait, reset, ...) would leave the second wait forever.
+  std::mutex enqueueMu;
   // Calls captured into a CUDA graph: each replay hands a copy to the worker, so they live
   // as long as the stream, each with a word of its own (a graph may be launched on another
   // CUDA stream while this one runs). The words come from blocks of kCaptureFlags.
@@ -61,10 +64,9 @@ struct CudaHandoff {
 
 // Queues work on the stream. On a CUDA-ordered stream the work is handed to the worker when
 // the CUDA stream reaches this point, and the CUDA stream waits for it. `replayable`: the CUDA
-// stream is being captured, so the hand-off may run any number of times. *queued (if not
-// NULL) says whether the work will run, even when the result is an error (the CUDA stream
-// then may not wait for it).
+// stream is being captured, so the hand-off may run any number of times. Work that cannot be
+// queued is destroyed without running.
 braidResult_t streamEnqueue(braidStream* stream, std::function<braidResult_t()> work,
-                            bool replayable = false, bool* queued = nullptr);
+                            bool replayable = false);
 
 }  // namespace braid
