@@ -99,10 +99,11 @@ braidResult_t cudaHostFunc(void* stream, void (*fn)(void*), void* arg) {
 }
 
 // cuStreamWaitValue32 and cuStreamWriteValue32 from the driver the runtime loaded (the
-// runtime is linked statically and libcuda is not linked at all): the _v2 entry points
-// (CUDA 11.7 and later), which graphs can capture. cudaGetDriverEntryPointByVersion came
-// in CUDA 12.5; before it cudaGetDriverEntryPoint gives the toolkit's own version. Looked
-// up once: a driver without them keeps lacking them.
+// runtime is linked statically and libcuda is not linked at all): from CUDA 12 the _v2
+// entry points, which graphs can capture (version 12000 asked explicitly from 12.5, the
+// toolkit's own before). CUDA 11's cudaGetDriverEntryPoint gives the toolkit's default
+// version of each name, which may be the first one. Looked up once: a driver without them
+// keeps lacking them.
 using StreamValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 StreamValueFn driverEntry(const char* name) {
   void* fn = nullptr;
