@@ -13,8 +13,11 @@
 #   4. all_reduce_perf, all_gather_perf, reduce_scatter_perf and alltoall_perf on 2 and 4
 #      ranks (braidrun processes) on device memory (-M device: braidMemAlloc buffers, one GPU
 #      shared by the ranks, the calls queued on each rank's CUDA stream and run by the
-#      stream's proxy thread, which stages them through host memory), every result checked
-#      (#wrong).
+#      stream's proxy thread, device to device: the CUDA IPC transport, each process opening
+#      its peers' buffers), every result checked (#wrong);
+#   5. all_reduce_perf on 2 ranks as threads of one process (device pointers passed
+#      directly), and on 2 processes staged through host memory (BRAID_CUDA_IPC=0), for
+#      comparison with the IPC runs.
 # Exit status: 0 when every step passed; 1 when any failed (a wrong value included).
 # The log goes to $OUT/device_check.log when OUT is set, else build-cuda/device_check.log.
 #
@@ -84,6 +87,13 @@ for n in 2 4; do
       -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
   done
 done
+
+step "all_reduce_perf on 2 thread ranks (device to device within one process)"
+check "all_reduce_perf -t 2" 90 "$build/perf/all_reduce_perf" -t 2 \
+  -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
+step "all_reduce_perf on 2 ranks staged through host memory (BRAID_CUDA_IPC=0)"
+check "all_reduce_perf staged" 90 env BRAID_CUDA_IPC=0 "$build/src/braidrun" -n 2 -- \
+  "$build/perf/all_reduce_perf" -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
 
 step "done"
 if [ ${#failed[@]} -ne 0 ]; then

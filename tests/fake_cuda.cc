@@ -1,10 +1,14 @@
 #include "fake_cuda.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
 
 #include "core/error.h"
+#include "core/host_mem.h"
+#include "kernels/reduce.h"
 
 namespace braid::test {
 
@@ -135,12 +139,79 @@ braidResult_t proxyCopy(void* dst, const void* src, size_t bytes) {
   return braidSuccess;
 }
 
+// The stand-in's cudaIpcMemHandle_t: where another process finds the allocation's memfd.
+struct FakeHandle {
+  uint64_t magic;
+  int32_t pid;
+  int32_t fd;
+  uint64_t ino;
+  uint64_t id;
+};
+constexpr uint64_t kHandleMagic = 0x6370694b61466263ull;
+static_assert(sizeof(FakeHandle) <= sizeof(device::IpcRef::handle));
+
+bool ipcExport(const void* ptr, size_t bytes, device::IpcRef* ref, std::string* why) {
+  hostmem::Ref mem;
+  if (!tracked(ptr) || !hostmem::find(ptr, bytes, &mem)) {
+    *why = "fake CUDA: cudaIpcGetMemHandle: not memory from cudaMalloc";
+    return false;
+  }
+  FakeHandle h{kHandleMagic, static_cast<int32_t>(getpid()), mem.fd, mem.ino, mem.id};
+  std::memset(ref->handle, 0, sizeof(ref->handle));
+  std::memcpy(ref->handle, &h, sizeof(h));
+  ref->allocBytes = mem.bytes;
+  ref->offset = mem.offset;
+  fakeCudaStats().ipcExports.fetch_add(1);
+  return true;
+}
+
+// As CUDA: one mapping per handle in a process, counted.
+std::mutex g_openMu;
+std::map<const char*, int> g_openRefs;
+
+braidResult_t ipcOpen(const device::IpcRef& ref, char** base) {
+  if (takeFailure(fakeCudaStats().failOpens))
+    return fail(braidUnhandledCudaError, "fake CUDA: cudaIpcOpenMemHandle failed (test)");
+  FakeHandle h;
+  std::memcpy(&h, ref.handle, sizeof(h));
+  if (h.magic != kHandleMagic)
+    return fail(braidUnhandledCudaError, "fake CUDA: cudaIpcOpenMemHandle: not a handle");
+  if (h.pid == static_cast<int32_t>(getpid()))
+    return fail(braidUnhandledCudaError,
+                "fake CUDA: cudaIpcOpenMemHandle of this process's own memory (invalid context)");
+  std::string error;
+  const hostmem::Ref mem{h.fd, h.id, h.ino, 0, static_cast<size_t>(ref.allocBytes)};
+  const char* p = hostmem::mapPeer(h.pid, mem, &error);
+  if (!p)
+    return fail(braidUnhandledCudaError, "fake CUDA: cudaIpcOpenMemHandle: %s", error.c_str());
+  std::lock_guard<std::mutex> lock(g_openMu);
+  ++g_openRefs[p];
+  *base = const_cast<char*>(p);
+  fakeCudaStats().ipcOpens.fetch_add(1);
+  return braidSuccess;
+}
+
+braidResult_t ipcClose(char* base) {
+  std::lock_guard<std::mutex> lock(g_openMu);
+  auto it = g_openRefs.find(base);
+  if (it == g_openRefs.end())
+    return fail(braidInternalError, "fake CUDA: cudaIpcCloseMemHandle of %p: not open",
+                static_cast<void*>(base));
+  // The size is not kept: mapPeer's pages are unmapped by the kernel at exit, and a test
+  // closes few. Count the close so tests can see it.
+  if (--it->second == 0) g_openRefs.erase(it);
+  fakeCudaStats().ipcCloses.fetch_add(1);
+  return braidSuccess;
+}
+
 device::Runtime makeRuntime(bool everyPointerIsDevice) {
   device::Runtime rt{};
   rt.currentDevice = [](std::string*) { return t_device; };
   rt.isDevice = everyPointerIsDevice ? [](const void* p) { return p != nullptr; } : tracked;
+  // "Device" memory is shared host memory (braidMemAllocHost's memfds), so that another
+  // process can open it (ipcOpen) as it would a cudaIpcMemHandle_t.
   rt.alloc = [](void** p, size_t bytes) {
-    *p = std::malloc(bytes ? bytes : 1);
+    BRAID_TRY(hostmem::alloc(p, bytes ? bytes : 1));
     std::lock_guard<std::mutex> lock(g_allocMu);
     g_allocs[reinterpret_cast<uintptr_t>(*p)] = bytes;
     return braidSuccess;
@@ -150,8 +221,7 @@ device::Runtime makeRuntime(bool everyPointerIsDevice) {
       std::lock_guard<std::mutex> lock(g_allocMu);
       g_allocs.erase(reinterpret_cast<uintptr_t>(p));
     }
-    std::free(p);
-    return braidSuccess;
+    return hostmem::free(p);
   };
   rt.toHost = syncCopy;
   rt.toDevice = syncCopy;
@@ -190,6 +260,42 @@ device::Runtime makeRuntime(bool everyPointerIsDevice) {
     return braidSuccess;
   };
   rt.copyOnOwnStream = proxyCopy;
+  rt.deviceSynchronize = [] {
+    if (g_waiting.load() > 0)
+      return fail(braidInternalError,
+                  "fake CUDA: cudaDeviceSynchronize while a stream waits for a call (it would "
+                  "never return on a GPU)");
+    fakeCudaStats().deviceSyncs.fetch_add(1);
+    return braidSuccess;
+  };
+  rt.deviceReduce = [](void* dst, const void* a, const void* b, size_t count, braidDataType_t dtype,
+                       braidRedOp_t op, int divisor) {
+    kernels::reduce(dtype, op, dst, a, b, count, divisor);
+    fakeCudaStats().deviceReduces.fetch_add(1);
+    return braidSuccess;
+  };
+  rt.deviceDivide = [](void* dst, const void* src, size_t count, braidDataType_t dtype,
+                       int divisor) {
+    kernels::divide(dtype, dst, src, count, divisor);
+    fakeCudaStats().deviceReduces.fetch_add(1);
+    return braidSuccess;
+  };
+  rt.busId = [](std::string* id) {
+    *id = "fake:" + std::to_string(t_device);
+    return braidSuccess;
+  };
+  rt.reachPeer = [](const std::string& busId, std::string* why) {
+    if (busId == "fake:" + std::to_string(t_device)) {
+      *why = "the same device";
+      return true;
+    }
+    const bool can = !fakeCudaStats().noPeerAccess.load();
+    *why = can ? "peer access to " + busId : "no peer access to " + busId;
+    return can;
+  };
+  rt.ipcExport = ipcExport;
+  rt.ipcOpen = ipcOpen;
+  rt.ipcClose = ipcClose;
   rt.setDevice = [](int device) {
     if (device < 0 || device >= kFakeDevices)
       return fail(braidUnhandledCudaError, "fake CUDA: cudaSetDevice(%d): invalid device ordinal",

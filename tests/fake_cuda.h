@@ -56,7 +56,10 @@ class FakeStream {
 };
 
 // The stand-in runtime. everyPointerIsDevice: every buffer counts as device memory (the
-// matrix's host vectors then go through the staging paths); else only what alloc returned.
+// matrix's host vectors then go through the staging paths, or the device path, whose sends to
+// another process then go through host memory: only what alloc returned can be exported);
+// else only what alloc returned. Its "device" memory is braidMemAllocHost's shared memory,
+// which another process maps as it would open a CUDA IPC handle.
 const device::Runtime& fakeCudaRuntime(bool everyPointerIsDevice);
 
 // The stand-in has this many devices; each thread's current device starts at 0 (setDevice
@@ -69,11 +72,21 @@ FakeStream& fakeLegacyStream(int device = 0);
 // Counters and switches of the stand-in.
 struct FakeCudaStats {
   std::atomic<uint64_t> syncCopies{0};   // toHost/toDevice (wait for the whole device)
-  std::atomic<uint64_t> proxyCopies{0};  // copyOnOwnStream (the proxy's)
+  std::atomic<uint64_t> proxyCopies{0};  // copyOnOwnStream (the proxy's, and the device path's)
+  // The device path (the CUDA IPC transport): cudaDeviceSynchronize, kernels run,
+  // cudaIpcGetMemHandle, cudaIpcOpenMemHandle and cudaIpcCloseMemHandle.
+  std::atomic<uint64_t> deviceSyncs{0};
+  std::atomic<uint64_t> deviceReduces{0};
+  std::atomic<uint64_t> ipcExports{0};
+  std::atomic<uint64_t> ipcOpens{0};
+  std::atomic<uint64_t> ipcCloses{0};
   // The next N of each fail (tests of the error paths).
   std::atomic<int> failCopies{0};     // proxy copies
   std::atomic<int> failHostFuncs{0};  // cudaLaunchHostFunc
   std::atomic<int> failWaits{0};      // cuStreamWaitValue32
+  std::atomic<int> failOpens{0};      // cudaIpcOpenMemHandle
+  // The stand-in's two devices cannot reach each other (cudaDeviceCanAccessPeer says 0).
+  std::atomic<bool> noPeerAccess{false};
 };
 FakeCudaStats& fakeCudaStats();
 

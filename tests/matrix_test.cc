@@ -17,6 +17,7 @@
 
 #include "collective_cases.h"
 #include "core/bootstrap.h"
+#include "core/config.h"
 #include "core/device.h"
 #include "fake_cuda.h"
 #include "test_util.h"
@@ -91,15 +92,27 @@ class MatrixFakeDevice : public ::testing::TestWithParam<int> {
   void TearDown() override { device::setRuntimeForTesting(nullptr); }
 };
 
-TEST_P(MatrixFakeDevice, EveryRowStaged) {
+// On more than one rank the communicator is deviceDirect (every rank has a device and they
+// share the host), so each row runs device to device (the CUDA IPC transport: in-place device
+// pieces between threads, copies and reductions on the "device") and nothing is staged;
+// with BRAID_CUDA_IPC=0 (the matrix_fake_device_staged run), and on one rank, it is staged.
+TEST_P(MatrixFakeDevice, EveryRowOnDeviceBuffers) {
   const int n = GetParam();
-  const uint64_t before = fakeCudaStats().syncCopies.load();
+  const bool direct = n > 1 && config().cudaIpc;
+  const FakeCudaStats& st = fakeCudaStats();
+  const uint64_t syncBefore = st.syncCopies.load(), reducesBefore = st.deviceReduces.load();
   auto errors = runThreads(n, [n](braidComm_t c, int r) {
     std::string e = runAll(c, r, n, sampledOnly());
     return e.empty() ? ringSendRecv(c, r, n, nullptr) : e;
   });
   for (const auto& e : errors) ADD_FAILURE() << e;
-  EXPECT_GT(fakeCudaStats().syncCopies.load(), before) << "nothing was staged";
+  if (direct) {
+    EXPECT_EQ(st.syncCopies.load(), syncBefore) << "a call was staged on a deviceDirect comm";
+    EXPECT_GT(st.deviceReduces.load(), reducesBefore) << "no reduction ran on the device";
+    EXPECT_EQ(st.ipcExports.load(), 0u) << "threads of one process exported their memory";
+  } else {
+    EXPECT_GT(st.syncCopies.load(), syncBefore) << "nothing was staged";
+  }
 }
 
 // Every row again, each call queued on a CUDA stream (braidStreamCreateCuda, one stand-in
@@ -109,6 +122,7 @@ TEST_P(MatrixFakeDevice, EveryRowOnACudaStream) {
   const int n = GetParam();
   const uint64_t syncBefore = fakeCudaStats().syncCopies.load();
   const uint64_t proxyBefore = fakeCudaStats().proxyCopies.load();
+  const uint64_t deviceSyncsBefore = fakeCudaStats().deviceSyncs.load();
   auto errors = runThreads(n, [n](braidComm_t c, int r) -> std::string {
     FakeStream cuda;
     braidStream_t s = nullptr;
@@ -127,7 +141,25 @@ TEST_P(MatrixFakeDevice, EveryRowOnACudaStream) {
   EXPECT_GT(fakeCudaStats().proxyCopies.load(), proxyBefore) << "the proxy staged nothing";
   EXPECT_EQ(fakeCudaStats().syncCopies.load(), syncBefore)
       << "a call on a CUDA stream used the copies that wait for the whole device";
+  EXPECT_EQ(fakeCudaStats().deviceSyncs.load(), deviceSyncsBefore)
+      << "a call on a CUDA stream waited for the whole device";
 }
+
+// The device path between processes, on buffers that cannot be exported (the matrix's own
+// vectors, which the stand-in counts as device memory but cannot share): every piece goes
+// through the shared FIFO's host memory, copied in and out by the device, and nothing is
+// staged. The child checks its own counters.
+class MatrixFakeDeviceProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(MatrixFakeDeviceProcesses, SampledRows) {
+  const int n = GetParam();
+  auto results = runProcesses(n, "matrix-device", {"BRAID_CHUNKSIZE=256"});
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  EXPECT_TRUE(shmLeftovers(results).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(NRanks, MatrixFakeDeviceProcesses, ::testing::Values(2, 3));
 
 INSTANTIATE_TEST_SUITE_P(NRanks, MatrixFakeDevice, ::testing::Values(1, 2, 3, 4, 5));
 
@@ -257,7 +289,20 @@ int main(int argc, char** argv) {
     if (!e.empty()) std::fprintf(stderr, "%s\n", e.c_str());
     return e.empty() ? 0 : 1;
   });
+  braid::test::registerChildRole("matrix-device", [](braidComm_t c, int r, int n) {
+    std::string e = braid::test::runAll(c, r, n, true);
+    if (e.empty()) e = braid::test::ringSendRecv(c, r, n, nullptr);
+    const braid::test::FakeCudaStats& st = braid::test::fakeCudaStats();
+    if (e.empty() && braid::config().cudaIpc && (st.syncCopies != 0 || st.deviceReduces == 0))
+      e = "staged " + std::to_string(st.syncCopies) + " copies, reduced " +
+          std::to_string(st.deviceReduces) + " times on the device: not the device path";
+    if (!e.empty()) std::fprintf(stderr, "%s\n", e.c_str());
+    return e.empty() ? 0 : 1;
+  });
   braid::test::registerRawChildRole("cluster-probe", braid::test::clusterProbe);
+  // That role's ranks run under the stand-in runtime, set before they join the communicator.
+  if (argc > 1 && std::strcmp(argv[1], "--braid-child=matrix-device") == 0)
+    braid::device::setRuntimeForTesting(&braid::test::fakeCudaRuntime(true));
   int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   ::testing::InitGoogleTest(&argc, argv);

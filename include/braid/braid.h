@@ -394,8 +394,9 @@ braidResult_t braidStreamCreate(braidStream_t* stream);
 /// cudaStream_t; NULL is the legacy default stream), as NCCL's calls are: each call runs once
 /// the work queued on cudaStream before it has finished, and work queued on cudaStream after
 /// it waits until the call is done. The calling thread does not wait. The call runs on this
-/// stream's worker thread (the proxy), which stages device buffers through host memory on a
-/// stream of its own, on the communicator's device; cudaStream waits on a mapped host word
+/// stream's worker thread (the proxy), which moves device buffers device to device (CUDA IPC,
+/// on a communicator whose ranks share one host and all have a device: BRAID_CUDA_IPC) or
+/// stages them through host memory, on a stream of its own on the communicator's device; cudaStream waits on a mapped host word
 /// (cuStreamWaitValue32, which the device must support), so it can be captured into a CUDA
 /// graph, each replay running the call again. Use it with that one CUDA stream (for
 /// cudaStreamPerThread, from one thread), and launch no graph holding its calls after
@@ -463,7 +464,7 @@ braidResult_t braidMemFreeHost(void* ptr);
 braidResult_t braidMemcpy(void* dst, const void* src, size_t bytes);
 /// Registers size bytes at buff with comm for later collectives (NCCL's ncclCommRegister).
 /// Braid needs no registration (host buffers are copied through its own segments; device
-/// buffers are staged), so this records the range and returns a handle for
+/// buffers are opened by their peers per allocation, or staged), so this records the range and returns a handle for
 /// braidCommDeregister. @return braidInvalidArgument for a NULL buff (size > 0) or handle.
 braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle);
 /// Releases a handle of braidCommRegister on the same comm; braidInvalidArgument for a handle

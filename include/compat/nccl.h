@@ -13,7 +13,9 @@
  *    with a device). On a host communicator (no CUDA device) a call has finished when it
  *    returns, which also satisfies a later cudaStreamSynchronize on `stream`. On a device
  *    communicator calls are ordered on `stream` as NCCL's are (braidStreamCreateCuda): they
- *    run on a proxy thread, staged through host memory, when the stream reaches them.
+ *    run on a proxy thread when the stream reaches them: device to device between ranks of
+ *    one host that all have a device (CUDA IPC; NCCL_P2P_DISABLE=1 turns it off), else
+ *    staged through host memory.
  *  - ncclCommInitRankConfig and ncclCommSplit accept config->blocking = 0 but always finish
  *    before they return (never ncclInProgress); the GPU fields (cgaClusterSize, minCTAs,
  *    maxCTAs, netName, splitShare) are read only for validity.

@@ -416,7 +416,7 @@ braidResult_t braidMemFree(void* ptr) {
   return braid::guardApi("braidMemFree", [&]() -> braidResult_t {
     if (!ptr) return braidSuccess;
     braid::hostmem::Ref ref;
-    if (braid::hostmem::find(ptr, 1, &ref))
+    if (braid::hostmem::find(ptr, 1, &ref) && !braid::device::runtime().isDevice(ptr))
       return braid::fail(braidInvalidArgument,
                          "braidMemFree: %p is host memory from braidMemAllocHost; free it with "
                          "braidMemFreeHost",

@@ -161,6 +161,7 @@ ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype
                   comm->segment ? comm->segment->doorbell() : nullptr,
                   comm->oversubscribed,
                   tag};
+  ctx.cudaDevice = comm->cudaDevice;
   ctx.aborted = &comm->aborted;
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;
@@ -296,7 +297,7 @@ void setCacheChoices(const braidComm* comm, size_t elemSize, Plan* plan) {
 }  // namespace
 
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
-                            void* recvbuff, const CollArgs* userCall) {
+                            void* recvbuff, const CollArgs* userCall, bool device) {
   std::lock_guard<std::mutex> lock(comm->mu);
   LogRankScope rankScope(comm->rank);
   BRAID_TRY(checkUsable(comm));
@@ -346,6 +347,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   ctx.count = args.count;
   ctx.outgrowsCache = plan->outgrowsCache[sendbuff == recvbuff];
   ctx.streamStores = plan->streamStores[sendbuff == recvbuff];
+  ctx.device = device;
   // BRAID_CHECK's exchange reports (and publishes) the user's call it precedes, whose number
   // it has: a rank stuck in it is at that call, not past it.
   ctx.kind = static_cast<uint32_t>(userCall ? userCall->coll : args.coll) + 1;
@@ -506,7 +508,7 @@ braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
   return enqueueOnStream(std::vector<braidComm*>{comm}, stream, std::move(work));
 }
 
-braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
+braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device) {
   std::lock_guard<std::mutex> lock(comm->mu);
   LogRankScope rankScope(comm->rank);
   BRAID_TRY(checkUsable(comm));
@@ -550,7 +552,8 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops) {
     plan.schedule.add(s);
   }
   compilePlan(&plan, 1);
-  const ExecContext ctx = commContext(comm, "send/recv group", braidUint8, braidSum, 0);
+  ExecContext ctx = commContext(comm, "send/recv group", braidUint8, braidSum, 0);
+  ctx.device = device;
   CallScope position(comm, 0);
   return markBroken(comm, execute(&plan, ctx));
 }

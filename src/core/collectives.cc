@@ -238,6 +238,16 @@ struct Staged {
   size_t recvOffset = 0;  // of the receive range in host
 };
 
+// Whether a call goes device to device (the CUDA IPC transport): comm is deviceDirect and
+// both buffers (those the call uses) are device memory. Else it is staged.
+bool deviceDirect(const braidComm* comm, const void* sendbuff, size_t sendBytes, void* recvbuff,
+                  size_t recvBytes) {
+  if (!comm->deviceDirect) return false;
+  const braid::device::Runtime& rt = braid::device::runtime();
+  return (sendBytes == 0 || rt.isDevice(sendbuff)) && (recvBytes == 0 || rt.isDevice(recvbuff)) &&
+         sendBytes + recvBytes > 0;
+}
+
 // wholeRecv: the collective may leave parts of the receive range unwritten (all-to-all-v's
 // gaps), so the range is copied in too and those parts go back unchanged.
 braidResult_t stageIn(const void* sendbuff, size_t sendBytes, void* recvbuff, size_t recvBytes,
@@ -280,11 +290,16 @@ braidResult_t stageOut(const Staged& st) {
 }
 
 // runP2P with device buffers staged: sends copied to host first, receives copied back after.
+// On a deviceDirect communicator a group whose buffers are all device memory goes device to
+// device instead.
 braidResult_t runP2PStaged(braidComm* comm, const std::vector<braid::P2POp>& hostOps) {
   const braid::device::Runtime& rt = braid::device::runtime();
-  if (std::none_of(hostOps.begin(), hostOps.end(),
-                   [&](const braid::P2POp& op) { return op.bytes > 0 && rt.isDevice(op.buff); }))
-    return braid::runP2P(comm, hostOps);
+  auto onDevice = [&](const braid::P2POp& op) { return op.bytes > 0 && rt.isDevice(op.buff); };
+  if (std::none_of(hostOps.begin(), hostOps.end(), onDevice)) return braid::runP2P(comm, hostOps);
+  if (comm->deviceDirect && std::all_of(hostOps.begin(), hostOps.end(), [&](const auto& op) {
+        return op.bytes == 0 || onDevice(op);
+      }))
+    return braid::runP2P(comm, hostOps, /*device=*/true);
   std::vector<braid::P2POp> ops = hostOps;
   std::vector<std::vector<char>> host(ops.size());
   std::vector<void*> device(ops.size(), nullptr);
@@ -328,9 +343,6 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
   const size_t elemBytes = braidTypeSize(c.dtype);
   const size_t sendBytes = c.sendElems * elemBytes, recvBytes = c.recvElems * elemBytes;
   return submit(comm, stream, [=]() {
-    Staged st;
-    BRAID_TRY(stageIn(sendbuff, sendBytes, recvbuff, recvBytes, args.coll == Collective::kAllToAllv,
-                      &st));
     braid::CollArgs a = args;
     if (!arrays.empty()) {
       const size_t n = arrays.size() / 4;
@@ -339,6 +351,14 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
       a.recvCounts = arrays.data() + 2 * n;
       a.recvDispls = arrays.data() + 3 * n;
     }
+    // PreMulSum scales a host copy of the input: such calls are staged.
+    if (!pm.active && deviceDirect(comm, sendbuff, sendBytes, recvbuff, recvBytes)) {
+      if (comm->checkCalls) BRAID_TRY(braid::checkCallsMatch(comm, a));
+      return braid::runCollective(comm, a, sendbuff, recvbuff, nullptr, /*device=*/true);
+    }
+    Staged st;
+    BRAID_TRY(stageIn(sendbuff, sendBytes, recvbuff, recvBytes, args.coll == Collective::kAllToAllv,
+                      &st));
     BRAID_TRY(withPreMulSum(pm, args.op, args.dtype, st.send, preMulElems,
                             [&](const void* send, braidRedOp_t op) {
                               a.op = op;

@@ -31,20 +31,22 @@ std::string PeerCard::encode() const {
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
          std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
          ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n" +
-         std::to_string(procToken) + "\n" + stallAddr + "\n" + std::to_string(memProbe) + "\n";
+         std::to_string(procToken) + "\n" + stallAddr + "\n" + std::to_string(memProbe) + "\n" +
+         (cudaIpc ? "1" : "0") + "\n" + busId + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
   std::istringstream in(text);
-  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr, check, token, probe;
+  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr, check, token, probe, ipc;
   if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
       !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
       !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
       !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
       !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr) ||
       !std::getline(in, check) || !std::getline(in, token) || !std::getline(in, out->stallAddr) ||
-      !std::getline(in, probe))
+      !std::getline(in, probe) || !std::getline(in, ipc) || !std::getline(in, out->busId))
     return false;
+  out->cudaIpc = ipc == "1";
   out->memProbe = std::atoi(probe.c_str());
   out->procToken = std::strtoull(token.c_str(), nullptr, 10);
   out->check = check == "1";
@@ -202,6 +204,16 @@ braidResult_t connectShm(braidComm* comm, int r) {
                pull ? "reads its large pieces from its memory (single copy)"
                     : "copies through shared memory",
                why.c_str());
+  }
+  // Device pieces of r go in place once this rank says it reads them: where this rank's
+  // device can read r's (the same device, or peer access); else r copies them through the
+  // FIFO's host memory.
+  if (comm->peers[comm->rank].cudaIpc && comm->peers[r].cudaIpc) {
+    std::string why;
+    const bool reach = device::runtime().reachPeer(comm->peers[r].busId, &why);
+    if (reach) conn->opensDeviceFrom(sameProcess(comm->peers[r]));
+    BRAID_INFO("INIT", "rank %d <- rank %d: %s its device memory (%s)", comm->rank, r,
+               reach ? "reads in place from" : "copies through host memory from", why.c_str());
   }
   comm->connections[r] = std::move(conn);
   return braidSuccess;
@@ -383,6 +395,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.transport = cfg.transport;
   mine.numa = topo::currentNumaNode();
   mine.check = cfg.checkCalls;
+  mine.cudaIpc =
+      cfg.cudaIpc && comm->cudaDevice >= 0 && device::runtime().busId(&mine.busId) == braidSuccess;
   mine.ring = cfg.ring;  // newlines would split the card; they separate like spaces
   std::replace(mine.ring.begin(), mine.ring.end(), '\n', ' ');
   // Rank 0's tuning files travel with its card. A file it cannot use travels as its error
@@ -492,6 +506,12 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     local += sameMachine;
   }
   comm->nhosts = static_cast<int>(hostNames.size());
+  comm->deviceDirect = nranks > 1 &&
+                       std::all_of(comm->peers.begin(), comm->peers.end(),
+                                   [](const PeerCard& p) { return p.cudaIpc; }) &&
+                       std::none_of(remote.begin(), remote.end(), [](auto net) { return net; });
+  if (comm->deviceDirect)
+    BRAID_INFO("INIT", "rank %d: device buffers go device to device (CUDA IPC)", rank);
   if (comm->stallBoard) {
     std::vector<const CallPosition*> positions(nranks, nullptr);
     for (int r = 0; r < nranks; ++r)

@@ -44,6 +44,8 @@ struct PeerCard {
   std::string table;      // BRAID_TUNE_TABLE's rows for this rank count (MeasuredTable::encode)
   std::string stallAddr;  // rank 0's: where its stall board listens ("" for none; stall.h)
   int memProbe = -1;      // hostmem::probeFd: this process's probe descriptor (-1: none)
+  bool cudaIpc = false;   // has a CUDA device and BRAID_CUDA_IPC: reads peers' device memory
+  std::string busId;      // that device's PCI bus id (device::Runtime::busId), "" for none
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -120,6 +122,10 @@ struct braidComm {
   std::atomic<int> inFlight{0};
   bool finalized = false;  // braidCommFinalize: only Destroy and GetAsyncError are left
   int cudaDevice = -1;     // the creating thread's CUDA device, -1 for a host communicator
+  // Every rank shares this host (shared memory to each) and has a device (PeerCard::cudaIpc):
+  // calls whose buffers are device memory run device to device (the CUDA IPC transport:
+  // device pieces in place, copies and reductions on the device) instead of being staged.
+  bool deviceDirect = false;
   // braidCommRegister's records (under mu), freed with the communicator.
   struct Registration {
     void* buff;
@@ -176,9 +182,11 @@ braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcom
 braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& args);
 // Runs one collective on comm now (the caller holds no lock). args.op is a built-in op.
 // userCall: set for BRAID_CHECK's exchange before that call, which then stands for it in the
-// rank's published position (its kind; not finished when the exchange is).
+// rank's published position (its kind; not finished when the exchange is). device: the
+// buffers are device memory, on a communicator that is deviceDirect (ExecContext::device).
 braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* sendbuff,
-                            void* recvbuff, const CollArgs* userCall = nullptr);
+                            void* recvbuff, const CollArgs* userCall = nullptr,
+                            bool device = false);
 
 // One point-to-point operation of a group.
 struct P2POp {
@@ -189,7 +197,8 @@ struct P2POp {
 };
 // Runs a batch of sends and receives on comm as one fused schedule: every queue progresses
 // at once, so no order of posting can deadlock; messages to one peer keep posting order.
-braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops);
+// device: every buffer is device memory, on a deviceDirect communicator.
+braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device = false);
 
 // The algorithm for args on comm: braidCommSetAlgorithm's, else BRAID_ALGO's (per size
 // range), else the cost model's least predicted time (tuning/cost_model.h). Fails, naming the

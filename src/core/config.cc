@@ -98,6 +98,15 @@ Config load() {
     else
       badValue("BRAID_CHECK", v, "is not 0 or 1", "0");
   }
+  if (const char* v = std::getenv("BRAID_CUDA_IPC")) {
+    const std::string s = v;
+    if (s == "1" || s == "0")
+      c.cudaIpc = s == "1";
+    else
+      badValue("BRAID_CUDA_IPC", v, "is not 0 or 1", "1");
+  } else if (const char* p2p = std::getenv("NCCL_P2P_DISABLE")) {
+    c.cudaIpc = std::string(p2p) != "1";  // NCCL's switch for the same path
+  }
   if (const char* v = getEnv("SOCKET_IFNAME")) c.socketIfname = v;
   if (const char* v = std::getenv("BRAID_HOST_ID")) c.hostId = v;
   if (const char* v = getEnv("ALGO")) c.algo = v;

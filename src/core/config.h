@@ -20,6 +20,10 @@ struct Config {
   // datatype, op, root) and all fail with braidInvalidUsage, listing them, where they
   // differ. Rank 0's setting applies.
   bool checkCalls = false;
+  // BRAID_CUDA_IPC (NCCL_P2P_DISABLE=1 is its 0): whether calls on device buffers of a
+  // communicator whose ranks all share this host and each have a device go device to device
+  // (the CUDA IPC transport) instead of through host memory. Off on any rank: off for all.
+  bool cudaIpc = true;
   std::string socketIfname;       // BRAID_SOCKET_IFNAME (NCCL syntax)
   std::string hostId;             // BRAID_HOST_ID: overrides hostname + boot id
   std::string algo;               // BRAID_ALGO

@@ -1,12 +1,15 @@
 // The CUDA runtime behind device::Runtime (BRAID_HAVE_CUDA), or a host-only one.
 #include "core/device.h"
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "core/error.h"
+#include "kernels/cuda_kernels.h"
 
 #if BRAID_HAVE_CUDA
 #include <cuda.h>  // types and flags of the stream memory operations (no libcuda link)
@@ -104,8 +107,7 @@ braidResult_t cudaHostFunc(void* stream, void (*fn)(void*), void* arg) {
 // toolkit's own before). CUDA 11's cudaGetDriverEntryPoint gives the toolkit's default
 // version of each name, which may be the first one. Looked up once: a driver without them
 // keeps lacking them.
-using StreamValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-StreamValueFn driverEntry(const char* name) {
+void* driverEntry(const char* name) {
   void* fn = nullptr;
 #if CUDART_VERSION >= 12050
   cudaDriverEntryPointQueryResult found{};
@@ -121,8 +123,10 @@ StreamValueFn driverEntry(const char* name) {
 #else
   if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault) != cudaSuccess) return nullptr;
 #endif
-  return reinterpret_cast<StreamValueFn>(fn);
+  return fn;
 }
+
+using StreamValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
 braidResult_t streamValue(StreamValueFn fn, const char* name, unsigned int flags, void* stream,
                           uint32_t* flag, uint32_t value) {
@@ -136,12 +140,12 @@ braidResult_t streamValue(StreamValueFn fn, const char* name, unsigned int flags
 }
 
 braidResult_t cudaWaitValue(void* stream, uint32_t* flag, uint32_t value) {
-  static const StreamValueFn fn = driverEntry("cuStreamWaitValue32");
+  static const auto fn = reinterpret_cast<StreamValueFn>(driverEntry("cuStreamWaitValue32"));
   return streamValue(fn, "cuStreamWaitValue32", CU_STREAM_WAIT_VALUE_EQ, stream, flag, value);
 }
 
 braidResult_t cudaWriteValue(void* stream, uint32_t* flag, uint32_t value) {
-  static const StreamValueFn fn = driverEntry("cuStreamWriteValue32");
+  static const auto fn = reinterpret_cast<StreamValueFn>(driverEntry("cuStreamWriteValue32"));
   return streamValue(fn, "cuStreamWriteValue32", CU_STREAM_WRITE_VALUE_DEFAULT, stream, flag,
                      value);
 }
@@ -187,7 +191,8 @@ struct OwnStreams {
   }
 };
 
-braidResult_t cudaCopyOnOwnStream(void* dst, const void* src, size_t bytes) {
+// The calling thread's own stream on its current device, made on first use.
+cudaError_t ownStream(cudaStream_t* stream) {
   thread_local OwnStreams own;
   cudaError_t e = cudaSuccess;
   if (!own.relaxed) {
@@ -197,16 +202,142 @@ braidResult_t cudaCopyOnOwnStream(void* dst, const void* src, size_t bytes) {
   }
   int device = 0;
   if (e == cudaSuccess) e = cudaGetDevice(&device);
-  cudaStream_t stream = nullptr;
   if (e == cudaSuccess) {
     cudaStream_t& mine = own.byDevice[device];
     if (!mine) e = cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);
-    stream = mine;
+    *stream = mine;
   }
+  return e;
+}
+
+braidResult_t cudaCopyOnOwnStream(void* dst, const void* src, size_t bytes) {
+  cudaStream_t stream = nullptr;
+  cudaError_t e = ownStream(&stream);
   if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
   return e == cudaSuccess ? braidSuccess
-                          : cudaFailed("staging copy on the proxy's stream", e, bytes);
+                          : cudaFailed("copy on the calling thread's own stream", e, bytes);
+}
+
+braidResult_t cudaDeviceSync() {
+  cudaError_t e = cudaDeviceSynchronize();
+  return e == cudaSuccess ? braidSuccess : cudaFailed("cudaDeviceSynchronize", e, 0);
+}
+
+// Runs a kernel of cuda_kernels.h on the thread's own stream and waits for it.
+template <typename Launch>
+braidResult_t onOwnStream(const char* what, size_t count, const Launch& launch) {
+  cudaStream_t stream = nullptr;
+  cudaError_t e = ownStream(&stream);
+  if (e != cudaSuccess) return cudaFailed(what, e, count);
+  if (int r = launch(stream); r != cuda::kSuccess)
+    return fail(braidUnhandledCudaError, "%s (%zu elements): %s", what, count,
+                cuda::errorString(r));
+  e = cudaStreamSynchronize(stream);
+  return e == cudaSuccess ? braidSuccess : cudaFailed(what, e, count);
+}
+
+braidResult_t cudaDevReduce(void* dst, const void* a, const void* b, size_t count,
+                            braidDataType_t dtype, braidRedOp_t op, int divisor) {
+  return onOwnStream("reduce kernel", count, [&](cudaStream_t s) {
+    return cuda::reduce(dst, a, b, count, dtype, op, s, divisor);
+  });
+}
+
+braidResult_t cudaDevDivide(void* dst, const void* src, size_t count, braidDataType_t dtype,
+                            int divisor) {
+  return onOwnStream("divide kernel", count, [&](cudaStream_t s) {
+    return cuda::divide(dst, src, count, dtype, divisor, s);
+  });
+}
+
+bool cudaIpcExport(const void* ptr, size_t bytes, IpcRef* ref, std::string* why) {
+  using AddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+  static const auto range = reinterpret_cast<AddressRangeFn>(driverEntry("cuMemGetAddressRange"));
+  if (!range) {
+    *why = "the CUDA driver does not export cuMemGetAddressRange";
+    return false;
+  }
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (CUresult r = range(&base, &size, reinterpret_cast<CUdeviceptr>(ptr)); r != CUDA_SUCCESS) {
+    *why = "cuMemGetAddressRange failed: CUresult " + std::to_string(r);
+    return false;
+  }
+  const size_t offset = reinterpret_cast<uintptr_t>(ptr) - static_cast<uintptr_t>(base);
+  if (offset + bytes > size) {
+    *why = "the range crosses the end of its allocation";
+    return false;
+  }
+  cudaIpcMemHandle_t handle;
+  if (cudaError_t e = cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base));
+      e != cudaSuccess) {
+    cudaGetLastError();
+    *why = std::string("cudaIpcGetMemHandle: ") + cudaGetErrorString(e);
+    return false;
+  }
+  static_assert(sizeof(handle) == sizeof(ref->handle));
+  std::memcpy(ref->handle, &handle, sizeof(handle));
+  ref->allocBytes = size;
+  ref->offset = offset;
+  return true;
+}
+
+// Handles this process has open, each once (CUDA refuses a second open of one handle in one
+// context), with the references ipcOpen handed out.
+struct OpenHandles {
+  std::mutex mu;
+  struct Entry {
+    int device;  // handles open per device context
+    std::array<unsigned char, 64> handle;
+    char* base;
+    int refs;
+  };
+  std::vector<Entry> entries;
+};
+OpenHandles& openHandles() {
+  static OpenHandles* open = new OpenHandles;  // never destroyed: closes may run at exit
+  return *open;
+}
+
+braidResult_t cudaIpcOpen(const IpcRef& ref, char** base) {
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess)
+    return cudaFailed("cudaGetDevice", e, 0);
+  OpenHandles& open = openHandles();
+  std::lock_guard<std::mutex> lock(open.mu);
+  for (OpenHandles::Entry& e : open.entries)
+    if (e.device == device && std::memcmp(e.handle.data(), ref.handle, sizeof(ref.handle)) == 0) {
+      ++e.refs;
+      *base = e.base;
+      return braidSuccess;
+    }
+  cudaIpcMemHandle_t handle;
+  std::memcpy(&handle, ref.handle, sizeof(handle));
+  void* p = nullptr;
+  cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return cudaFailed("cudaIpcOpenMemHandle of a peer's buffer", e, ref.allocBytes);
+  }
+  OpenHandles::Entry entry{device, {}, static_cast<char*>(p), 1};
+  std::memcpy(entry.handle.data(), ref.handle, sizeof(ref.handle));
+  open.entries.push_back(entry);
+  *base = entry.base;
+  return braidSuccess;
+}
+
+braidResult_t cudaIpcClose(char* base) {
+  OpenHandles& open = openHandles();
+  std::lock_guard<std::mutex> lock(open.mu);
+  for (size_t i = 0; i < open.entries.size(); ++i) {
+    if (open.entries[i].base != base) continue;
+    if (--open.entries[i].refs > 0) return braidSuccess;
+    open.entries.erase(open.entries.begin() + static_cast<long>(i));
+    cudaError_t e = cudaIpcCloseMemHandle(base);
+    return e == cudaSuccess ? braidSuccess : cudaFailed("cudaIpcCloseMemHandle", e, 0);
+  }
+  return fail(braidInternalError, "ipcClose of %p, which is not open", static_cast<void*>(base));
 }
 
 braidResult_t cudaSelectDevice(int device) {
@@ -214,10 +345,53 @@ braidResult_t cudaSelectDevice(int device) {
   return e == cudaSuccess ? braidSuccess : cudaFailed("cudaSetDevice", e, 0);
 }
 
-const Runtime kRuntime{cudaCurrentDevice, cudaIsDevice,        cudaAlloc,       cudaRelease,
-                       cudaToHost,        cudaToDevice,        cudaHostFunc,    cudaWaitValue,
-                       cudaWriteValue,    cudaAllocFlags,      cudaFreeFlags,   cudaCapturing,
-                       cudaSyncStream,    cudaCopyOnOwnStream, cudaSelectDevice};
+braidResult_t cudaBusId(std::string* id) {
+  int device = 0;
+  char text[32] = {0};
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetPCIBusId(text, sizeof(text), device);
+  if (e != cudaSuccess) return cudaFailed("cudaDeviceGetPCIBusId", e, 0);
+  *id = text;
+  return braidSuccess;
+}
+
+bool cudaReachPeer(const std::string& busId, std::string* why) {
+  int mine = 0, theirs = 0, can = 0;
+  if (cudaGetDevice(&mine) != cudaSuccess ||
+      cudaDeviceGetByPCIBusId(&theirs, busId.c_str()) != cudaSuccess) {
+    cudaGetLastError();
+    *why = "its device " + busId + " is not visible to this process";
+    return false;
+  }
+  if (theirs == mine) {
+    *why = "the same device";
+    return true;
+  }
+  if (cudaDeviceCanAccessPeer(&can, mine, theirs) != cudaSuccess || !can) {
+    cudaGetLastError();
+    *why = "no peer access from device " + std::to_string(mine) + " to " + busId;
+    return false;
+  }
+  cudaError_t e = cudaDeviceEnablePeerAccess(theirs, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+    e = cudaSuccess;
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    *why = std::string("cudaDeviceEnablePeerAccess: ") + cudaGetErrorString(e);
+    return false;
+  }
+  *why = "peer access to " + busId;
+  return true;
+}
+
+const Runtime kRuntime{cudaCurrentDevice, cudaIsDevice,        cudaAlloc,        cudaRelease,
+                       cudaToHost,        cudaToDevice,        cudaHostFunc,     cudaWaitValue,
+                       cudaWriteValue,    cudaAllocFlags,      cudaFreeFlags,    cudaCapturing,
+                       cudaSyncStream,    cudaCopyOnOwnStream, cudaSelectDevice, cudaDeviceSync,
+                       cudaDevReduce,     cudaDevDivide,       cudaIpcExport,    cudaIpcOpen,
+                       cudaIpcClose,      cudaBusId,           cudaReachPeer};
 #else
 int hostCurrentDevice(std::string* why) {
   if (why) *why = "Braid built without CUDA (meson -Dcuda=enabled needs nvcc)";
@@ -238,21 +412,38 @@ braidResult_t hostCopy(void*, const void*, size_t) {
 braidResult_t noDevice(const char* what) {
   return fail(braidUnhandledCudaError, "%s: Braid built without CUDA", what);
 }
-const Runtime kRuntime{hostCurrentDevice,
-                       hostIsDevice,
-                       hostAlloc,
-                       hostRelease,
-                       hostCopy,
-                       hostCopy,
-                       [](void*, void (*)(void*), void*) { return noDevice("cudaLaunchHostFunc"); },
-                       [](void*, uint32_t*, uint32_t) { return noDevice("cuStreamWaitValue32"); },
-                       [](void*, uint32_t*, uint32_t) { return noDevice("cuStreamWriteValue32"); },
-                       [](uint32_t**, size_t) { return noDevice("stream flags"); },
-                       [](uint32_t*) { return noDevice("stream flags"); },
-                       [](void*) { return false; },
-                       [](void*) { return noDevice("cudaStreamSynchronize"); },
-                       hostCopy,
-                       [](int) { return noDevice("cudaSetDevice"); }};
+const Runtime kRuntime{
+    hostCurrentDevice,
+    hostIsDevice,
+    hostAlloc,
+    hostRelease,
+    hostCopy,
+    hostCopy,
+    [](void*, void (*)(void*), void*) { return noDevice("cudaLaunchHostFunc"); },
+    [](void*, uint32_t*, uint32_t) { return noDevice("cuStreamWaitValue32"); },
+    [](void*, uint32_t*, uint32_t) { return noDevice("cuStreamWriteValue32"); },
+    [](uint32_t**, size_t) { return noDevice("stream flags"); },
+    [](uint32_t*) { return noDevice("stream flags"); },
+    [](void*) { return false; },
+    [](void*) { return noDevice("cudaStreamSynchronize"); },
+    hostCopy,
+    [](int) { return noDevice("cudaSetDevice"); },
+    [] { return noDevice("cudaDeviceSynchronize"); },
+    [](void*, const void*, const void*, size_t, braidDataType_t, braidRedOp_t, int) {
+      return noDevice("the reduce kernel");
+    },
+    [](void*, const void*, size_t, braidDataType_t, int) { return noDevice("the divide kernel"); },
+    [](const void*, size_t, IpcRef*, std::string* why) {
+      *why = "Braid built without CUDA";
+      return false;
+    },
+    [](const IpcRef&, char**) { return noDevice("cudaIpcOpenMemHandle"); },
+    [](char*) { return noDevice("cudaIpcCloseMemHandle"); },
+    [](std::string*) { return noDevice("cudaDeviceGetPCIBusId"); },
+    [](const std::string&, std::string* why) {
+      *why = "Braid built without CUDA";
+      return false;
+    }};
 #endif
 
 std::atomic<const Runtime*> g_testRuntime{nullptr};

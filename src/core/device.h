@@ -14,6 +14,17 @@
 
 namespace braid::device {
 
+// A CUDA IPC reference to device memory (the CUDA IPC transport, DESIGN.md, Transports): the
+// exporting process's cudaIpcMemHandle_t of the allocation that holds a buffer, that
+// allocation's size and the buffer's offset in it. Another process of the same host opens the
+// handle once (Runtime::ipcOpen) and reads the buffer at base + offset. Fits a FIFO cell's
+// payload, where an in-place device piece carries it.
+struct IpcRef {
+  unsigned char handle[64];  // cudaIpcMemHandle_t, opaque
+  uint64_t allocBytes;
+  uint64_t offset;
+};
+
 struct Runtime {
   // The calling thread's current CUDA device, or -1 with *why (if not NULL) saying why none.
   int (*currentDevice)(std::string* why);
@@ -52,6 +63,38 @@ struct Runtime {
   braidResult_t (*copyOnOwnStream)(void* dst, const void* src, size_t bytes);
   // Makes `device` the calling thread's current device (a proxy takes its stream's).
   braidResult_t (*setDevice)(int device);
+
+  // The device path (a communicator whose ranks all share one host and each have a device:
+  // braidComm::deviceDirect). Each runs on the calling thread's own stream, like
+  // copyOnOwnStream, and returns once the device has finished it.
+  // Waits for all work queued on the current device (a synchronous call starts with it, so
+  // it sees what the caller's kernels wrote).
+  braidResult_t (*deviceSynchronize)();
+  // cuda::reduce and cuda::divide (kernels/cuda_kernels.h). Operands are device memory, or
+  // memory the device maps (ipcOpen's).
+  braidResult_t (*deviceReduce)(void* dst, const void* a, const void* b, size_t count,
+                                braidDataType_t dtype, braidRedOp_t op, int divisor);
+  braidResult_t (*deviceDivide)(void* dst, const void* src, size_t count, braidDataType_t dtype,
+                                int divisor);
+  // The IPC reference of device memory [ptr, ptr + bytes): the cudaIpcGetMemHandle of the
+  // allocation that holds it (cuMemGetAddressRange). False, with *why, for memory that cannot
+  // be exported: not from cudaMalloc (a cuMem VMM or stream-ordered pool), or not device
+  // memory at all; the sender then copies the piece through host memory instead. A question,
+  // not a failure: it records no error.
+  bool (*ipcExport)(const void* ptr, size_t bytes, IpcRef* ref, std::string* why);
+  // Maps another process's exported allocation into this one (cudaIpcOpenMemHandle, peer
+  // access enabled lazily): *base is its start here. Opening a handle that is open already in
+  // this process returns the same base and counts a reference; ipcClose drops one. A handle
+  // of this very process is refused (CUDA's rule; threads use the pointer itself).
+  braidResult_t (*ipcOpen)(const IpcRef& ref, char** base);
+  braidResult_t (*ipcClose)(char* base);
+  // The current device's PCI bus id ("0000:3b:00.0"), by which another rank of the host
+  // names it (cudaDeviceGetPCIBusId).
+  braidResult_t (*busId)(std::string* id);
+  // Whether kernels on the current device can read the memory of the device with bus id
+  // `busId`: the same device, or another with peer access, which this enables
+  // (cudaDeviceCanAccessPeer, cudaDeviceEnablePeerAccess). *why says which, or why not.
+  bool (*reachPeer)(const std::string& busId, std::string* why);
 };
 
 // The runtime in use: a test's stand-in when one is set, else CUDA's (or the host-only one).

@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "core/config.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/stall.h"
 #include "kernels/reduce.h"
@@ -42,16 +44,37 @@ class Run {
   Run(Plan* plan, const ExecContext& ctx)
       : plan_(*plan), ctx_(ctx), sendCur_(plan->sendCur), recvCur_(plan->recvCur) {
     bases_ = ctx.bases;
-    if (ctx.nbases > static_cast<size_t>(BufferId::kScratch))
-      bases_[static_cast<int>(BufferId::kScratch)] = plan->scratch.data();
   }
   ~Run() {
     if (stallWarned_ && ctx_.stall) ctx_.stall->callEnded();
+    if (restoreDevice_ >= 0) device::runtime().setDevice(restoreDevice_);
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
 
   braidResult_t go() {
+    char* scratch = plan_.scratch.data();
+    if (ctx_.device) {
+      // On the communicator's device (a proxy is on it already; a thread of a synchronous
+      // group call, or the caller's, may not be), for this call only.
+      if (ctx_.cudaDevice >= 0) {
+        const int current = device::runtime().currentDevice(nullptr);
+        if (current != ctx_.cudaDevice) {
+          BRAID_TRY(device::runtime().setDevice(ctx_.cudaDevice));
+          restoreDevice_ = current;
+        }
+      }
+      // A call made on the caller's thread first waits for the device's queued work, so it
+      // reads what the caller's kernels wrote (a proxy's stream has already run up to it).
+      if (device::proxyDevice() == device::kNotProxy)
+        BRAID_TRY(device::runtime().deviceSynchronize());
+      if (!plan_.scratch.empty()) {
+        BRAID_TRY(plan_.deviceScratch.reserve(plan_.scratch.size()));
+        scratch = plan_.deviceScratch.data();
+      }
+    }
+    if (ctx_.nbases > static_cast<size_t>(BufferId::kScratch))
+      bases_[static_cast<int>(BufferId::kScratch)] = scratch;
     std::fill(plan_.done.begin(), plan_.done.end(), 0);
     std::fill(sendCur_.begin(), sendCur_.end(), Cursor{});
     std::fill(recvCur_.begin(), recvCur_.end(), Cursor{});
@@ -149,9 +172,9 @@ class Run {
 
  private:
   braidResult_t pass(bool* progressed) {
-    for (size_t q = 0; q < plan_.sends.size(); ++q) *progressed |= progressSend(q);
+    for (size_t q = 0; q < plan_.sends.size(); ++q) BRAID_TRY(progressSend(q, progressed));
     for (size_t q = 0; q < plan_.recvs.size(); ++q) BRAID_TRY(progressRecv(q, progressed));
-    *progressed |= progressLocal();
+    BRAID_TRY(progressLocal(progressed));
     return braidSuccess;
   }
 
@@ -174,7 +197,7 @@ class Run {
     --remaining_;
   }
 
-  bool progressSend(size_t q) {
+  braidResult_t progressSend(size_t q, bool* progressedOut) {
     Plan::Queue& queue = plan_.sends[q];
     Cursor& cur = sendCur_[q];
     Connection* conn = ctx_.connections[queue.peer];
@@ -186,13 +209,18 @@ class Run {
       if (!ready(s)) break;
       const size_t total = s.count * ctx_.elemSize;
       const char* src = addr(s.src);
-      if (conn->sendsInPlace(src, total, ctx_.outgrowsCache)) {
-        // The far end (the network proxy, or a receiver that pulls) reads straight from src;
-        // the step finishes when it is done with it.
+      const bool inPlace =
+          ctx_.device ? total > 0 && conn->sendsDeviceInPlace(src, total, cur.bytesDone > 0)
+                      : conn->sendsInPlace(src, total, ctx_.outgrowsCache);
+      if (inPlace) {
+        // The far end (the network proxy, or a receiver that pulls, maps or opens) reads
+        // straight from src; the step finishes when it is done with it.
         uint64_t ticket = 0;
         while (cur.bytesDone < total) {
           size_t n = std::min(conn->maxPiece(), total - cur.bytesDone);
-          if (!conn->sendInPlace(src + cur.bytesDone, n, frame(ctx_.sendSeq[queue.peer]), &ticket))
+          const uint64_t seq = frame(ctx_.sendSeq[queue.peer]);
+          if (!(ctx_.device ? conn->sendDeviceInPlace(src + cur.bytesDone, n, seq, &ticket)
+                            : conn->sendInPlace(src + cur.bytesDone, n, seq, &ticket)))
             break;
           cur.bytesDone += n;
           progressed = true;
@@ -204,7 +232,10 @@ class Run {
         void* buf = conn->sendReserve(&cap);
         if (!buf) break;
         size_t n = std::min(cap, total - cur.bytesDone);
-        if (n) std::memcpy(buf, src + cur.bytesDone, n);  // a barrier's buffers are null
+        if (n && ctx_.device)  // device memory into the shared FIFO's host memory
+          BRAID_TRY(device::runtime().copyOnOwnStream(buf, src + cur.bytesDone, n));
+        else if (n)  // a barrier's buffers are null
+          std::memcpy(buf, src + cur.bytesDone, n);
         conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
         cur.bytesDone += n;
         copied += n;
@@ -227,7 +258,8 @@ class Run {
       ++cur.retired;
       progressed = true;
     }
-    return progressed;
+    *progressedOut |= progressed;
+    return braidSuccess;
   }
 
   braidResult_t progressRecv(size_t q, bool* progressed) {
@@ -263,19 +295,13 @@ class Run {
                     static_cast<unsigned long long>(ctx_.recvSeq[queue.peer] & 0xffffffffu),
                     total - cur.bytesDone);
       char* dst = addr(s.dst) + cur.bytesDone;
-      if (conn->recvRemote()) {
-        // A plain receive has no source (a non-root's broadcast send buffer may be null).
-        const char* src = s.kind == StepKind::kRecv ? nullptr : addr(s.src) + cur.bytesDone;
+      // A plain receive has no source (a non-root's broadcast send buffer may be null).
+      const char* src = s.kind == StepKind::kRecv ? nullptr : addr(s.src) + cur.bytesDone;
+      if (conn->recvRemote())
         BRAID_TRY(pull(conn, s, dst, src, bytes, queue.peer));
-      } else if (s.kind == StepKind::kRecv) {
-        if (ctx_.streamStores && bytes >= kStreamMinBytes)
-          kernels::copyStreaming(dst, data, bytes);
-        else if (bytes)
-          std::memcpy(dst, data, bytes);
-      } else {
-        kernels::reduce(ctx_.dtype, ctx_.op, dst, addr(s.src) + cur.bytesDone, data,
-                        bytes / ctx_.elemSize, s.divisor);
-      }
+      else
+        BRAID_TRY(
+            combine(s, dst, src, static_cast<const char*>(data), bytes, conn->recvOnDevice()));
       conn->recvRelease();
       cur.bytesDone += bytes;
       moved += bytes;
@@ -290,22 +316,71 @@ class Run {
     return braidSuccess;
   }
 
-  // A piece that lies in the sending process's memory (single copy): a receive reads it
-  // straight into place; a receive-reduce reads it in cache-sized blocks and reduces each.
+  // A received piece of `bytes` at data (device memory if onDevice) lands at dst: copied for
+  // a receive, reduced with src for a receive-reduce. Host pieces of a host call are copied or
+  // reduced on this core; anything else goes through the device. A reduction runs where the
+  // call's buffers are (ExecContext::device): a piece on the other side (from a peer that
+  // passed host buffers) comes over first, in blocks.
+  braidResult_t combine(const Step& s, char* dst, const char* src, const char* data, size_t bytes,
+                        bool onDevice) {
+    const device::Runtime& rt = device::runtime();
+    if (!ctx_.device && !onDevice) {
+      if (s.kind == StepKind::kRecv) {
+        if (ctx_.streamStores && bytes >= kStreamMinBytes)
+          kernels::copyStreaming(dst, data, bytes);
+        else if (bytes)
+          std::memcpy(dst, data, bytes);
+      } else {
+        kernels::reduce(ctx_.dtype, ctx_.op, dst, src, data, bytes / ctx_.elemSize, s.divisor);
+      }
+      return braidSuccess;
+    }
+    if (s.kind == StepKind::kRecv)
+      return bytes ? rt.copyOnOwnStream(dst, data, bytes) : braidSuccess;
+    if (onDevice == ctx_.device) return reduceHere(s, dst, src, data, bytes);
+    char* block = nullptr;
+    if (ctx_.device) {
+      BRAID_TRY(plan_.deviceBlock.reserve(kPullBlock));
+      block = plan_.deviceBlock.data();
+    } else {
+      if (plan_.pullBlock.size() < kPullBlock) plan_.pullBlock.resize(kPullBlock);
+      block = plan_.pullBlock.data();
+    }
+    for (size_t off = 0; off < bytes; off += kPullBlock) {
+      const size_t n = std::min(kPullBlock, bytes - off);
+      BRAID_TRY(rt.copyOnOwnStream(block, data + off, n));
+      BRAID_TRY(reduceHere(s, dst + off, src + off, block, n));
+    }
+    return braidSuccess;
+  }
+
+  // dst = op(src, data) where the call's buffers are; every operand is there.
+  braidResult_t reduceHere(const Step& s, char* dst, const char* src, const char* data,
+                           size_t bytes) {
+    const size_t n = bytes / ctx_.elemSize;
+    if (ctx_.device)
+      return device::runtime().deviceReduce(dst, src, data, n, ctx_.dtype, ctx_.op, s.divisor);
+    kernels::reduce(ctx_.dtype, ctx_.op, dst, src, data, n, s.divisor);
+    return braidSuccess;
+  }
+
+  // A piece that lies in the sending process's memory (single copy): a receive into host
+  // memory reads it straight into place; anything else reads it in cache-sized blocks of
+  // host memory and lands each (combine).
   braidResult_t pull(Connection* conn, const Step& s, char* dst, const char* src, size_t bytes,
                      int peer) {
     int err = 0;
-    if (s.kind == StepKind::kRecv) {
+    if (s.kind == StepKind::kRecv && !ctx_.device) {
       err = conn->recvPull(dst, 0, bytes);
     } else {
-      std::vector<char>& block = plan_.pullBlock;
+      // The device path's own block is deviceBlock: combine may use it after this one.
+      std::vector<char>& block = ctx_.device ? plan_.hostBlock : plan_.pullBlock;
       if (block.size() < kPullBlock) block.resize(kPullBlock);
       for (size_t off = 0; off < bytes && !err; off += kPullBlock) {
         const size_t n = std::min(kPullBlock, bytes - off);
         err = conn->recvPull(block.data(), off, n);
         if (!err)
-          kernels::reduce(ctx_.dtype, ctx_.op, dst + off, src + off, block.data(),
-                          n / ctx_.elemSize, s.divisor);
+          BRAID_TRY(combine(s, dst + off, src ? src + off : nullptr, block.data(), n, false));
       }
     }
     if (!err) return braidSuccess;
@@ -316,21 +391,28 @@ class Run {
                 ctx_.what, static_cast<unsigned long long>(ctx_.opCount), peer, strerror(err));
   }
 
-  bool progressLocal() {
-    bool progressed = false;
+  braidResult_t progressLocal(bool* progressed) {
+    const device::Runtime& rt = device::runtime();
     while (localCur_ < plan_.locals.size()) {
       int32_t idx = plan_.locals[localCur_];
       const Step& s = plan_.schedule.steps[idx];
       if (!ready(s)) break;
-      if (s.divisor > 1)
-        kernels::divide(ctx_.dtype, addr(s.dst), addr(s.src), s.count, s.divisor);
-      else if (addr(s.dst) != addr(s.src))
-        std::memmove(addr(s.dst), addr(s.src), s.count * ctx_.elemSize);
+      char* dst = addr(s.dst);
+      const char* src = addr(s.src);
+      const size_t bytes = s.count * ctx_.elemSize;
+      if (s.divisor > 1 && ctx_.device)
+        BRAID_TRY(rt.deviceDivide(dst, src, s.count, ctx_.dtype, s.divisor));
+      else if (s.divisor > 1)
+        kernels::divide(ctx_.dtype, dst, src, s.count, s.divisor);
+      else if (dst != src && ctx_.device && bytes)
+        BRAID_TRY(rt.copyOnOwnStream(dst, src, bytes));
+      else if (dst != src)
+        std::memmove(dst, src, bytes);
       ++localCur_;
       finish(idx);
-      progressed = true;
+      *progressed = true;
     }
-    return progressed;
+    return braidSuccess;
   }
 
   // Whether `peer` can no longer answer: its network connection is lost, or its process
@@ -460,6 +542,7 @@ class Run {
   size_t localCur_ = 0;
   size_t remaining_ = 0;
   bool stallWarned_ = false;
+  int restoreDevice_ = -1;  // the caller's current device, to set back (-1: unchanged)
 };
 
 }  // namespace
@@ -501,6 +584,45 @@ void compilePlan(Plan* plan, size_t elemSize) {
   plan->sendCur.assign(plan->sends.size(), Plan::Cursor{});
   plan->recvCur.assign(plan->recvs.size(), Plan::Cursor{});
   plan->scratch.assign(s.scratchElems * elemSize, 0);
+}
+
+namespace {
+
+// Device buffers freed on a proxy thread, for the next free elsewhere (DeviceBuffer).
+std::mutex g_deferredMu;
+std::vector<void*> g_deferred;
+
+void freeDevice(void* p) {
+  if (device::proxyDevice() != device::kNotProxy) {
+    std::lock_guard<std::mutex> lock(g_deferredMu);
+    g_deferred.push_back(p);
+    return;
+  }
+  std::vector<void*> later;
+  {
+    std::lock_guard<std::mutex> lock(g_deferredMu);
+    later.swap(g_deferred);
+  }
+  later.push_back(p);
+  for (void* q : later) device::runtime().free(q);
+}
+
+}  // namespace
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) freeDevice(ptr_);
+}
+
+braidResult_t DeviceBuffer::reserve(size_t bytes) {
+  if (bytes <= bytes_) return braidSuccess;
+  if (ptr_) freeDevice(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+  void* p = nullptr;
+  BRAID_TRY(device::runtime().alloc(&p, bytes));
+  ptr_ = static_cast<char*>(p);
+  bytes_ = bytes;
+  return braidSuccess;
 }
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx) {

@@ -19,6 +19,25 @@ namespace braid {
 
 class StallBoard;
 
+// Device memory a plan owns (device::Runtime's alloc and free), grown on demand: its scratch
+// and its staging block on the device path. Freed on a CUDA stream's proxy thread, it is
+// freed later, by the next thread outside a proxy that frees one (or never, at exit):
+// cudaFree waits for the whole device, whose stream is blocked waiting for the proxy.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  // At least `bytes` (contents not kept when it grows).
+  braidResult_t reserve(size_t bytes);
+  char* data() const { return ptr_; }
+
+ private:
+  char* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 struct Plan {
   const AlgorithmInfo* algo = nullptr;  // what built the schedule
   Schedule schedule;
@@ -42,6 +61,10 @@ struct Plan {
   std::vector<Cursor> sendCur, recvCur;
   std::vector<char> scratch;
   std::vector<char> pullBlock;  // receive-reduce of pieces read from another process
+  // The device path (ExecContext::device): the scratch, and the block through which a
+  // receive-reduce brings a piece of host memory to the device.
+  DeviceBuffer deviceScratch, deviceBlock;
+  std::vector<char> hostBlock;  // the device path's pulls from another process's memory
   // Elements of the send and the receive buffer the steps touch (the highest offset + count
   // of each): the call's footprint, for the choice of streaming stores.
   size_t sendExtent = 0, recvExtent = 0;
@@ -90,6 +113,14 @@ struct ExecContext {
   // The call's buffers on this host outgrow the last-level cache: sends from
   // braidMemAllocHost buffers go single copy (Connection::sendsInPlace).
   bool outgrowsCache = false;
+  // The device path (braidComm::deviceDirect, with device buffers): the call's buffers and the
+  // scratch are device memory. Copies and reductions run on the device (device::Runtime's
+  // copyOnOwnStream, deviceReduce, deviceDivide; each waited for before its step counts as
+  // done), and sends go in place where the connection can (Connection::sendsDeviceInPlace),
+  // else through host memory. A piece on the other side of the call's (a peer that passed
+  // host buffers) is copied over first.
+  bool device = false;
+  int cudaDevice = -1;  // the communicator's device: the device path runs on it
 };
 
 constexpr size_t kStreamMinBytes = 64 << 10;

@@ -16,6 +16,7 @@
 #include <new>
 #include <string>
 
+#include "core/error.h"
 #include "core/host_mem.h"
 
 namespace braid {
@@ -28,6 +29,7 @@ Fifo* Fifo::init(void* at) {
   new (&f->tail) std::atomic<uint64_t>(0);
   new (&f->consumerPulls) std::atomic<int32_t>(0);
   new (&f->consumerMaps) std::atomic<int32_t>(0);
+  new (&f->consumerOpens) std::atomic<int32_t>(0);
   new (&f->producerGone) std::atomic<int32_t>(0);
   new (&f->consumerGone) std::atomic<int32_t>(0);
   return f;
@@ -73,7 +75,10 @@ FifoConnection::FifoConnection(const char* name, void* sendFifo, int slots, size
       recvSlots_(recvSlots),
       recvSlotBytes_(recvSlotBytes) {}
 
-FifoConnection::~FifoConnection() { unmapAll(); }
+FifoConnection::~FifoConnection() {
+  unmapAll();
+  closeAll();
+}
 
 void* FifoConnection::sendReserve(size_t* capacity) {
   if (sendHead_ - sendTailSeen_ >= static_cast<uint64_t>(slots_)) {
@@ -118,6 +123,95 @@ bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, ui
   send_->head.store(sendHead_, std::memory_order_release);
   peerBell_->ring();
   return true;
+}
+
+int FifoConnection::consumerOpens() const {
+  if (opensChecked_ < 0) opensChecked_ = send_->consumerOpens.load(std::memory_order_acquire);
+  return opensChecked_;
+}
+
+bool FifoConnection::sendsDeviceInPlace(const void* src, size_t bytes, bool sameStep) {
+  const int mode = consumerOpens();
+  if (mode == 0) return false;
+  refValid_ = mode != Fifo::kSameProcess;
+  if (!refValid_) {
+    stepSrc_ = static_cast<const char*>(src);
+    return true;
+  }
+  if (slotBytes_ < sizeof(device::IpcRef)) return false;  // a cell too small for the handle
+  // A step waiting for free slots asks again on every pass: export it once. Only within the
+  // step: memory freed since may be another allocation at the same address.
+  if (sameStep && stepExported_ && stepSrc_ == src && stepBytes_ == bytes) return true;
+  stepSrc_ = static_cast<const char*>(src);
+  stepBytes_ = bytes;
+  std::string why;
+  stepExported_ = device::runtime().ipcExport(src, bytes, &stepRef_, &why);
+  if (!stepExported_ && !exportWarned_) {
+    exportWarned_ = true;
+    BRAID_INFO("NET",
+               "device memory at %p cannot be shared with a peer process (%s): it is "
+               "copied through host memory",
+               src, why.c_str());
+  }
+  return stepExported_;
+}
+
+bool FifoConnection::sendDeviceInPlace(const void* src, size_t bytes, uint64_t seq,
+                                       uint64_t* ticket) {
+  size_t capacity = 0;
+  void* payload = sendReserve(&capacity);
+  if (!payload) return false;
+  Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
+  c->seq = seq;
+  c->bytes = bytes;
+  c->src = src;
+  c->memId = Fifo::kDevicePiece;
+  c->memEpoch = hostmem::freeEpoch();
+  if (refValid_) {
+    device::IpcRef ref = stepRef_;
+    ref.offset += static_cast<uint64_t>(static_cast<const char*>(src) - stepSrc_);
+    std::memcpy(payload, &ref, sizeof(ref));
+  }
+  *ticket = sendHead_;
+  ++sendHead_;
+  send_->head.store(sendHead_, std::memory_order_release);
+  peerBell_->ring();
+  return true;
+}
+
+void FifoConnection::opensDeviceFrom(bool sameProcess) {
+  devMode_ = sameProcess ? Fifo::kSameProcess : Fifo::kOpensHandles;
+  recv_->consumerOpens.store(devMode_, std::memory_order_release);
+}
+
+void FifoConnection::closeAll() {
+  for (const Opened& o : opened_) device::runtime().ipcClose(o.base);
+  opened_.clear();
+}
+
+// Where this process reads the device piece c of another process: its IpcRef, opened on
+// first use. nullptr (and failure() says why) when it cannot be opened.
+const char* FifoConnection::openedDevice(Fifo::CellHeader* c) {
+  device::IpcRef ref;
+  std::memcpy(&ref, c + 1, sizeof(ref));
+  for (const Opened& o : opened_)
+    if (std::memcmp(o.handle, ref.handle, sizeof(ref.handle)) == 0) return o.base + ref.offset;
+  char* base = nullptr;
+  if (device::runtime().ipcOpen(ref, &base) != braidSuccess) {
+    mapFailed_ = true;
+    std::snprintf(failure_, sizeof(failure_), "opening the peer's device buffer (CUDA IPC): %s",
+                  lastError());
+    return nullptr;
+  }
+  if (opened_.size() >= kMaxOpen) {  // the oldest: no piece of it is peeked now
+    device::runtime().ipcClose(opened_.front().base);
+    opened_.erase(opened_.begin());
+  }
+  Opened o{};
+  std::memcpy(o.handle, ref.handle, sizeof(ref.handle));
+  o.base = base;
+  opened_.push_back(o);
+  return base + ref.offset;
 }
 
 bool FifoConnection::sendRetired(uint64_t ticket) {
@@ -229,6 +323,7 @@ void FifoConnection::pullFrom(int producerPid) {
 }
 
 const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
+  if (mapFailed_) return nullptr;  // a piece that cannot be read: failure() says why
   if (recvTail_ == recvHeadSeen_) {
     recvHeadSeen_ = recv_->head.load(std::memory_order_acquire);
     if (recvTail_ == recvHeadSeen_) return nullptr;
@@ -240,7 +335,16 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   // is a thread of it, else readable through recvPull only. (A cell that came over the
   // network carries the far sender's src, which means nothing here.)
   peekedRemote_ = nullptr;
+  peekedDevice_ = false;
   if (!maps_.empty()) noteEpoch(c->memEpoch);
+  if (c->src && c->memId == Fifo::kDevicePiece && devMode_ != 0) {
+    // The producer's call failed or was aborted: its buffer may be gone or reused.
+    if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;
+    const char* at =
+        devMode_ == Fifo::kSameProcess ? static_cast<const char*>(c->src) : openedDevice(c);
+    peekedDevice_ = at != nullptr;
+    return at;
+  }
   if (!c->src || (producerPid_ == 0 && mapPid_ == 0)) return c + 1;
   // The producer's call failed or was aborted: its buffer may be gone or reused.
   if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;
@@ -271,6 +375,7 @@ int FifoConnection::recvPull(void* dst, size_t offset, size_t n) {
 
 void FifoConnection::recvRelease() {
   peekedRemote_ = nullptr;
+  peekedDevice_ = false;
   ++recvTail_;
   recv_->tail.store(recvTail_, std::memory_order_release);
   peerBell_->ring();

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/device.h"
 #include "transport/transport.h"
 
 namespace braid {
@@ -39,6 +40,11 @@ struct Fifo {
   // The consumer's pid when it maps the producer's braidMemAllocHost allocations (host_mem.h),
   // else 0; written like consumerPulls.
   std::atomic<int32_t> consumerMaps;
+  // Whether the consumer reads the producer's CUDA device pieces (the CUDA IPC transport):
+  // 0 no, kOpensHandles (it opens the IPC handle each piece carries), kSameProcess (a thread
+  // of the producer's process: it reads the pointer itself). Written like consumerPulls.
+  std::atomic<int32_t> consumerOpens;
+  static constexpr int32_t kOpensHandles = 1, kSameProcess = 2;
   struct alignas(kFifoLine) CellHeader {
     uint64_t seq;
     uint64_t bytes;
@@ -54,6 +60,10 @@ struct Fifo {
     int32_t memFd;
     uint32_t memEpoch;  // on every piece, in place or not
   };
+  // CellHeader::memId of an in-place piece in CUDA device memory: src is the producer's
+  // pointer, and the cell's payload holds its device::IpcRef (unless the consumer is a thread
+  // of the producer's process, which reads src itself).
+  static constexpr uint64_t kDevicePiece = ~0ull;
   // Cell i: its header, then slotBytes of payload.
   CellHeader* cell(int i, size_t slotBytes) {
     char* base = reinterpret_cast<char*>(this) + 2 * kFifoLine;
@@ -102,12 +112,15 @@ class FifoConnection : public Connection {
   const void* recvPeek(size_t* bytes, uint64_t* seq) override;
   void recvRelease() override;
   bool recvRemote() const override { return peekedRemote_ != nullptr; }
+  bool recvOnDevice() const override { return peekedDevice_; }
   int recvPull(void* dst, size_t offset, size_t n) override;
   size_t maxPiece() const override { return slotBytes_; }
   const char* name() const override { return name_; }
   bool sendsInPlace(const void* src, size_t bytes, bool large) const override;
   bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
   bool sendRetired(uint64_t ticket) override;
+  bool sendsDeviceInPlace(const void* src, size_t bytes, bool sameStep) override;
+  bool sendDeviceInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
   const char* failure() const override;
   void abandon(int blamed) override;
   int blamed() const override;
@@ -137,6 +150,13 @@ class FifoConnection : public Connection {
   // it maps them.
   void mapsFrom(int producerPid);
   void offerSharedSends(size_t minBytes) { sharedMin_ = minBytes; }
+  // The CUDA IPC transport. Receive side: this rank reads the device memory the producer's
+  // pieces name, opening their handles (device::Runtime::ipcOpen), or, when the producer is
+  // a thread of this process (sameProcess: pid and process token), at their pointers; it says
+  // so in the FIFO. Call during init, like pullFrom, and only where this rank's device can
+  // reach the producer's. Send side: every step in device memory goes in place once the
+  // consumer says it reads them and (another process) the memory can be exported.
+  void opensDeviceFrom(bool sameProcess);
 
  private:
   const char* name_;
@@ -155,11 +175,34 @@ class FifoConnection : public Connection {
   // Producer side, single copy: the threshold offered, and the consumer's verdict, read at
   // the first send.
   size_t pullMin_ = SIZE_MAX;
-  mutable int pullChecked_ = -1;  // -1: not read yet, else whether the consumer pulls
-  size_t sharedMin_ = SIZE_MAX;   // producer side, braidMemAllocHost memory
-  mutable int mapsChecked_ = -1;  // -1: not read yet, else whether the consumer maps
+  mutable int pullChecked_ = -1;   // -1: not read yet, else whether the consumer pulls
+  size_t sharedMin_ = SIZE_MAX;    // producer side, braidMemAllocHost memory
+  mutable int mapsChecked_ = -1;   // -1: not read yet, else whether the consumer maps
+  mutable int opensChecked_ = -1;  // -1: not read yet, else Fifo::consumerOpens
   bool consumerPulls() const;
   bool consumerMaps() const;
+  int consumerOpens() const;
+  // Consumer side, device memory: Fifo::consumerOpens's mode (0: not reading them), the
+  // handles this connection opened (closed with it; at most kMaxOpen, oldest closed first),
+  // and whether the last peeked piece is device memory.
+  int devMode_ = 0;
+  struct Opened {
+    unsigned char handle[64];
+    char* base;
+  };
+  std::vector<Opened> opened_;
+  static constexpr size_t kMaxOpen = 64;
+  bool peekedDevice_ = false;
+  // Send side, device memory: the step sendsDeviceInPlace accepted, and its reference
+  // (refValid_ false: the consumer is a thread of this process and reads src itself).
+  const char* stepSrc_ = nullptr;
+  size_t stepBytes_ = 0;
+  device::IpcRef stepRef_{};
+  bool refValid_ = false;
+  bool stepExported_ = false;  // stepRef_ holds the export of [stepSrc_, + stepBytes_)
+  bool exportWarned_ = false;
+  const char* openedDevice(Fifo::CellHeader* c);
+  void closeAll();
   // Consumer side, braidMemAllocHost memory: the producer's pid (0: not mapping), its
   // allocations mapped here, and the free epoch they were mapped under.
   int mapPid_ = 0;

@@ -53,6 +53,9 @@ class Connection {
   // and recvPull copies its bytes [offset, offset + n) into dst. Returns 0, or the errno of
   // the read (ESRCH: the sender exited).
   virtual bool recvRemote() const { return false; }
+  // Whether the piece the last recvPeek returned is CUDA device memory (the CUDA IPC
+  // transport): readable by the device's copies and kernels only.
+  virtual bool recvOnDevice() const { return false; }
   virtual int recvPull(void* dst, size_t offset, size_t n) {
     (void)dst, (void)offset, (void)n;
     return 0;
@@ -65,7 +68,8 @@ class Connection {
   // unchanged until sendRetired(ticket). Offered where the far end can read this process's
   // memory: a thread of it (the network proxy, or a rank run as a thread), a process of this
   // host that reads with process_vm_readv, or one that maps src's braidMemAllocHost
-  // allocation (single copy). sendsInPlace says whether a step of `bytes` at src goes in
+  // allocation (single copy), or, for CUDA device memory, a rank of this host that opens it
+  // (CUDA IPC). sendsInPlace says whether a step of `bytes` at src goes in
   // place (else it is copied); `large`: the call outgrows the cache, the only calls whose
   // braidMemAllocHost buffers go in place. sendInPlace returns false when no slot is free
   // (try again).
@@ -74,6 +78,19 @@ class Connection {
     return false;
   }
   virtual bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
+    (void)src, (void)bytes, (void)seq, (void)ticket;
+    return false;
+  }
+  // In-place sends of CUDA device memory (the CUDA IPC transport): whether a step of `bytes`
+  // at src goes in place (the far end opens this process's device memory, and src's can be
+  // exported; else the caller copies it through host memory), and the send of one piece of
+  // the step last accepted, which returns false when no slot is free. sameStep: the step
+  // asked before, and part of it went (the answer may be kept from then).
+  virtual bool sendsDeviceInPlace(const void* src, size_t bytes, bool sameStep) {
+    (void)src, (void)bytes, (void)sameStep;
+    return false;
+  }
+  virtual bool sendDeviceInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
     (void)src, (void)bytes, (void)seq, (void)ticket;
     return false;
   }

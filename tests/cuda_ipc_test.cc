@@ -1,0 +1,289 @@
+// The CUDA IPC transport, on the stand-in runtime of fake_cuda.h: a communicator whose ranks
+// all have a device and share the host is deviceDirect, and its calls on device buffers go
+// device to device. Between processes each rank opens its peers' buffers (the stand-in's IPC
+// handles name their memfds); between threads it reads them in place. Copies and reductions
+// run on the "device", nothing is staged through host memory, and a rank that passes host
+// buffers still gets exact results. Ranks as threads and as processes.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "core/config.h"
+#include "core/device.h"
+#include "fake_cuda.h"
+#include "test_util.h"
+
+namespace braid::test {
+namespace {
+
+// Floats per rank: several pieces at the default 128 KiB grain.
+constexpr size_t kCount = 100003;
+
+// n floats of device memory (the runtime's), or of host memory for a rank that passes host
+// buffers; every element -1.
+struct Buffer {
+  Buffer(size_t n, bool host) : host_(host) {
+    if (host) {
+      vec_.assign(n, -1.0f);
+      p = vec_.data();
+    } else {
+      device::runtime().alloc(reinterpret_cast<void**>(&p), n * sizeof(float));
+      for (size_t i = 0; i < n; ++i) p[i] = -1.0f;
+    }
+  }
+  ~Buffer() {
+    if (!host_) device::runtime().free(p);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  float* p = nullptr;
+
+ private:
+  bool host_;
+  std::vector<float> vec_;
+};
+
+float input(int rank, size_t i) {
+  return static_cast<float>(rank + 1) * 0.5f + static_cast<float>(i % 29);
+}
+
+// The first element of n at got that differs from want(i), as a message, or "".
+template <typename Want>
+std::string check(const char* what, const float* got, size_t n, const Want& want) {
+  for (size_t i = 0; i < n; ++i)
+    if (got[i] != want(i))
+      return std::string(what) + ": element " + std::to_string(i) + " is " +
+             std::to_string(got[i]) + ", expected " + std::to_string(want(i));
+  return "";
+}
+
+// All-reduce (out of place and in place), reduce-scatter, all-gather, broadcast and a ring
+// of send/recv on one rank, each checked exactly. hostRank: this rank passes host buffers.
+std::string exchange(braidComm_t comm, int rank, int nranks, bool hostRank) {
+  const size_t n = static_cast<size_t>(nranks);
+  auto sum = [nranks](size_t i) {
+    float s = 0;
+    for (int r = 0; r < nranks; ++r) s += input(r, i);
+    return s;
+  };
+  Buffer in(kCount * n, hostRank), out(kCount * n, hostRank);
+  for (size_t i = 0; i < kCount * n; ++i) in.p[i] = input(rank, i);
+  std::string e;
+  if (braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, comm, nullptr) != braidSuccess)
+    return std::string("all-reduce: ") + braidGetLastError(comm);
+  if (!(e = check("all-reduce", out.p, kCount, sum)).empty()) return e;
+  if (braidAllReduce(in.p, in.p, kCount, braidFloat32, braidMax, comm, nullptr) != braidSuccess)
+    return std::string("in-place all-reduce: ") + braidGetLastError(comm);
+  if (!(e = check("in-place all-reduce (max)", in.p, kCount, [nranks](size_t i) {
+          return input(nranks - 1, i);
+        })).empty())
+    return e;
+  for (size_t i = 0; i < kCount * n; ++i) in.p[i] = input(rank, i);
+  if (braidReduceScatter(in.p, out.p, kCount, braidFloat32, braidSum, comm, nullptr) !=
+      braidSuccess)
+    return std::string("reduce-scatter: ") + braidGetLastError(comm);
+  const size_t mine = static_cast<size_t>(rank) * kCount;
+  if (!(e = check("reduce-scatter", out.p, kCount, [&](size_t i) {
+          return sum(mine + i);
+        })).empty())
+    return e;
+  if (braidAllGather(in.p, out.p, kCount, braidFloat32, comm, nullptr) != braidSuccess)
+    return std::string("all-gather: ") + braidGetLastError(comm);
+  if (!(e = check("all-gather", out.p, kCount * n, [](size_t i) {
+          return input(static_cast<int>(i / kCount), i % kCount);
+        })).empty())
+    return e;
+  const int root = nranks - 1;
+  if (braidBroadcast(in.p, out.p, kCount, braidFloat32, root, comm, nullptr) != braidSuccess)
+    return std::string("broadcast: ") + braidGetLastError(comm);
+  if (!(e = check("broadcast", out.p, kCount, [root](size_t i) { return input(root, i); })).empty())
+    return e;
+  braidGroupStart();
+  braidSend(in.p, kCount, braidFloat32, (rank + 1) % nranks, comm, nullptr);
+  braidRecv(out.p, kCount, braidFloat32, (rank + nranks - 1) % nranks, comm, nullptr);
+  if (braidGroupEnd() != braidSuccess) return std::string("send/recv: ") + braidGetLastError(comm);
+  const int from = (rank + nranks - 1) % nranks;
+  return check("send/recv", out.p, kCount, [from](size_t i) { return input(from, i); });
+}
+
+// What the counters of a rank run as a process must show after its exchange, or "": device
+// memory went to and from its peers (exported, opened), nothing was staged.
+std::string checkPath() {
+  const FakeCudaStats& st = fakeCudaStats();
+  const auto counts = " (staged copies " + std::to_string(st.syncCopies) + ", device reductions " +
+                      std::to_string(st.deviceReduces) + ", exports " +
+                      std::to_string(st.ipcExports) + ", opens " + std::to_string(st.ipcOpens) +
+                      ")";
+  if (!config().cudaIpc) {
+    if (st.syncCopies == 0 || st.ipcOpens != 0) return "BRAID_CUDA_IPC=0 did not stage" + counts;
+    return "";
+  }
+  if (st.syncCopies != 0) return "a call was staged" + counts;
+  if (st.deviceReduces == 0) return "no reduction ran on the device" + counts;
+  if (st.ipcExports == 0 || st.ipcOpens == 0)
+    return "no device memory went between the processes" + counts;
+  return "";
+}
+
+class CudaIpc : public ::testing::Test {
+ protected:
+  void SetUp() override { device::setRuntimeForTesting(&fakeCudaRuntime(false)); }
+  void TearDown() override { device::setRuntimeForTesting(nullptr); }
+};
+
+class CudaIpcRanks : public CudaIpc, public ::testing::WithParamInterface<int> {};
+
+TEST_P(CudaIpcRanks, DeviceToDeviceBetweenThreads) {
+  const int n = GetParam();
+  const FakeCudaStats& st = fakeCudaStats();
+  const uint64_t staged = st.syncCopies, reduced = st.deviceReduces, opened = st.ipcOpens;
+  auto errors = runThreads(n, [n](braidComm_t c, int r) { return exchange(c, r, n, false); });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+  EXPECT_EQ(st.syncCopies, staged) << "a call was staged through host memory";
+  EXPECT_GT(st.deviceReduces, reduced) << "no reduction ran on the device";
+  EXPECT_EQ(st.ipcOpens, opened) << "threads of one process opened each other's memory";
+}
+
+TEST_P(CudaIpcRanks, DeviceToDeviceBetweenProcesses) {
+  const int n = GetParam();
+  auto results = runProcesses(n, "ipc");
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  EXPECT_TRUE(shmLeftovers(results).empty());
+}
+
+// BRAID_CUDA_IPC=0: the same calls are staged through host memory, with the same results.
+TEST_P(CudaIpcRanks, StagedWhenTurnedOff) {
+  const int n = GetParam();
+  auto results = runProcesses(n, "ipc", {"BRAID_CUDA_IPC=0"});
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+}
+
+// Rank 0 passes host buffers while its peers pass device memory: it receives device pieces
+// and sends host ones, and every rank's results are still exact.
+TEST_P(CudaIpcRanks, OneRankWithHostBuffers) {
+  const int n = GetParam();
+  auto errors = runThreads(n, [n](braidComm_t c, int r) { return exchange(c, r, n, r == 0); });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+  auto results = runProcesses(n, "ipc-host0");
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+}
+
+INSTANTIATE_TEST_SUITE_P(NRanks, CudaIpcRanks, ::testing::Values(2, 3, 4));
+
+// Two thread ranks on two devices: with peer access each reads the other's memory in place;
+// without it (as between GPUs that cannot reach each other) device memory goes through the
+// FIFO's host memory. Exact results either way.
+TEST_F(CudaIpc, RanksOnTwoDevicesWithAndWithoutPeerAccess) {
+  for (bool peerAccess : {true, false}) {
+    fakeCudaStats().noPeerAccess.store(!peerAccess);
+    braidComm_t comms[2];
+    const int devs[2] = {0, 1};
+    ASSERT_EQ(braidCommInitAll(comms, 2, devs), braidSuccess) << braidGetLastError(nullptr);
+    std::string errors[2];
+    {
+      std::vector<std::jthread> ranks;
+      for (int r = 0; r < 2; ++r)
+        ranks.emplace_back([&, r] { errors[r] = exchange(comms[r], r, 2, false); });
+    }
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(errors[r], "") << (peerAccess ? "with" : "without") << " peer access";
+      EXPECT_EQ(braidCommDestroy(comms[r]), braidSuccess);
+    }
+  }
+  fakeCudaStats().noPeerAccess.store(false);
+}
+
+// Cells too small for an IPC handle (BRAID_CHUNKSIZE=64): device memory goes through the
+// FIFO's host memory instead, with the same results.
+TEST_F(CudaIpc, CellsTooSmallForAHandleCopyThroughHostMemory) {
+  auto results = runProcesses(2, "ipc-unchecked", {"BRAID_CHUNKSIZE=64", "BRAID_BUFFSIZE=64K"});
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+}
+
+// Each rank's connections close the handles they opened when the communicator goes.
+TEST_F(CudaIpc, HandlesAreClosedWithTheCommunicator) {
+  auto results = runProcesses(2, "ipc-closes");
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+}
+
+// A rank that cannot open its peer's buffer fails its call, naming CUDA IPC, and so does the
+// peer, which would otherwise wait for it: neither hangs.
+TEST_F(CudaIpc, AHandleThatCannotBeOpenedFailsBothRanks) {
+  auto results = runProcesses(2, "ipc-open-fails", {"BRAID_TIMEOUT=20"});
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+}
+
+}  // namespace
+}  // namespace braid::test
+
+int main(int argc, char** argv) {
+  using braid::test::Buffer;
+  using braid::test::exchange;
+  using braid::test::kCount;
+  // host0: rank 0 passes host buffers; checked: the counters must show the device path.
+  auto role = [](bool host0, bool checked) {
+    return [host0, checked](braidComm_t c, int r, int n) {
+      std::string e = exchange(c, r, n, host0 && r == 0);
+      if (e.empty() && checked) e = braid::test::checkPath();
+      if (!e.empty()) std::fprintf(stderr, "rank %d: %s\n", r, e.c_str());
+      return e.empty() ? 0 : 1;
+    };
+  };
+  braid::test::registerChildRole("ipc", role(false, true));
+  braid::test::registerChildRole("ipc-host0", role(true, false));
+  braid::test::registerChildRole("ipc-unchecked", role(false, false));
+  // The exchange, then the communicator destroyed: every handle opened is closed.
+  braid::test::registerRawChildRole("ipc-closes", [](int r, int n) {
+    braidUniqueId id;
+    braidComm_t c = nullptr;
+    if (braidUniqueIdFromString(std::getenv("BRAID_UNIQUE_ID"), &id) != braidSuccess ||
+        braidCommInitRank(&c, n, id, r) != braidSuccess) {
+      std::fprintf(stderr, "rank %d: init failed: %s\n", r, braidGetLastError(nullptr));
+      return 3;
+    }
+    std::string e = exchange(c, r, n, false);
+    const braid::test::FakeCudaStats& st = braid::test::fakeCudaStats();
+    if (braidCommDestroy(c) != braidSuccess && e.empty())
+      e = std::string("braidCommDestroy: ") + braidGetLastError(nullptr);
+    if (e.empty() && (st.ipcOpens == 0 || st.ipcCloses != st.ipcOpens))
+      e = "opened " + std::to_string(st.ipcOpens) + " handles, closed " +
+          std::to_string(st.ipcCloses);
+    if (!e.empty()) std::fprintf(stderr, "rank %d: %s\n", r, e.c_str());
+    return e.empty() ? 0 : 1;
+  });
+  // Rank 1's first open fails.
+  braid::test::registerChildRole("ipc-open-fails", [](braidComm_t c, int r, int) {
+    if (r == 1) braid::test::fakeCudaStats().failOpens.store(1);
+    Buffer in(kCount, false), out(kCount, false);
+    const braidResult_t res =
+        braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, c, nullptr);
+    const std::string msg = braidGetLastError(c);
+    if (res == braidSuccess) {
+      std::fprintf(stderr, "rank %d: the all-reduce succeeded\n", r);
+      return 1;
+    }
+    if (r == 1 && msg.find("CUDA IPC") == std::string::npos) {
+      std::fprintf(stderr, "rank 1: the message does not name CUDA IPC: %s\n", msg.c_str());
+      return 1;
+    }
+    return 0;
+  });
+  // Children run under the stand-in runtime too (set before they join the communicator).
+  if (argc > 1 && std::strncmp(argv[1], "--braid-child=", 14) == 0)
+    braid::device::setRuntimeForTesting(&braid::test::fakeCudaRuntime(false));
+  int rc = braid::test::childMain(argc, argv);
+  if (rc >= 0) return rc;
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
