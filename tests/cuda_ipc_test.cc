@@ -151,18 +151,16 @@ TEST_P(CudaIpcRanks, DeviceToDeviceBetweenThreads) {
 
 TEST_P(CudaIpcRanks, DeviceToDeviceBetweenProcesses) {
   const int n = GetParam();
-  auto results = runProcesses(n, "ipc");
-  for (int r = 0; r < n; ++r)
-    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  const auto results = runProcesses(n, "ipc");
+  EXPECT_EQ(failedChildren(results), "");
   EXPECT_TRUE(shmLeftovers(results).empty());
 }
 
 // BRAID_CUDA_IPC=0: the same calls are staged through host memory, with the same results.
 TEST_P(CudaIpcRanks, StagedWhenTurnedOff) {
   const int n = GetParam();
-  auto results = runProcesses(n, "ipc", {"BRAID_CUDA_IPC=0"});
-  for (int r = 0; r < n; ++r)
-    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  const auto results = runProcesses(n, "ipc", {"BRAID_CUDA_IPC=0"});
+  EXPECT_EQ(failedChildren(results), "");
 }
 
 // Rank 0 passes host buffers while its peers pass device memory: it receives device pieces
@@ -171,9 +169,8 @@ TEST_P(CudaIpcRanks, OneRankWithHostBuffers) {
   const int n = GetParam();
   auto errors = runThreads(n, [n](braidComm_t c, int r) { return exchange(c, r, n, r == 0); });
   for (const auto& e : errors) ADD_FAILURE() << e;
-  auto results = runProcesses(n, "ipc-host0");
-  for (int r = 0; r < n; ++r)
-    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  const auto results = runProcesses(n, "ipc-host0");
+  EXPECT_EQ(failedChildren(results), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(NRanks, CudaIpcRanks, ::testing::Values(2, 3, 4));
@@ -204,24 +201,22 @@ TEST_F(CudaIpc, RanksOnTwoDevicesWithAndWithoutPeerAccess) {
 // Cells too small for an IPC handle (BRAID_CHUNKSIZE=64): device memory goes through the
 // FIFO's host memory instead, with the same results.
 TEST_F(CudaIpc, CellsTooSmallForAHandleCopyThroughHostMemory) {
-  auto results = runProcesses(2, "ipc-unchecked", {"BRAID_CHUNKSIZE=64", "BRAID_BUFFSIZE=64K"});
-  for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  const auto results =
+      runProcesses(2, "ipc-unchecked", {"BRAID_CHUNKSIZE=64", "BRAID_BUFFSIZE=64K"});
+  EXPECT_EQ(failedChildren(results), "");
 }
 
 // Each rank's connections close the handles they opened when the communicator goes.
 TEST_F(CudaIpc, HandlesAreClosedWithTheCommunicator) {
-  auto results = runProcesses(2, "ipc-closes");
-  for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  const auto results = runProcesses(2, "ipc-closes");
+  EXPECT_EQ(failedChildren(results), "");
 }
 
 // A rank that cannot open its peer's buffer fails its call, naming CUDA IPC, and so does the
 // peer, which would otherwise wait for it: neither hangs.
 TEST_F(CudaIpc, AHandleThatCannotBeOpenedFailsBothRanks) {
-  auto results = runProcesses(2, "ipc-open-fails", {"BRAID_TIMEOUT=20"});
-  for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(results[r].status, 0) << "rank " << r << ":\n" << results[r].output;
+  const auto results = runProcesses(2, "ipc-open-fails", {"BRAID_TIMEOUT=20"});
+  EXPECT_EQ(failedChildren(results), "");
 }
 
 }  // namespace

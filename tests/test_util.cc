@@ -662,6 +662,15 @@ std::vector<std::string> shmLeftovers(int pid) {
   return out;
 }
 
+std::string failedChildren(const std::vector<ChildResult>& results) {
+  std::string out;
+  for (size_t r = 0; r < results.size(); ++r)
+    if (results[r].status != 0)
+      out += "rank " + std::to_string(r) + " (status " + std::to_string(results[r].status) +
+             "):\n" + results[r].output + "\n";
+  return out;
+}
+
 std::vector<std::string> shmLeftovers(const std::vector<ChildResult>& children) {
   std::vector<std::string> out;
   for (const ChildResult& c : children)

@@ -42,6 +42,9 @@ struct ChildResult {
 };
 std::vector<ChildResult> runProcesses(int nranks, const std::string& role,
                                       const std::vector<std::string>& extraEnv = {});
+// Each child that did not exit 0, as "rank R (status S):" and its output; "" when all did
+// (EXPECT_EQ(failedChildren(results), "")).
+std::string failedChildren(const std::vector<ChildResult>& results);
 
 // In a test binary's main: if argv names a child role, runs it and returns its exit
 // code; else returns -1. Roles are registered with registerChildRole (the child joins the
