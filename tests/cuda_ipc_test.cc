@@ -130,6 +130,10 @@ std::string checkPath() {
   return "";
 }
 
+// The children's settings where a test needs the device path whatever the caller's
+// environment says (the counters it checks depend on it).
+const std::vector<std::string> kIpcOn = {"BRAID_CUDA_IPC=1", "BRAID_CHUNKSIZE=131072"};
+
 class CudaIpc : public ::testing::Test {
  protected:
   void SetUp() override { device::setRuntimeForTesting(&fakeCudaRuntime(false)); }
@@ -144,14 +148,18 @@ TEST_P(CudaIpcRanks, DeviceToDeviceBetweenThreads) {
   const uint64_t staged = st.syncCopies, reduced = st.deviceReduces, opened = st.ipcOpens;
   auto errors = runThreads(n, [n](braidComm_t c, int r) { return exchange(c, r, n, false); });
   for (const auto& e : errors) ADD_FAILURE() << e;
+  EXPECT_EQ(st.ipcOpens, opened) << "threads of one process opened each other's memory";
+  if (!config().cudaIpc) {  // BRAID_CUDA_IPC=0 in the environment: staged
+    EXPECT_GT(st.syncCopies, staged) << "BRAID_CUDA_IPC=0 did not stage";
+    return;
+  }
   EXPECT_EQ(st.syncCopies, staged) << "a call was staged through host memory";
   EXPECT_GT(st.deviceReduces, reduced) << "no reduction ran on the device";
-  EXPECT_EQ(st.ipcOpens, opened) << "threads of one process opened each other's memory";
 }
 
 TEST_P(CudaIpcRanks, DeviceToDeviceBetweenProcesses) {
   const int n = GetParam();
-  const auto results = runProcesses(n, "ipc");
+  const auto results = runProcesses(n, "ipc", kIpcOn);
   EXPECT_EQ(failedChildren(results), "");
   EXPECT_TRUE(shmLeftovers(results).empty());
 }
@@ -198,6 +206,36 @@ TEST_F(CudaIpc, RanksOnTwoDevicesWithAndWithoutPeerAccess) {
   fakeCudaStats().noPeerAccess.store(false);
 }
 
+// Calls on CUDA streams through more shapes than the plan cache holds, with an algorithm that
+// needs scratch: the device scratch is the communicator's, grown (never freed) on the proxy,
+// and all of it is freed with the communicators.
+TEST_F(CudaIpc, DeviceScratchIsFreedWithTheCommunicator) {
+  const size_t live = fakeLiveAllocations();
+  auto errors = runThreads(2, [](braidComm_t c, int r) -> std::string {
+    if (braidCommSetAlgorithm(c, "allreduce", "recursive_doubling") != braidSuccess)
+      return std::string("braidCommSetAlgorithm: ") + braidGetLastError(c);
+    FakeStream cuda;
+    braidStream_t s = nullptr;
+    if (braidStreamCreateCuda(&s, &cuda) != braidSuccess)
+      return std::string("braidStreamCreateCuda: ") + braidGetLastError(nullptr);
+    Buffer in(1000, false), out(1000, false);
+    for (size_t i = 0; i < 1000; ++i) in.p[i] = input(r, i);
+    std::string e;
+    for (size_t n = 700; n < 1000 && e.empty(); ++n)  // 300 shapes: the cache clears once
+      if (braidAllReduce(in.p, out.p, n, braidFloat32, braidSum, c, s) != braidSuccess)
+        e = std::string("all-reduce: ") + braidGetLastError(c);
+    if (braidStreamSynchronize(s) != braidSuccess && e.empty())
+      e = std::string("braidStreamSynchronize: ") + braidGetLastError(nullptr);
+    braidStreamDestroy(s);
+    if (e.empty())
+      e = check("the last all-reduce", out.p, 999,
+                [](size_t i) { return input(0, i) + input(1, i); });
+    return e;
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+  EXPECT_EQ(fakeLiveAllocations(), live) << "device memory left after the communicators went";
+}
+
 // Cells too small for an IPC handle (BRAID_CHUNKSIZE=64): device memory goes through the
 // FIFO's host memory instead, with the same results.
 TEST_F(CudaIpc, CellsTooSmallForAHandleCopyThroughHostMemory) {
@@ -208,14 +246,15 @@ TEST_F(CudaIpc, CellsTooSmallForAHandleCopyThroughHostMemory) {
 
 // Each rank's connections close the handles they opened when the communicator goes.
 TEST_F(CudaIpc, HandlesAreClosedWithTheCommunicator) {
-  const auto results = runProcesses(2, "ipc-closes");
+  const auto results = runProcesses(2, "ipc-closes", kIpcOn);
   EXPECT_EQ(failedChildren(results), "");
 }
 
 // A rank that cannot open its peer's buffer fails its call, naming CUDA IPC, and so does the
 // peer, which would otherwise wait for it: neither hangs.
 TEST_F(CudaIpc, AHandleThatCannotBeOpenedFailsBothRanks) {
-  const auto results = runProcesses(2, "ipc-open-fails", {"BRAID_TIMEOUT=20"});
+  const auto results =
+      runProcesses(2, "ipc-open-fails", {"BRAID_TIMEOUT=20", kIpcOn[0], kIpcOn[1]});
   EXPECT_EQ(failedChildren(results), "");
 }
 

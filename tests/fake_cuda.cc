@@ -318,6 +318,11 @@ FakeStream& fakeLegacyStream(int device) {
   return legacy[device];
 }
 
+size_t fakeLiveAllocations() {
+  std::lock_guard<std::mutex> lock(g_allocMu);
+  return g_allocs.size();
+}
+
 FakeCudaStats& fakeCudaStats() {
   static FakeCudaStats stats;
   return stats;

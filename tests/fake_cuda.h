@@ -89,5 +89,7 @@ struct FakeCudaStats {
   std::atomic<bool> noPeerAccess{false};
 };
 FakeCudaStats& fakeCudaStats();
+// Allocations of the stand-in's "device" not freed yet.
+size_t fakeLiveAllocations();
 
 }  // namespace braid::test

@@ -396,10 +396,10 @@ braidResult_t braidStreamCreate(braidStream_t* stream);
 /// it waits until the call is done. The calling thread does not wait. The call runs on this
 /// stream's worker thread (the proxy), which moves device buffers device to device (CUDA IPC,
 /// on a communicator whose ranks share one host and all have a device: BRAID_CUDA_IPC) or
-/// stages them through host memory, on a stream of its own on the communicator's device; cudaStream waits on a mapped host word
-/// (cuStreamWaitValue32, which the device must support), so it can be captured into a CUDA
-/// graph, each replay running the call again. Use it with that one CUDA stream (for
-/// cudaStreamPerThread, from one thread), and launch no graph holding its calls after
+/// stages them through host memory, on a stream of its own on the communicator's device; cudaStream
+/// waits on a mapped host word (cuStreamWaitValue32, which the device must support), so it can be
+/// captured into a CUDA graph, each replay running the call again. Use it with that one CUDA stream
+/// (for cudaStreamPerThread, from one thread), and launch no graph holding its calls after
 /// braidStreamDestroy. A failed call is reported by braidStreamSynchronize and is its
 /// communicator's asynchronous error (braidCommGetAsyncError): no caller waited for it. If
 /// the wait cannot be queued, the call returns that error but still runs, unordered, when
@@ -464,8 +464,9 @@ braidResult_t braidMemFreeHost(void* ptr);
 braidResult_t braidMemcpy(void* dst, const void* src, size_t bytes);
 /// Registers size bytes at buff with comm for later collectives (NCCL's ncclCommRegister).
 /// Braid needs no registration (host buffers are copied through its own segments; device
-/// buffers are opened by their peers per allocation, or staged), so this records the range and returns a handle for
-/// braidCommDeregister. @return braidInvalidArgument for a NULL buff (size > 0) or handle.
+/// buffers are opened by their peers per allocation, or staged), so this records the range and
+/// returns a handle for braidCommDeregister. @return braidInvalidArgument for a NULL buff (size >
+/// 0) or handle.
 braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle);
 /// Releases a handle of braidCommRegister on the same comm; braidInvalidArgument for a handle
 /// comm did not give or one already released. Handles left are freed with comm.

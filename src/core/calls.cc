@@ -161,7 +161,11 @@ ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype
                   comm->segment ? comm->segment->doorbell() : nullptr,
                   comm->oversubscribed,
                   tag};
-  ctx.cudaDevice = comm->cudaDevice;
+  if (comm->deviceDirect) {
+    ctx.cudaDevice = comm->cudaDevice;
+    ctx.deviceScratch = &comm->deviceScratch;
+    ctx.deviceBlock = &comm->deviceBlock;
+  }
   ctx.aborted = &comm->aborted;
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;

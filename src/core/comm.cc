@@ -210,8 +210,14 @@ braidResult_t connectShm(braidComm* comm, int r) {
   // FIFO's host memory.
   if (comm->peers[comm->rank].cudaIpc && comm->peers[r].cudaIpc) {
     std::string why;
-    const bool reach = device::runtime().reachPeer(comm->peers[r].busId, &why);
-    if (reach) conn->opensDeviceFrom(sameProcess(comm->peers[r]));
+    const bool same = sameProcess(comm->peers[r]);
+    bool reach = device::runtime().reachPeer(comm->peers[r].busId, &why);
+    if (reach && !same && comm->segment->slotBytes() < sizeof(device::IpcRef)) {
+      reach = false;
+      why = "cells of " + std::to_string(comm->segment->slotBytes()) +
+            " bytes (BRAID_CHUNKSIZE) cannot hold a CUDA IPC handle";
+    }
+    if (reach) conn->opensDeviceFrom(same);
     BRAID_INFO("INIT", "rank %d <- rank %d: %s its device memory (%s)", comm->rank, r,
                reach ? "reads in place from" : "copies through host memory from", why.c_str());
   }
@@ -511,7 +517,15 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
                                    [](const PeerCard& p) { return p.cudaIpc; }) &&
                        std::none_of(remote.begin(), remote.end(), [](auto net) { return net; });
   if (comm->deviceDirect)
-    BRAID_INFO("INIT", "rank %d: device buffers go device to device (CUDA IPC)", rank);
+    BRAID_INFO("INIT",
+               "rank %d: calls on device buffers run on the device, unstaged (CUDA IPC where "
+               "the lines above say a peer's device memory is read in place)",
+               rank);
+  else if (comm->cudaDevice >= 0)
+    BRAID_INFO("INIT", "rank %d: calls on device buffers are staged through host memory (%s)", rank,
+               !mine.cudaIpc ? "BRAID_CUDA_IPC=0 or NCCL_P2P_DISABLE=1 here"
+               : nranks == 1 ? "one rank"
+                             : "a rank has BRAID_CUDA_IPC=0 or no device, or is on another host");
   if (comm->stallBoard) {
     std::vector<const CallPosition*> positions(nranks, nullptr);
     for (int r = 0; r < nranks; ++r)

@@ -126,6 +126,8 @@ struct braidComm {
   // calls whose buffers are device memory run device to device (the CUDA IPC transport:
   // device pieces in place, copies and reductions on the device) instead of being staged.
   bool deviceDirect = false;
+  // The device path's scratch and staging block (ExecContext::deviceScratch, deviceBlock).
+  braid::DeviceBuffer deviceScratch, deviceBlock;
   // braidCommRegister's records (under mu), freed with the communicator.
   struct Registration {
     void* buff;

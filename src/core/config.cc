@@ -104,8 +104,12 @@ Config load() {
       c.cudaIpc = s == "1";
     else
       badValue("BRAID_CUDA_IPC", v, "is not 0 or 1", "1");
-  } else if (const char* p2p = std::getenv("NCCL_P2P_DISABLE")) {
-    c.cudaIpc = std::string(p2p) != "1";  // NCCL's switch for the same path
+  } else if (const char* p2p = std::getenv("NCCL_P2P_DISABLE")) {  // NCCL's switch for it
+    const std::string s = p2p;
+    if (s == "1" || s == "0")
+      c.cudaIpc = s == "0";
+    else
+      badValue("NCCL_P2P_DISABLE", p2p, "is not 0 or 1", "0");
   }
   if (const char* v = getEnv("SOCKET_IFNAME")) c.socketIfname = v;
   if (const char* v = std::getenv("BRAID_HOST_ID")) c.hostId = v;

@@ -80,8 +80,15 @@ braidResult_t cudaAlloc(void** ptr, size_t bytes) {
 }
 
 braidResult_t cudaRelease(void* ptr) {
+  std::string why;
+  if (!haveDevice(&why))
+    return fail(braidUnhandledCudaError, "braidMemFree(%p): %s: it is not memory of braidMemAlloc",
+                ptr, why.c_str());
   cudaError_t e = cudaFree(ptr);
-  return e == cudaSuccess ? braidSuccess : cudaFailed("braidMemFree: cudaFree", e, 0);
+  if (e == cudaSuccess) return braidSuccess;
+  cudaGetLastError();
+  return fail(braidUnhandledCudaError, "braidMemFree(%p): cudaFree: %s", ptr,
+              cudaGetErrorString(e));
 }
 
 braidResult_t cudaToHost(void* dst, const void* src, size_t bytes) {

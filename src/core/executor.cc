@@ -54,23 +54,23 @@ class Run {
 
   braidResult_t go() {
     char* scratch = plan_.scratch.data();
-    if (ctx_.device) {
-      // On the communicator's device (a proxy is on it already; a thread of a synchronous
-      // group call, or the caller's, may not be), for this call only.
-      if (ctx_.cudaDevice >= 0) {
-        const int current = device::runtime().currentDevice(nullptr);
-        if (current != ctx_.cudaDevice) {
-          BRAID_TRY(device::runtime().setDevice(ctx_.cudaDevice));
-          restoreDevice_ = current;
-        }
+    // On the communicator's device (a proxy is on it already; a thread of a synchronous
+    // group call, or the caller's, may not be), for this call only.
+    if (ctx_.cudaDevice >= 0) {
+      const int current = device::runtime().currentDevice(nullptr);
+      if (current != ctx_.cudaDevice) {
+        BRAID_TRY(device::runtime().setDevice(ctx_.cudaDevice));
+        restoreDevice_ = current;
       }
+    }
+    if (ctx_.device) {
       // A call made on the caller's thread first waits for the device's queued work, so it
       // reads what the caller's kernels wrote (a proxy's stream has already run up to it).
       if (device::proxyDevice() == device::kNotProxy)
         BRAID_TRY(device::runtime().deviceSynchronize());
       if (!plan_.scratch.empty()) {
-        BRAID_TRY(plan_.deviceScratch.reserve(plan_.scratch.size()));
-        scratch = plan_.deviceScratch.data();
+        BRAID_TRY(ctx_.deviceScratch->reserve(plan_.scratch.size()));
+        scratch = ctx_.deviceScratch->data();
       }
     }
     if (ctx_.nbases > static_cast<size_t>(BufferId::kScratch))
@@ -340,8 +340,8 @@ class Run {
     if (onDevice == ctx_.device) return reduceHere(s, dst, src, data, bytes);
     char* block = nullptr;
     if (ctx_.device) {
-      BRAID_TRY(plan_.deviceBlock.reserve(kPullBlock));
-      block = plan_.deviceBlock.data();
+      BRAID_TRY(ctx_.deviceBlock->reserve(kPullBlock));
+      block = ctx_.deviceBlock->data();
     } else {
       if (plan_.pullBlock.size() < kPullBlock) plan_.pullBlock.resize(kPullBlock);
       block = plan_.pullBlock.data();
@@ -592,10 +592,11 @@ namespace {
 std::mutex g_deferredMu;
 std::vector<void*> g_deferred;
 
+// Frees p (if not NULL) and, outside a proxy, whatever proxies left.
 void freeDevice(void* p) {
   if (device::proxyDevice() != device::kNotProxy) {
     std::lock_guard<std::mutex> lock(g_deferredMu);
-    g_deferred.push_back(p);
+    if (p) g_deferred.push_back(p);
     return;
   }
   std::vector<void*> later;
@@ -603,15 +604,13 @@ void freeDevice(void* p) {
     std::lock_guard<std::mutex> lock(g_deferredMu);
     later.swap(g_deferred);
   }
-  later.push_back(p);
+  if (p) later.push_back(p);
   for (void* q : later) device::runtime().free(q);
 }
 
 }  // namespace
 
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) freeDevice(ptr_);
-}
+DeviceBuffer::~DeviceBuffer() { freeDevice(ptr_); }
 
 braidResult_t DeviceBuffer::reserve(size_t bytes) {
   if (bytes <= bytes_) return braidSuccess;

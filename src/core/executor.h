@@ -19,10 +19,11 @@ namespace braid {
 
 class StallBoard;
 
-// Device memory a plan owns (device::Runtime's alloc and free), grown on demand: its scratch
-// and its staging block on the device path. Freed on a CUDA stream's proxy thread, it is
-// freed later, by the next thread outside a proxy that frees one (or never, at exit):
-// cudaFree waits for the whole device, whose stream is blocked waiting for the proxy.
+// Device memory (device::Runtime's alloc and free), grown on demand: a communicator's scratch
+// and staging block on the device path (one of each, whatever its plans: calls on a
+// communicator run one at a time). Memory freed on a CUDA stream's proxy thread (a buffer
+// that grows) is freed later, by the next free outside a proxy (the communicator's destroy at
+// the latest): cudaFree waits for the whole device, whose stream waits for the proxy.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -61,9 +62,6 @@ struct Plan {
   std::vector<Cursor> sendCur, recvCur;
   std::vector<char> scratch;
   std::vector<char> pullBlock;  // receive-reduce of pieces read from another process
-  // The device path (ExecContext::device): the scratch, and the block through which a
-  // receive-reduce brings a piece of host memory to the device.
-  DeviceBuffer deviceScratch, deviceBlock;
   std::vector<char> hostBlock;  // the device path's pulls from another process's memory
   // Elements of the send and the receive buffer the steps touch (the highest offset + count
   // of each): the call's footprint, for the choice of streaming stores.
@@ -120,7 +118,13 @@ struct ExecContext {
   // else through host memory. A piece on the other side of the call's (a peer that passed
   // host buffers) is copied over first.
   bool device = false;
-  int cudaDevice = -1;  // the communicator's device: the device path runs on it
+  // On a deviceDirect communicator, its device, which every call runs on (a peer's device
+  // pieces are opened there); -1 elsewhere.
+  int cudaDevice = -1;
+  // The device path's scratch and the block through which a receive-reduce brings a piece
+  // of host memory to the device: the communicator's (set with cudaDevice).
+  DeviceBuffer* deviceScratch = nullptr;
+  DeviceBuffer* deviceBlock = nullptr;
 };
 
 constexpr size_t kStreamMinBytes = 64 << 10;
