@@ -83,7 +83,7 @@ struct ExecContext {
   const char* what;  // "all-reduce", for messages
   uint64_t opCount;  // the call's sequence number, for messages
   // Base address of each BufferId: [kSend], [kRecv], then user buffers from kFirstUser;
-  // the executor points [kScratch] at the plan's scratch.
+  // the executor points [kScratch] at the plan's scratch (deviceScratch on the device path).
   char** bases;
   size_t nbases;
   Connection* const* connections;  // by peer
