@@ -313,11 +313,5 @@ int main(int argc, char** argv) {
     }
     return 0;
   });
-  // Children run under the stand-in runtime too (set before they join the communicator).
-  if (argc > 1 && std::strncmp(argv[1], "--braid-child=", 14) == 0)
-    braid::device::setRuntimeForTesting(&braid::test::fakeCudaRuntime(false));
-  int rc = braid::test::childMain(argc, argv);
-  if (rc >= 0) return rc;
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return braid::test::fakeCudaTestMain(argc, argv);
 }

@@ -92,4 +92,9 @@ FakeCudaStats& fakeCudaStats();
 // Allocations of the stand-in's "device" not freed yet.
 size_t fakeLiveAllocations();
 
+// The main of a test binary whose roles (registerChildRole) run on the stand-in runtime: a
+// child of runProcesses gets fakeCudaRuntime(false) before it joins its communicator and runs
+// its role; otherwise the tests run. In fake_cuda_main.cc.
+int fakeCudaTestMain(int argc, char** argv);
+
 }  // namespace braid::test

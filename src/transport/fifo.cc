@@ -89,27 +89,33 @@ void* FifoConnection::sendReserve(size_t* capacity) {
   return send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_) + 1;
 }
 
-void FifoConnection::sendCommit(size_t bytes, uint64_t seq) {
+Fifo::CellHeader* FifoConnection::headCell(uint64_t seq, size_t bytes, const void* src,
+                                           uint64_t memId) {
   Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
   c->seq = seq;
   c->bytes = bytes;
-  c->src = nullptr;
-  c->memId = 0;
+  c->src = src;
+  c->memId = memId;
   c->memEpoch = hostmem::freeEpoch();
-  ++sendHead_;
+  return c;
+}
+
+uint64_t FifoConnection::publish() {
+  const uint64_t ticket = sendHead_++;
   send_->head.store(sendHead_, std::memory_order_release);
   peerBell_->ring();
+  return ticket;
+}
+
+void FifoConnection::sendCommit(size_t bytes, uint64_t seq) {
+  headCell(seq, bytes, nullptr, 0);
+  publish();
 }
 
 bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
   size_t capacity = 0;
   if (!sendReserve(&capacity)) return false;
-  Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
-  c->seq = seq;
-  c->bytes = bytes;
-  c->src = src;
-  c->memId = 0;
-  c->memEpoch = hostmem::freeEpoch();
+  Fifo::CellHeader* c = headCell(seq, bytes, src, 0);
   hostmem::Ref ref;
   if (sharedMin_ != SIZE_MAX && consumerMaps() && hostmem::find(src, bytes, &ref)) {
     c->memId = ref.id;
@@ -118,10 +124,7 @@ bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, ui
     c->memIno = ref.ino;
     c->memFd = ref.fd;
   }
-  *ticket = sendHead_;
-  ++sendHead_;
-  send_->head.store(sendHead_, std::memory_order_release);
-  peerBell_->ring();
+  *ticket = publish();
   return true;
 }
 
@@ -161,21 +164,13 @@ bool FifoConnection::sendDeviceInPlace(const void* src, size_t bytes, uint64_t s
   size_t capacity = 0;
   void* payload = sendReserve(&capacity);
   if (!payload) return false;
-  Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
-  c->seq = seq;
-  c->bytes = bytes;
-  c->src = src;
-  c->memId = Fifo::kDevicePiece;
-  c->memEpoch = hostmem::freeEpoch();
+  headCell(seq, bytes, src, Fifo::kDevicePiece);
   if (refValid_) {
     device::IpcRef ref = stepRef_;
     ref.offset += static_cast<uint64_t>(static_cast<const char*>(src) - stepSrc_);
     std::memcpy(payload, &ref, sizeof(ref));
   }
-  *ticket = sendHead_;
-  ++sendHead_;
-  send_->head.store(sendHead_, std::memory_order_release);
-  peerBell_->ring();
+  *ticket = publish();
   return true;
 }
 
@@ -337,17 +332,16 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   peekedRemote_ = nullptr;
   peekedDevice_ = false;
   if (!maps_.empty()) noteEpoch(c->memEpoch);
-  if (c->src && c->memId == Fifo::kDevicePiece && devMode_ != 0) {
-    // The producer's call failed or was aborted: its buffer may be gone or reused.
-    if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;
+  const bool device = c->memId == Fifo::kDevicePiece && devMode_ != 0;
+  if (!c->src || (!device && producerPid_ == 0 && mapPid_ == 0)) return c + 1;
+  // The producer's call failed or was aborted: its buffer may be gone or reused.
+  if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;
+  if (device) {
     const char* at =
         devMode_ == Fifo::kSameProcess ? static_cast<const char*>(c->src) : openedDevice(c);
     peekedDevice_ = at != nullptr;
     return at;
   }
-  if (!c->src || (producerPid_ == 0 && mapPid_ == 0)) return c + 1;
-  // The producer's call failed or was aborted: its buffer may be gone or reused.
-  if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;
   if (c->memId != 0 && mapPid_ != 0) {
     if (mapPid_ == static_cast<int>(getpid())) return c->src;
     return mapped(*c);

@@ -179,6 +179,10 @@ class FifoConnection : public Connection {
   size_t sharedMin_ = SIZE_MAX;    // producer side, braidMemAllocHost memory
   mutable int mapsChecked_ = -1;   // -1: not read yet, else whether the consumer maps
   mutable int opensChecked_ = -1;  // -1: not read yet, else Fifo::consumerOpens
+  // The head cell's header, filled for a piece (src: an in-place piece's, else null), and its
+  // publication (returns its ticket).
+  Fifo::CellHeader* headCell(uint64_t seq, size_t bytes, const void* src, uint64_t memId);
+  uint64_t publish();
   bool consumerPulls() const;
   bool consumerMaps() const;
   int consumerOpens() const;
