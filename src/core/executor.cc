@@ -299,6 +299,8 @@ class Run {
       const char* src = s.kind == StepKind::kRecv ? nullptr : addr(s.src) + cur.bytesDone;
       if (conn->recvRemote())
         BRAID_TRY(pull(conn, s, dst, src, bytes, queue.peer));
+      else if (!ctx_.device && !conn->recvOnDevice())  // the host's fast path, inline
+        landOnHost(s, dst, src, static_cast<const char*>(data), bytes);
       else
         BRAID_TRY(
             combine(s, dst, src, static_cast<const char*>(data), bytes, conn->recvOnDevice()));
@@ -323,18 +325,11 @@ class Run {
   // passed host buffers) comes over first, in blocks.
   braidResult_t combine(const Step& s, char* dst, const char* src, const char* data, size_t bytes,
                         bool onDevice) {
-    const device::Runtime& rt = device::runtime();
     if (!ctx_.device && !onDevice) {
-      if (s.kind == StepKind::kRecv) {
-        if (ctx_.streamStores && bytes >= kStreamMinBytes)
-          kernels::copyStreaming(dst, data, bytes);
-        else if (bytes)
-          std::memcpy(dst, data, bytes);
-      } else {
-        kernels::reduce(ctx_.dtype, ctx_.op, dst, src, data, bytes / ctx_.elemSize, s.divisor);
-      }
+      landOnHost(s, dst, src, data, bytes);
       return braidSuccess;
     }
+    const device::Runtime& rt = device::runtime();
     if (s.kind == StepKind::kRecv)
       return bytes ? rt.copyOnOwnStream(dst, data, bytes) : braidSuccess;
     if (onDevice == ctx_.device) return reduceHere(s, dst, src, data, bytes);
@@ -352,6 +347,19 @@ class Run {
       BRAID_TRY(reduceHere(s, dst + off, src + off, block, n));
     }
     return braidSuccess;
+  }
+
+  // combine() of a host piece in a host call: a copy or a reduction on this core.
+  [[gnu::always_inline]] void landOnHost(const Step& s, char* dst, const char* src,
+                                         const char* data, size_t bytes) {
+    if (s.kind == StepKind::kRecv) {
+      if (ctx_.streamStores && bytes >= kStreamMinBytes)
+        kernels::copyStreaming(dst, data, bytes);
+      else if (bytes)
+        std::memcpy(dst, data, bytes);
+    } else {
+      kernels::reduce(ctx_.dtype, ctx_.op, dst, src, data, bytes / ctx_.elemSize, s.divisor);
+    }
   }
 
   // dst = op(src, data) where the call's buffers are; every operand is there.
@@ -392,7 +400,6 @@ class Run {
   }
 
   braidResult_t progressLocal(bool* progressed) {
-    const device::Runtime& rt = device::runtime();
     while (localCur_ < plan_.locals.size()) {
       int32_t idx = plan_.locals[localCur_];
       const Step& s = plan_.schedule.steps[idx];
@@ -401,11 +408,11 @@ class Run {
       const char* src = addr(s.src);
       const size_t bytes = s.count * ctx_.elemSize;
       if (s.divisor > 1 && ctx_.device)
-        BRAID_TRY(rt.deviceDivide(dst, src, s.count, ctx_.dtype, s.divisor));
+        BRAID_TRY(device::runtime().deviceDivide(dst, src, s.count, ctx_.dtype, s.divisor));
       else if (s.divisor > 1)
         kernels::divide(ctx_.dtype, dst, src, s.count, s.divisor);
       else if (dst != src && ctx_.device && bytes)
-        BRAID_TRY(rt.copyOnOwnStream(dst, src, bytes));
+        BRAID_TRY(device::runtime().copyOnOwnStream(dst, src, bytes));
       else if (dst != src)
         std::memmove(dst, src, bytes);
       ++localCur_;
