@@ -2,9 +2,9 @@
 # The instruction count of one small all-reduce on Braid's fast path (issue: host
 # performance): 2 ranks as processes on this host (braidrun); rank 0 runs under callgrind,
 # collecting only inside braidAllReduce and not while the executor waits for its peer (a
-# count of waiting says how long the peer took, not what the call costs), over ITERS calls
-# of BYTES bytes (float sum); rank 1 runs natively. Prints the instructions per call and
-# the functions that take most of them.
+# count of waiting says how long the peer took, not what the call costs), over ITERS
+# iterations (2 x ITERS calls) of BYTES bytes (float sum); rank 1 runs natively. Prints the
+# instructions per call and the functions that take most of them.
 #
 # Usage: perf/callgrind_allreduce.sh [BYTES=8] [ITERS=1000]
 # Env: BUILD_DIR (default build), OUT (default $BUILD_DIR/callgrind).
@@ -20,9 +20,11 @@ command -v valgrind >/dev/null ||
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends valgrind >/dev/null
 mkdir -p "$OUT"
 rm -f "$OUT"/callgrind.out.*
-# Two runs, ITERS and 2 x ITERS timed calls (-c 0: no checks, whose own all-reduces would be
-# counted; -w 1: one warm-up call, which compiles the plan): their difference over ITERS is
-# the cost of one call, free of the fixed costs (plan compilation, the harness's reports).
+# Two runs, of ITERS and 2 x ITERS timed iterations (-c 0: no checks, whose own all-reduces
+# would be counted; -w 1: one warm-up call, which compiles the plan). all_reduce_perf times
+# each size out of place and then in place, so an iteration is two calls: the runs' difference
+# over 2 x ITERS is the cost of one call, free of the fixed costs (plan compilation, the
+# harness's reports). (Before 2026-12-01 this divided by ITERS and so reported twice the cost.)
 count() {  # ITERS -> instructions inside braidAllReduce on rank 0
   rm -f "$OUT"/callgrind.out.*
   "$BUILD/src/braidrun" -n 2 --no-prefix -- sh -c '
@@ -43,8 +45,9 @@ two=$(count $((2 * ITERS)))
 echo "# callgrind: rank 0 of 2 processes (braidrun), all-reduce of $BYTES bytes, float sum;"
 echo "# collected inside braidAllReduce, outside the executor's waiting for its peer"
 echo "# (Run::waitForProgress: spinning, yielding and sleeping until a pass moves something)"
-echo "# instructions: $one with $ITERS calls, $two with $((2 * ITERS))"
-echo "# per call: $(( (two - one) / ITERS )) instructions"
-echo "# the functions with most instructions of their own, $((2 * ITERS)) calls:"
+echo "# instructions: $one with $ITERS iterations, $two with $((2 * ITERS)) (each iteration"
+echo "# is two calls, out of place and in place)"
+echo "# per call: $(( (two - one) / (2 * ITERS) )) instructions"
+echo "# the functions with most instructions of their own, $((2 * ITERS)) iterations:"
 awk '/file:function/ {on = 1; next} on && NF' "$OUT/annotate-$((2 * ITERS)).txt" | head -15
 echo "# annotations: $OUT/annotate-*.txt"

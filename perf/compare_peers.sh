@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Braid's all-reduce beside Open MPI's MPI_Allreduce and Gloo's allreduce (the programs in
 # ../shared/peers), on the same ranks, in one run: these machines are noisy, so only ratios
-# measured together mean anything. Also single-core memcpy bandwidth, the limit of a host copy.
+# measured together mean anything. Also single-core memcpy bandwidth, the limit of a host copy,
+# and memcpys on every core at once (as many as ranks), the memory system's: from these, the
+# most busbw a large all-reduce can reach (b/limit; the derivation is in the table's code).
 # Prints the table and draws busbw against size as a PNG (gnuplot; PNG=path overrides where).
 #
 # Usage: perf/compare_peers.sh [NRANKS=2] [MINBYTES=8] [MAXBYTES=64M]
@@ -66,7 +68,8 @@ run_braid() {  # MEMORY OUTFILE (appended to)
 # a shared machine costs no library a size it would otherwise win.
 ROUNDS=${ROUNDS:-2}
 : >"$OUT/braid.txt"; : >"$OUT/braid_shared.txt"; : >"$OUT/mpi.txt"; : >"$OUT/gloo.txt"
-: >"$OUT/memcpy.txt"
+: >"$OUT/memcpy.txt"; : >"$OUT/concurrent.txt"
+COPIES=$(( N < $(nproc) ? N : $(nproc) ))
 for ((round = 0; round < ROUNDS; round++)); do
   run_braid host "$OUT/braid.txt"
   run_braid shared "$OUT/braid_shared.txt"
@@ -77,12 +80,30 @@ for ((round = 0; round < ROUNDS; round++)); do
       have_gloo=0
   fi
   "$OUT/memcpy_bench" "$MAXB" >>"$OUT/memcpy.txt"
+  # The memory system's limit: one memcpy per core at once (as many as ranks, at most the
+  # cores), each copy's rate on its own line of concurrent.txt, one line of them per round.
+  line=""
+  for ((k = 0; k < COPIES; k++)); do "$OUT/memcpy_bench" "$MAXB" >"$OUT/concurrent.$k" & done
+  wait
+  for ((k = 0; k < COPIES; k++)); do
+    line+=" $(awk '{for (i = 1; i < NF; i++) if ($i == "memcpy") print $(i + 1)}' "$OUT/concurrent.$k")"
+  done
+  echo "$line" >>"$OUT/concurrent.txt"
 done
 memcpy_gbs=$(awk '{for (i = 1; i < NF; i++) if ($i == "memcpy" && $(i + 1) > v) v = $(i + 1)} END {print v}' "$OUT/memcpy.txt")
+# The round whose copies together moved most: their summed rate, bytes copied per second.
+concurrent_gbs=$(awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; if (s > v) v = s} END {print v}' "$OUT/concurrent.txt")
 
-python3 - "$OUT" "$have_gloo" "$memcpy_gbs" "$ROUNDS" <<'PY'
+python3 - "$OUT" "$have_gloo" "$memcpy_gbs" "$ROUNDS" "$N" "$concurrent_gbs" "$COPIES" <<'PY'
 import sys
 out, have_gloo, memcpy = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+n, concurrent, copies = int(sys.argv[5]), float(sys.argv[6] or 0), sys.argv[7]
+# An all-reduce of S bytes per rank, once its buffers outgrow the caches, reads every rank's
+# input from memory and writes every rank's output: n*S bytes read and n*S written at least,
+# as n memcpys of S. With the memory system copying `concurrent` bytes a second in all (the
+# concurrent memcpys' sum), it takes at least n*S/concurrent seconds, and its busbw,
+# 2(n-1)/n * S/t, is at most 2(n-1)/n * concurrent/n.
+limit = 2 * (n - 1) / n * concurrent / n if n > 1 else float("nan")
 def rows(path, size_col, time_col, busbw_col):
     d = {}  # per size, the fastest round's (time, busbw)
     for line in open(path):
@@ -98,8 +119,10 @@ shared = rows(f"{out}/braid_shared.txt", 0, 5, 7)
 mpi = rows(f"{out}/mpi.txt", 0, 1, 3)
 gloo = rows(f"{out}/gloo.txt", 0, 1, 3) if have_gloo else {}
 print(f"# single-core memcpy: {memcpy} GB/s; each figure the fastest of {sys.argv[4]} rounds")
+print(f"# {copies} memcpys at once: {concurrent:.2f} GB/s together; so the memory system's limit for"
+      f" a large all-reduce's busbw on {n} ranks: {limit:.2f} GB/s (b/limit, sh/limit)")
 print("# braid: heap buffers (-M host); shared: braidMemAllocHost buffers (-M shared)")
-print(f"#{'bytes':>11} {'braid_us':>9} {'mpi_us':>9} {'gloo_us':>9} {'braid_bw':>9} {'shared_bw':>9} {'mpi_bw':>9} {'gloo_bw':>9} {'b/mpi':>6} {'sh/mpi':>6} {'b/gloo':>7} {'b/memcpy':>8} {'sh/memcpy':>9}")
+print(f"#{'bytes':>11} {'braid_us':>9} {'mpi_us':>9} {'gloo_us':>9} {'braid_bw':>9} {'shared_bw':>9} {'mpi_bw':>9} {'gloo_bw':>9} {'b/mpi':>6} {'sh/mpi':>6} {'b/gloo':>7} {'b/memcpy':>8} {'sh/memcpy':>9} {'b/limit':>7} {'sh/limit':>8}")
 na = float("nan")
 for size in sorted(braid):
     bt, bb = braid[size]
@@ -110,10 +133,10 @@ for size in sorted(braid):
     mem = float(memcpy) if memcpy else 0
     # Library against library: the ratio of times, the same as of busbw (one formula, one
     # size) but not rounded to the printed busbw's 3 decimals, which small sizes lose to.
-    print(f" {size:>11} {bt:>9.2f} {mt:>9.2f} {gt:>9.2f} {bb:>9.3f} {sb:>9.3f} {mb:>9.3f} {gb:>9.3f} {r(mt, bt):>6} {r(mt, st):>6} {r(gt, bt):>7} {r(bb, mem):>8} {r(sb, mem):>9}")
+    print(f" {size:>11} {bt:>9.2f} {mt:>9.2f} {gt:>9.2f} {bb:>9.3f} {sb:>9.3f} {mb:>9.3f} {gb:>9.3f} {r(mt, bt):>6} {r(mt, st):>6} {r(gt, bt):>7} {r(bb, mem):>8} {r(sb, mem):>9} {r(bb, limit):>7} {r(sb, limit):>8}")
 with open(f"{out}/compare.dat", "w") as d:
     for size in sorted(braid):
-        d.write(f"{size} {braid[size][1]} {mpi.get(size, (na, na))[1]} {gloo.get(size, (na, na))[1]} {memcpy or na} {shared.get(size, (na, na))[1]}\n")
+        d.write(f"{size} {braid[size][1]} {mpi.get(size, (na, na))[1]} {gloo.get(size, (na, na))[1]} {memcpy or na} {shared.get(size, (na, na))[1]} {limit}\n")
 PY
 # The plot: busbw against size, one line per library, memcpy as the limit.
 PNG=${PNG:-$OUT/compare_peers-$N.png}
@@ -133,7 +156,8 @@ plot '$OUT/compare.dat' using 1:2 with linespoints title 'Braid (heap buffers)',
      '' using 1:6 with linespoints title 'Braid (braidMemAllocHost buffers)', \
      '' using 1:3 with linespoints title 'Open MPI', \
      '' using 1:4 with linespoints title 'Gloo', \
-     '' using 1:5 with lines dashtype 2 title 'single-core memcpy'
+     '' using 1:5 with lines dashtype 2 title 'single-core memcpy', \
+     '' using 1:7 with lines dashtype 3 title 'memory limit of a large all-reduce'
 GP
   echo "# plot: $PNG"
 else

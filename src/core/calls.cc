@@ -320,6 +320,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
     p->algo->build(args, &p->schedule);
     compilePlan(p, elemSize);
     setCacheChoices(comm, elemSize, p);
+    p->callTag = callTag(args);
     return braidSuccess;
   };
   if (args.coll == Collective::kAllToAllv) {
@@ -327,27 +328,35 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
     BRAID_TRY(compile(uncached.get()));
     plan = uncached.get();
   } else {
-    auto key = std::make_tuple(static_cast<int>(args.coll), args.count,
-                               static_cast<int>(args.dtype), static_cast<int>(args.op), args.root);
-    auto it = comm->plans.find(key);
-    if (it == comm->plans.end()) {
-      if (comm->plans.size() >= 256) comm->plans.clear();
-      auto p = std::make_unique<Plan>();
-      BRAID_TRY(compile(p.get()));
-      it = comm->plans.emplace(key, std::move(p)).first;
+    const braidComm::PlanKey key{static_cast<int>(args.coll), args.count,
+                                 static_cast<int>(args.dtype), static_cast<int>(args.op),
+                                 args.root};
+    if (comm->lastPlan && comm->lastKey == key) {
+      plan = comm->lastPlan;
+    } else {
+      auto it = comm->plans.find(key);
+      if (it == comm->plans.end()) {
+        if (comm->plans.size() >= 256) comm->clearPlans();
+        auto p = std::make_unique<Plan>();
+        BRAID_TRY(compile(p.get()));
+        it = comm->plans.emplace(key, std::move(p)).first;
+      }
+      plan = it->second.get();
+      comm->lastKey = key;
+      comm->lastPlan = plan;
     }
-    plan = it->second.get();
   }
   ++comm->opCount;
   const AlgorithmInfo* algo = plan->algo;
-  comm->bases.assign(3, nullptr);
+  if (comm->bases.size() != 3) comm->bases.resize(3);
   comm->bases[0] = static_cast<char*>(const_cast<void*>(sendbuff));
   comm->bases[1] = static_cast<char*>(recvbuff);
+  comm->bases[2] = nullptr;
   BRAID_INFO("COLL", "%s #%llu count %zu %s %s root %d: algorithm %s", collectiveLabel(args.coll),
              static_cast<unsigned long long>(comm->opCount), args.count, braidTypeName(args.dtype),
              braidOpName(args.op), args.root, algo->name);
   ExecContext ctx =
-      commContext(comm, collectiveLabel(args.coll), args.dtype, args.op, callTag(args));
+      commContext(comm, collectiveLabel(args.coll), args.dtype, args.op, plan->callTag);
   ctx.count = args.count;
   ctx.outgrowsCache = plan->outgrowsCache[sendbuff == recvbuff];
   ctx.streamStores = plan->streamStores[sendbuff == recvbuff];

@@ -749,7 +749,7 @@ braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
                      collective, name.c_str()));
     std::lock_guard<std::mutex> lock(comm->mu);
     comm->forcedAlgo[c] = name;
-    comm->plans.clear();  // cached plans carry the algorithm chosen before
+    comm->clearPlans();  // cached plans carry the algorithm chosen before
     return braidSuccess;
   });
 }

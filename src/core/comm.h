@@ -145,8 +145,16 @@ struct braidComm {
   std::vector<PreMulSum> preMulSums;
   std::vector<char*> bases;  // executor buffer table, reused across calls
   // Compiled plans, each with its chosen algorithm, by (collective, count, dtype, op, root);
-  // cleared when braidCommSetAlgorithm changes the choice.
-  std::map<std::tuple<int, size_t, int, int, int>, std::unique_ptr<braid::Plan>> plans;
+  // cleared (clearPlans) when braidCommSetAlgorithm changes the choice.
+  using PlanKey = std::tuple<int, size_t, int, int, int>;
+  std::map<PlanKey, std::unique_ptr<braid::Plan>> plans;
+  // The plan of the last call and its key: a loop of one call shape skips the map's lookup.
+  PlanKey lastKey{};
+  braid::Plan* lastPlan = nullptr;
+  void clearPlans() {
+    plans.clear();
+    lastPlan = nullptr;
+  }
 };
 
 namespace braid {

@@ -20,31 +20,34 @@ namespace braid::device {
 namespace {
 
 #if BRAID_HAVE_CUDA
+// -1: not asked yet; else the device count. A plain acquire load on the fast path
+// (std::call_once goes through a thread-local of libstdc++'s on every call; function-local
+// statics add a guard check), then the count.
+std::atomic<int> g_deviceCount{-1};
+std::mutex g_deviceCountMu;
+std::string g_noDeviceReason;
+
 // Whether this process has a usable device, asked once: a machine without a driver or device
 // then pays nothing per call (no cudaPointerGetAttributes on the fast path).
 bool haveDevice(std::string* why) {
-  // -1: not asked yet; else the device count. A plain acquire load on the fast path
-  // (std::call_once goes through a thread-local of libstdc++'s on every call).
-  static std::atomic<int> known{-1};
-  static std::mutex mu;
-  static std::string reason;
-  int count = known.load(std::memory_order_acquire);
+  int count = g_deviceCount.load(std::memory_order_acquire);
   if (count < 0) {
-    std::lock_guard<std::mutex> lock(mu);
-    count = known.load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(g_deviceCountMu);
+    count = g_deviceCount.load(std::memory_order_relaxed);
     if (count < 0) {
       cudaError_t e = cudaGetDeviceCount(&count);
       if (e != cudaSuccess) {
         count = 0;
-        reason = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+        g_noDeviceReason =
+            std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
         cudaGetLastError();  // clear the sticky error for the caller's own CUDA calls
       } else if (count == 0) {
-        reason = "no CUDA device (cudaGetDeviceCount found 0)";
+        g_noDeviceReason = "no CUDA device (cudaGetDeviceCount found 0)";
       }
-      known.store(count, std::memory_order_release);
+      g_deviceCount.store(count, std::memory_order_release);
     }
   }
-  if (why && count == 0) *why = reason;
+  if (why && count == 0) *why = g_noDeviceReason;
   return count > 0;
 }
 

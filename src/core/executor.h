@@ -70,6 +70,7 @@ struct Plan {
   // place [1]: set once when the plan is made (runCollective).
   bool outgrowsCache[2] = {false, false};
   bool streamStores[2] = {false, false};
+  uint32_t callTag = 0;  // ExecContext::callTag of the calls this plan runs (runCollective)
 };
 
 void compilePlan(Plan* plan, size_t elemSize);
