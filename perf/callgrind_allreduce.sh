@@ -21,10 +21,11 @@ command -v valgrind >/dev/null ||
 mkdir -p "$OUT"
 rm -f "$OUT"/callgrind.out.*
 # Two runs, of ITERS and 2 x ITERS timed iterations (-c 0: no checks, whose own all-reduces
-# would be counted; -w 1: one warm-up call, which compiles the plan). all_reduce_perf times
-# each size out of place and then in place, so an iteration is two calls: the runs' difference
-# over 2 x ITERS is the cost of one call, free of the fixed costs (plan compilation, the
-# harness's reports). (Before 2026-12-01 this divided by ITERS and so reported twice the cost.)
+# would be counted; -w 1: a few untimed warm-up calls, which compile the plan).
+# all_reduce_perf times each size out of place and then in place, so an iteration is two
+# calls: the runs' difference over 2 x ITERS is the cost of one call, free of the fixed costs
+# (plan compilation, the harness's reports). Before commit 1c56712 this divided by ITERS, and
+# so printed twice the cost.
 count() {  # ITERS -> instructions inside braidAllReduce on rank 0
   rm -f "$OUT"/callgrind.out.*
   "$BUILD/src/braidrun" -n 2 --no-prefix -- sh -c '

@@ -2,7 +2,7 @@
 # Braid's all-reduce beside Open MPI's MPI_Allreduce and Gloo's allreduce (the programs in
 # ../shared/peers), on the same ranks, in one run: these machines are noisy, so only ratios
 # measured together mean anything. Also single-core memcpy bandwidth, the limit of a host copy,
-# and memcpys on every core at once (as many as ranks), the memory system's: from these, the
+# and one memcpy per rank at once (at most one per core), the memory system's: from these, the
 # most busbw a large all-reduce can reach (b/limit; the derivation is in the table's code).
 # Prints the table and draws busbw against size as a PNG (gnuplot; PNG=path overrides where).
 #
@@ -67,6 +67,9 @@ run_braid() {  # MEMORY OUTFILE (appended to)
 # size, its fastest round (and memcpy its fastest), so a burst of noise from a neighbour on
 # a shared machine costs no library a size it would otherwise win.
 ROUNDS=${ROUNDS:-2}
+memcpy_rates() {  # memcpy_bench's output on stdin -> its memcpy GB/s, one line per run
+  awk '{for (i = 1; i < NF; i++) if ($i == "memcpy") print $(i + 1)}'
+}
 : >"$OUT/braid.txt"; : >"$OUT/braid_shared.txt"; : >"$OUT/mpi.txt"; : >"$OUT/gloo.txt"
 : >"$OUT/memcpy.txt"; : >"$OUT/concurrent.txt"
 COPIES=$(( N < $(nproc) ? N : $(nproc) ))
@@ -80,17 +83,22 @@ for ((round = 0; round < ROUNDS; round++)); do
       have_gloo=0
   fi
   "$OUT/memcpy_bench" "$MAXB" >>"$OUT/memcpy.txt"
-  # The memory system's limit: one memcpy per core at once (as many as ranks, at most the
-  # cores), each copy's rate on its own line of concurrent.txt, one line of them per round.
-  line=""
-  for ((k = 0; k < COPIES; k++)); do "$OUT/memcpy_bench" "$MAXB" >"$OUT/concurrent.$k" & done
-  wait
+  # The memory system's limit: one memcpy per rank at once (at most one per core); the rates
+  # of one round's copies on one line of concurrent.txt. A copy that fails (each takes 3 x
+  # MAXBYTES of memory) stops the script rather than lower the limit.
+  pids=()
   for ((k = 0; k < COPIES; k++)); do
-    line+=" $(awk '{for (i = 1; i < NF; i++) if ($i == "memcpy") print $(i + 1)}' "$OUT/concurrent.$k")"
+    "$OUT/memcpy_bench" "$MAXB" >"$OUT/concurrent.$k" &
+    pids+=($!)
   done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || { echo "compare_peers: a concurrent memcpy_bench failed" >&2; exit 1; }
+  done
+  line=""
+  for ((k = 0; k < COPIES; k++)); do line+=" $(memcpy_rates <"$OUT/concurrent.$k")"; done
   echo "$line" >>"$OUT/concurrent.txt"
 done
-memcpy_gbs=$(awk '{for (i = 1; i < NF; i++) if ($i == "memcpy" && $(i + 1) > v) v = $(i + 1)} END {print v}' "$OUT/memcpy.txt")
+memcpy_gbs=$(memcpy_rates <"$OUT/memcpy.txt" | sort -g | tail -1)
 # The round whose copies together moved most: their summed rate, bytes copied per second.
 concurrent_gbs=$(awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; if (s > v) v = s} END {print v}' "$OUT/concurrent.txt")
 
@@ -138,7 +146,7 @@ with open(f"{out}/compare.dat", "w") as d:
     for size in sorted(braid):
         d.write(f"{size} {braid[size][1]} {mpi.get(size, (na, na))[1]} {gloo.get(size, (na, na))[1]} {memcpy or na} {shared.get(size, (na, na))[1]} {limit}\n")
 PY
-# The plot: busbw against size, one line per library, memcpy as the limit.
+# The plot: busbw against size, one line per library, single-core memcpy and the memory limit.
 PNG=${PNG:-$OUT/compare_peers-$N.png}
 command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 || true
 if command -v gnuplot >/dev/null; then

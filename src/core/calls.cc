@@ -342,13 +342,17 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
         it = comm->plans.emplace(key, std::move(p)).first;
       }
       plan = it->second.get();
-      comm->lastKey = key;
-      comm->lastPlan = plan;
+      // BRAID_CHECK's exchange before each user call has a plan of its own: remembering it
+      // would alternate the two, and the user's call would never find its plan here.
+      if (!userCall) {
+        comm->lastKey = key;
+        comm->lastPlan = plan;
+      }
     }
   }
   ++comm->opCount;
   const AlgorithmInfo* algo = plan->algo;
-  if (comm->bases.size() != 3) comm->bases.resize(3);
+  comm->bases.resize(3);  // kSend, kRecv, kScratch; runP2P adds its buffers after them
   comm->bases[0] = static_cast<char*>(const_cast<void*>(sendbuff));
   comm->bases[1] = static_cast<char*>(recvbuff);
   comm->bases[2] = nullptr;
