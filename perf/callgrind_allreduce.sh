@@ -14,6 +14,9 @@ BYTES=${1:-8}
 ITERS=${2:-1000}
 BUILD=${BUILD_DIR:-build}
 OUT=${OUT:-$BUILD/callgrind}
+fail() { echo "callgrind_allreduce: $1" >&2; exit "${2:-2}"; }
+[[ "$BYTES" =~ ^[0-9]+[KMGkmg]?$ ]] || fail "BYTES '$BYTES' is not a size in bytes (like 8, 64K)"
+[[ "$ITERS" =~ ^[0-9]+$ ]] && ((ITERS >= 1)) || fail "ITERS '$ITERS' must be an integer of at least 1"
 scripts/setup.sh "$BUILD" >/dev/null
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 command -v valgrind >/dev/null ||
@@ -36,19 +39,46 @@ count() {  # ITERS -> instructions inside braidAllReduce on rank 0
     else
       exec "$@"
     fi' sh "$BUILD/perf/all_reduce_perf" -b "$BYTES" -e "$BYTES" -n "$1" -w 1 -c 0 \
-    >"$OUT/perf.txt" 2>"$OUT/valgrind.txt"
-  file=$(ls "$OUT"/callgrind.out.* | head -1)
-  callgrind_annotate "$file" >"$OUT/annotate-$1.txt"
+    >"$OUT/perf.txt" 2>"$OUT/valgrind.txt" || return 1
+  file=$(ls "$OUT"/callgrind.out.* 2>/dev/null | head -1)
+  [ -n "$file" ] || return 1
+  callgrind_annotate "$file" >"$OUT/annotate-$1.txt" 2>/dev/null
   awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}' "$OUT/annotate-$1.txt"
 }
-one=$(count "$ITERS")
-two=$(count $((2 * ITERS)))
+counted() {  # ITERS -> the count, or the run's own messages and exit 1
+  local n
+  n=$(count "$1") || true
+  if ! [[ "$n" =~ ^[0-9]+$ ]]; then
+    echo "callgrind_allreduce: the run of $1 iterations failed; its messages:" >&2
+    grep -v '^==' "$OUT/valgrind.txt" | tail -5 >&2
+    exit 1
+  fi
+  echo "$n"
+}
+one=$(counted "$ITERS")
+two=$(counted $((2 * ITERS)))
 echo "# callgrind: rank 0 of 2 processes (braidrun), all-reduce of $BYTES bytes, float sum;"
 echo "# collected inside braidAllReduce, outside the executor's waiting for its peer"
 echo "# (Run::waitForProgress: spinning, yielding and sleeping until a pass moves something)"
 echo "# instructions: $one with $ITERS iterations, $two with $((2 * ITERS)) (each iteration"
 echo "# is two calls, out of place and in place)"
 echo "# per call: $(( (two - one) / (2 * ITERS) )) instructions"
-echo "# the functions with most instructions of their own, $((2 * ITERS)) iterations:"
-awk '/file:function/ {on = 1; next} on && NF' "$OUT/annotate-$((2 * ITERS)).txt" | head -15
+echo "# the functions with most instructions of their own per call (the runs' difference):"
+# Each function's count in both annotations; the difference over 2 x ITERS calls leaves out
+# what runs once (plan compilation, the harness's reports).
+python3 - "$OUT/annotate-$ITERS.txt" "$OUT/annotate-$((2 * ITERS)).txt" "$ITERS" <<'PY'
+import re, sys
+def counts(path):
+    d = {}
+    for line in open(path):
+        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(\S.*)", line)
+        if m and ":" in m.group(2):
+            d[m.group(2)] = int(m.group(1).replace(",", ""))
+    return d
+one, two, calls = counts(sys.argv[1]), counts(sys.argv[2]), 2 * int(sys.argv[3])
+per = sorted(((two[f] - one.get(f, 0)) / calls, f) for f in two)
+for v, f in reversed(per[-15:]):
+    if v >= 1:
+        print(f"{v:8.1f}  {f[:150]}")
+PY
 echo "# annotations: $OUT/annotate-*.txt"

@@ -7,6 +7,7 @@
 # Prints the table and draws busbw against size as a PNG (gnuplot; PNG=path overrides where).
 #
 # Usage: perf/compare_peers.sh [NRANKS=2] [MINBYTES=8] [MAXBYTES=64M]
+#   NRANKS >= 2; sizes in bytes with K, M, G suffixes, 4 <= MINBYTES <= MAXBYTES.
 # Env: BRAID_SHARED_DIR (default ../shared), BUILD_DIR (default build), ROUNDS (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,25 @@ MINB=${2:-8}
 MAXB=${3:-64M}
 SHARED=${BRAID_SHARED_DIR:-../shared}
 BUILD=${BUILD_DIR:-build}
+ROUNDS=${ROUNDS:-2}
 PEERS="$SHARED/peers"
+# Every argument is checked before anything is built or run.
+usage() {  # MESSAGE
+  echo "compare_peers: $1" >&2
+  echo "usage: perf/compare_peers.sh [NRANKS=2] [MINBYTES=8] [MAXBYTES=64M] (env ROUNDS=2)" >&2
+  exit 2
+}
+to_bytes() {  # NAME VALUE -> bytes (K, M, G suffixes), or the usage message
+  [[ "$2" =~ ^[0-9]+[KMGkmg]?$ ]] ||
+    usage "$1 '$2' is not a size in bytes (like 8, 64K, 256M)"
+  numfmt --from=iec "${2^^}"
+}
+[[ "$N" =~ ^[0-9]+$ ]] && ((N >= 2)) || usage "NRANKS '$N' must be an integer of at least 2"
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] && ((ROUNDS >= 1)) || usage "ROUNDS '$ROUNDS' must be an integer of at least 1"
+MINB=$(to_bytes MINBYTES "$MINB")
+MAXB=$(to_bytes MAXBYTES "$MAXB")
+((MINB >= 4)) || usage "MINBYTES $MINB is less than one float (4 bytes)"
+((MINB <= MAXB)) || usage "MINBYTES $MINB is larger than MAXBYTES $MAXB"
 if [ ! -d "$PEERS" ]; then
   echo "compare_peers: $PEERS not found (set BRAID_SHARED_DIR); nothing to compare" >&2
   exit 2
@@ -23,8 +42,11 @@ fi
 scripts/setup.sh "$BUILD"
 OUT="$BUILD/peers"
 mkdir -p "$OUT"
-to_bytes() { numfmt --from=iec "$1"; }
-MINB=$(to_bytes "$MINB"); MAXB=$(to_bytes "$MAXB")
+# memcpy_bench's sizes: single-core memcpy at the largest size compared (memcpy_bench needs
+# 32 bytes at least), and the memory limit at 256 MiB at least, far past any cache, whatever
+# the sizes compared.
+COPYB=$((MAXB < 32 ? 32 : MAXB))
+LIMITB=$((MAXB < (256 << 20) ? (256 << 20) : MAXB))
 
 [ -x "$OUT/mpi_allreduce_bench" ] || mpicc -O2 -o "$OUT/mpi_allreduce_bench" "$PEERS/mpi_allreduce_bench.c"
 [ -x "$OUT/memcpy_bench" ] || gcc -O3 -march=native -o "$OUT/memcpy_bench" "$PEERS/memcpy_bench.c"
@@ -66,7 +88,6 @@ run_braid() {  # MEMORY OUTFILE (appended to)
 # ROUNDS rounds (default 2), each running every library once in turn; each library keeps, per
 # size, its fastest round (and memcpy its fastest), so a burst of noise from a neighbour on
 # a shared machine costs no library a size it would otherwise win.
-ROUNDS=${ROUNDS:-2}
 memcpy_rates() {  # memcpy_bench's output on stdin -> its memcpy GB/s, one line per run
   awk '{for (i = 1; i < NF; i++) if ($i == "memcpy") print $(i + 1)}'
 }
@@ -82,13 +103,13 @@ for ((round = 0; round < ROUNDS; round++)); do
     "$OUT/gloo_allreduce_bench" "$N" "$MINB" "$MAXB" ring_chunked >>"$OUT/gloo.txt" 2>/dev/null ||
       have_gloo=0
   fi
-  "$OUT/memcpy_bench" "$MAXB" >>"$OUT/memcpy.txt"
+  "$OUT/memcpy_bench" "$COPYB" >>"$OUT/memcpy.txt"
   # The memory system's limit: one memcpy per rank at once (at most one per core); the rates
   # of one round's copies on one line of concurrent.txt. A copy that fails (each takes 3 x
   # MAXBYTES of memory) stops the script rather than lower the limit.
   pids=()
   for ((k = 0; k < COPIES; k++)); do
-    "$OUT/memcpy_bench" "$MAXB" >"$OUT/concurrent.$k" &
+    "$OUT/memcpy_bench" "$LIMITB" >"$OUT/concurrent.$k" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do
@@ -102,10 +123,11 @@ memcpy_gbs=$(memcpy_rates <"$OUT/memcpy.txt" | sort -g | tail -1)
 # The round whose copies together moved most: their summed rate, bytes copied per second.
 concurrent_gbs=$(awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; if (s > v) v = s} END {print v}' "$OUT/concurrent.txt")
 
-python3 - "$OUT" "$have_gloo" "$memcpy_gbs" "$ROUNDS" "$N" "$concurrent_gbs" "$COPIES" <<'PY'
+python3 - "$OUT" "$have_gloo" "$memcpy_gbs" "$ROUNDS" "$N" "$concurrent_gbs" "$COPIES" "$LIMITB" <<'PY'
 import sys
 out, have_gloo, memcpy = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
-n, concurrent, copies = int(sys.argv[5]), float(sys.argv[6] or 0), sys.argv[7]
+n, concurrent, copies = int(sys.argv[5]), float(sys.argv[6] or 0), int(sys.argv[7])
+limit_mib = int(sys.argv[8]) >> 20
 # An all-reduce of S bytes per rank, once its buffers outgrow the caches, reads every rank's
 # input from memory and writes every rank's output: n*S bytes read and n*S written at least,
 # as n memcpys of S. With the memory system copying `concurrent` bytes a second in all (the
@@ -127,8 +149,9 @@ shared = rows(f"{out}/braid_shared.txt", 0, 5, 7)
 mpi = rows(f"{out}/mpi.txt", 0, 1, 3)
 gloo = rows(f"{out}/gloo.txt", 0, 1, 3) if have_gloo else {}
 print(f"# single-core memcpy: {memcpy} GB/s; each figure the fastest of {sys.argv[4]} rounds")
-print(f"# {copies} memcpys at once: {concurrent:.2f} GB/s together; so the memory system's limit for"
-      f" a large all-reduce's busbw on {n} ranks: {limit:.2f} GB/s (b/limit, sh/limit)")
+print(f"# {copies} memcpy{'s' if copies > 1 else ''} of {limit_mib} MiB at once: {concurrent:.2f} GB/s"
+      f" together; so the memory system's limit for a large all-reduce's busbw on {n} ranks:"
+      f" {limit:.2f} GB/s (b/limit, sh/limit)")
 print("# braid: heap buffers (-M host); shared: braidMemAllocHost buffers (-M shared)")
 print(f"#{'bytes':>11} {'braid_us':>9} {'mpi_us':>9} {'gloo_us':>9} {'braid_bw':>9} {'shared_bw':>9} {'mpi_bw':>9} {'gloo_bw':>9} {'b/mpi':>6} {'sh/mpi':>6} {'b/gloo':>7} {'b/memcpy':>8} {'sh/memcpy':>9} {'b/limit':>7} {'sh/limit':>8}")
 na = float("nan")
