@@ -520,6 +520,68 @@ TEST(Isa, EveryBuildMatchesGenericBitForBit) {
   }
 }
 
+// reduceStreaming gives reduce()'s bits (a NaN may carry either operand's payload, as between
+// builds) on every instruction-set build, dtype, op and divisor,
+// wherever dst sits against a 64-byte line (elements 0..3 past a boundary, so heads of whole,
+// partial and no lines) and whatever the count (inside a line, whole lines, a tail); it writes
+// nothing outside dst, and in place (dst == a, dst == b) it is reduce().
+TEST(ReduceStreaming, MatchesReduceOnEveryBuildTypeOpAndAlignment) {
+  uint64_t state = 0x243f6a8885a308d3ull;
+  auto next = [&state] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  constexpr uint8_t kSentinel = 0xa5;
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
+    if (!isaSupported(isa)) continue;
+    for (int t = 0; t < braidNumTypes; ++t) {
+      const auto dtype = static_cast<braidDataType_t>(t);
+      const size_t es = braidTypeSize(dtype);
+      for (size_t count : {size_t{1}, size_t{7}, size_t{64}, size_t{300}, size_t{4099}}) {
+        std::vector<uint8_t> a(count * es), b(count * es);
+        for (auto& x : a) x = static_cast<uint8_t>(next());
+        for (auto& x : b) x = static_cast<uint8_t>(next());
+        for (size_t shift = 0; shift < 4; ++shift) {
+          // dst at `shift` elements past a 64-byte boundary, with 64 sentinel bytes each side.
+          std::vector<uint8_t> block(count * es + 64 * 3);
+          const size_t base = (64 - reinterpret_cast<uintptr_t>(block.data()) % 64) % 64 + 64;
+          uint8_t* dst = block.data() + base + shift * es;
+          for (braidRedOp_t op : {braidSum, braidProd, braidMax, braidMin, braidAvg})
+            for (int divisor : {1, 3}) {
+              std::vector<uint8_t> want(count * es);
+              ASSERT_TRUE(
+                  reduceWith(isa, dtype, op, want.data(), a.data(), b.data(), count, divisor));
+              std::fill(block.begin(), block.end(), kSentinel);
+              ASSERT_TRUE(
+                  reduceStreamingWith(isa, dtype, op, dst, a.data(), b.data(), count, divisor));
+              ASSERT_EQ(differences(dtype, want, std::vector<uint8_t>(dst, dst + want.size())), 0u)
+                  << isaName(isa) << " " << braidTypeName(dtype) << " " << braidOpName(op)
+                  << " count " << count << " / " << divisor << ", dst " << shift
+                  << " elements past a line";
+              for (size_t i = 0; i < block.size(); ++i)
+                if (block.data() + i < dst || block.data() + i >= dst + want.size())
+                  ASSERT_EQ(block[i], kSentinel) << "byte " << i << " outside dst was written";
+            }
+        }
+        for (int inputIsDst = 0; inputIsDst < 2; ++inputIsDst) {
+          std::vector<uint8_t> want(count * es);
+          ASSERT_TRUE(reduceWith(isa, dtype, braidSum, want.data(), a.data(), b.data(), count));
+          std::vector<uint8_t> x = inputIsDst ? b : a;
+          const uint8_t* other = inputIsDst ? a.data() : b.data();
+          ASSERT_TRUE(
+              inputIsDst
+                  ? reduceStreamingWith(isa, dtype, braidSum, x.data(), other, x.data(), count)
+                  : reduceStreamingWith(isa, dtype, braidSum, x.data(), x.data(), other, count));
+          EXPECT_EQ(differences(dtype, want, x), 0u)
+              << isaName(isa) << " " << braidTypeName(dtype) << " in place";
+        }
+      }
+    }
+    EXPECT_FALSE(reduceStreamingWith(isa, static_cast<braidDataType_t>(braidNumTypes), braidSum,
+                                     nullptr, nullptr, nullptr, 1));
+  }
+}
+
 // Streaming copies: every head alignment (0..16 bytes to the next 16-byte boundary), tails
 // of 0..63 bytes and lengths across whole 64-byte lines; bytes beyond the range stay as
 // they were.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "core/executor.h"
 #include "test_scale.h"
 
 namespace braid {
@@ -878,6 +879,57 @@ TEST(RingOrder, RingNeighboursComeFromTheRing) {
     if (st.kind == StepKind::kSend) EXPECT_EQ(st.peer, 2);
     if (st.kind == StepKind::kRecv || st.kind == StepKind::kRecvReduce) EXPECT_EQ(st.peer, 3);
   }
+}
+
+}  // namespace
+}  // namespace braid
+
+// ---- The executor's plan: which receive-reduces write the call's final output ----------
+// Plan::finalOutput marks a receive-reduce into the receive buffer that no later step reads
+// (its output may then go to memory with streaming stores). Recursive doubling on 2 ranks out
+// of place reduces straight into the receive buffer, once per piece, and nothing reads it
+// again; in place it reduces into scratch and copies. The ring's reduce-scatter phase of an
+// all-reduce is read back by its all-gather; a ring reduce-scatter's last step is the output.
+namespace braid {
+namespace {
+
+std::vector<StepKind> finalKinds(const char* algo, Collective coll, bool inPlace, int* finals) {
+  const AlgorithmInfo* row = findAlgorithm(coll, algo);
+  EXPECT_NE(row, nullptr) << algo;
+  CollArgs a;
+  a.coll = coll;
+  a.count = 1000;
+  a.nranks = 2;
+  a.pieceElems = 100;
+  a.inPlace = inPlace;
+  Plan plan;
+  row->build(a, &plan.schedule);
+  plan.inPlace = inPlace;
+  compilePlan(&plan, 4);
+  *finals = 0;
+  std::vector<StepKind> kinds;
+  for (size_t i = 0; i < plan.schedule.steps.size(); ++i) {
+    kinds.push_back(plan.schedule.steps[i].kind);
+    *finals += plan.finalOutput[i];
+  }
+  return kinds;
+}
+
+TEST(Plan, FinalOutputsAreTheReceiveReducesNothingReadsAgain) {
+  int finals = 0;
+  std::vector<StepKind> kinds =
+      finalKinds("recursive_doubling", Collective::kAllReduce, false, &finals);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), StepKind::kCopy), 0);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), StepKind::kRecvReduce), 10);
+  EXPECT_EQ(finals, 10);
+  kinds = finalKinds("recursive_doubling", Collective::kAllReduce, true, &finals);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), StepKind::kCopy), 10);
+  EXPECT_EQ(finals, 0);
+  finalKinds("ring", Collective::kAllReduce, false, &finals);
+  EXPECT_EQ(finals, 0);
+  kinds = finalKinds("ring", Collective::kReduceScatter, false, &finals);
+  EXPECT_GT(std::count(kinds.begin(), kinds.end(), StepKind::kRecvReduce), 0);
+  EXPECT_EQ(finals, std::count(kinds.begin(), kinds.end(), StepKind::kRecvReduce));
 }
 
 }  // namespace

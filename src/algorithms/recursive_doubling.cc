@@ -29,9 +29,12 @@ BufRef at(BufferId b, size_t offset) { return BufRef{b, offset}; }
 // Cost: log2(p2) + 2 (if n is not a power of two) messages of the whole vector.
 // Each round reads one buffer and writes another, so a rank can forward its vector and
 // reduce the partner's at the same time without waiting for its own send to drain: the
-// rounds alternate between the receive buffer (where the input sits in place) and one
-// scratch vector, with a final copy when an odd number of rounds ends in scratch. Pieces
-// of about pieceElems let a round start on the first piece while later ones are in flight.
+// rounds alternate between the receive buffer and one scratch vector, the last round ending
+// in the receive buffer. In place (and after a fold) the input sits in the receive buffer, so
+// round 1 cannot write there: the rounds then start in scratch, and an odd number of them
+// ends with a copy from scratch. Out of place the first round writes the receive buffer
+// (2 ranks: one send and one receive-reduce of the whole vector, nothing else). Pieces of
+// about pieceElems let a round start on the first piece while later ones are in flight.
 void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* out) {
   out->steps.clear();
   out->scratchElems = 0;
@@ -77,13 +80,16 @@ void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* out) {
     return;
   }
 
-  out->scratchElems = count;
   // Round i reads buffer X(i-1) and writes X(i): X(0) is the input (send, which in place is
-  // recv; after a fold, recv), then scratch, recv, scratch, ...
+  // recv; after a fold, recv). Then recv and scratch alternate so that X(rounds) is recv,
+  // unless X(0) is recv: then X(1) is scratch, and X(rounds) too when rounds is odd.
+  const bool inputInRecv = a.inPlace || r < 2 * rem;
+  const int recvParity = inputInRecv ? 0 : rounds % 2;  // rounds i >= 1 of this parity: recv
   auto bufAfter = [&](int i) {
-    if (i == 0) return r < 2 * rem ? BufferId::kRecv : BufferId::kSend;
-    return i % 2 == 1 ? BufferId::kScratch : BufferId::kRecv;
+    if (i == 0) return inputInRecv ? BufferId::kRecv : BufferId::kSend;
+    return i % 2 == recvParity ? BufferId::kRecv : BufferId::kScratch;
   };
+  out->scratchElems = rounds >= 2 || bufAfter(1) == BufferId::kScratch ? count : 0;
   // Per piece: the step that wrote X(i-1) and the send that read it.
   std::vector<int32_t> wrote(pieces, -1), sent(pieces, -1);
   if (r < 2 * rem) {

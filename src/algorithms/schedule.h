@@ -198,6 +198,11 @@ struct CollArgs {
   // algorithms follow it, and the tree algorithms build their trees over its positions, as
   // NCCL builds rings and trees over its topology search rather than rank numbers.
   const int* ring = nullptr;
+  // The call is its collective's in-place form (the aliasing listed at the top of this file:
+  // all-reduce's send == recv, ...). A builder may write the receive buffer early only out of
+  // place, where it is not also the input that a send of the same piece still reads.
+  // Plans are cached per form (runCollective); the verifier builds both.
+  bool inPlace = false;
 };
 
 // A rank's place on CollArgs::ring, and its neighbours there.

@@ -385,6 +385,7 @@ bool Program::build(const AlgorithmInfo& algo, int nranks, std::vector<CollArgs>
   barrier = coll == Collective::kBarrier;
   inPlace = inPlaceCall && hasInPlace(coll);
   args = std::move(a);
+  for (CollArgs& x : args) x.inPlace = inPlace;
   root = args[0].root;
   op = args[0].op;
   pieceElems = std::max<size_t>(1, args[0].pieceElems);

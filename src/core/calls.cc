@@ -298,6 +298,25 @@ void setCacheChoices(const braidComm* comm, size_t elemSize, Plan* plan) {
   }
 }
 
+// Whether the buffers are the call's in-place form (schedule.h's buffer conventions):
+// all-reduce, broadcast and reduce share one buffer; reduce-scatter's receive buffer is the
+// rank's block of its send buffer; all-gather's send buffer is the rank's block of its receive
+// buffer.
+bool isInPlace(const CollArgs& a, const void* sendbuff, const void* recvbuff, size_t elemSize) {
+  if (!sendbuff || !recvbuff || !hasInPlace(a.coll)) return false;
+  const auto send = reinterpret_cast<uintptr_t>(sendbuff);
+  const auto recv = reinterpret_cast<uintptr_t>(recvbuff);
+  const uintptr_t block = static_cast<uintptr_t>(a.rank) * a.count * elemSize;
+  switch (a.coll) {
+    case Collective::kReduceScatter:
+      return recv == send + block;
+    case Collective::kAllGather:
+      return send == recv + block;
+    default:
+      return send == recv;
+  }
+}
+
 }  // namespace
 
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
@@ -312,12 +331,14 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   args.pieceElems = std::max<size_t>(1, comm->chunkSize / elemSize);
   args.hostOf = comm->nhosts > 1 ? comm->hostOf.data() : nullptr;
   args.ring = comm->ring.empty() ? nullptr : comm->ring.data();
+  args.inPlace = isInPlace(args, sendbuff, recvbuff, elemSize);
   // The algorithm is chosen once per plan: a cached call goes straight to its steps.
   Plan* plan = nullptr;
   std::unique_ptr<Plan> uncached;
   auto compile = [&](Plan* p) -> braidResult_t {
     BRAID_TRY(chooseAlgorithm(comm, args, &p->algo));
     p->algo->build(args, &p->schedule);
+    p->inPlace = args.inPlace;
     compilePlan(p, elemSize);
     setCacheChoices(comm, elemSize, p);
     p->callTag = callTag(args);
@@ -328,9 +349,9 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
     BRAID_TRY(compile(uncached.get()));
     plan = uncached.get();
   } else {
-    const braidComm::PlanKey key{static_cast<int>(args.coll), args.count,
-                                 static_cast<int>(args.dtype), static_cast<int>(args.op),
-                                 args.root};
+    const braidComm::PlanKey key{
+        static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype),
+        static_cast<int>(args.op),   args.root,  args.inPlace};
     if (comm->lastPlan && comm->lastKey == key) {
       plan = comm->lastPlan;
     } else {

@@ -144,10 +144,10 @@ struct braidComm {
   };
   std::vector<PreMulSum> preMulSums;
   std::vector<char*> bases;  // executor buffer table, reused across calls
-  // Compiled plans, each with its chosen algorithm, by (collective, count, dtype, op, root);
-  // cleared (clearPlans) when braidCommSetAlgorithm changes the choice, and when it reaches
-  // 256 entries.
-  using PlanKey = std::tuple<int, size_t, int, int, int>;
+  // Compiled plans, each with its chosen algorithm, by (collective, count, dtype, op, root,
+  // in place); cleared (clearPlans) when braidCommSetAlgorithm changes the choice, and when it
+  // reaches 256 entries.
+  using PlanKey = std::tuple<int, size_t, int, int, int, bool>;
   std::map<PlanKey, std::unique_ptr<braid::Plan>> plans;
   // The plan of the last call and its key: a loop of one call shape skips the map's lookup.
   PlanKey lastKey{};

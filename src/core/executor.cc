@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -349,14 +350,20 @@ class Run {
     return braidSuccess;
   }
 
-  // combine() of a host piece in a host call: a copy or a reduction on this core.
+  // combine() of a host piece in a host call: a copy or a reduction on this core. In a call
+  // that outgrows the cache, a received piece and a reduction that no later step reads
+  // (Plan::finalOutput; s is one of the plan's steps) go to memory with streaming stores.
   [[gnu::always_inline]] void landOnHost(const Step& s, char* dst, const char* src,
                                          const char* data, size_t bytes) {
+    const bool stream = ctx_.streamStores && bytes >= kStreamMinBytes;
     if (s.kind == StepKind::kRecv) {
-      if (ctx_.streamStores && bytes >= kStreamMinBytes)
+      if (stream)
         kernels::copyStreaming(dst, data, bytes);
       else if (bytes)
         std::memcpy(dst, data, bytes);
+    } else if (stream && plan_.finalOutput[&s - plan_.schedule.steps.data()]) {
+      kernels::reduceStreaming(ctx_.dtype, ctx_.op, dst, src, data, bytes / ctx_.elemSize,
+                               s.divisor);
     } else {
       kernels::reduce(ctx_.dtype, ctx_.op, dst, src, data, bytes / ctx_.elemSize, s.divisor);
     }
@@ -554,6 +561,47 @@ class Run {
 
 }  // namespace
 
+namespace {
+
+// Plan::finalOutput: a hint for speed only (the kernels' stores are fenced either way), so
+// "later" is schedule order, which builders keep for the steps that read a step's output.
+// Walking the steps backwards, the receive buffer's ranges that later steps
+// read (sends, copies and receive-reduces with a source there) are kept merged, by start, in
+// `read`; a receive-reduce into the receive buffer is final when its range meets none.
+void markFinalOutputs(Plan* plan) {
+  const std::vector<Step>& steps = plan->schedule.steps;
+  plan->finalOutput.assign(steps.size(), 0);
+  if (plan->inPlace) return;  // the send buffer is the receive buffer, at offsets per collective
+  std::map<size_t, size_t> read;  // start -> end, disjoint
+  auto meets = [&](size_t lo, size_t hi) {
+    auto it = read.upper_bound(lo);
+    if (it != read.begin() && std::prev(it)->second > lo) return true;
+    return it != read.end() && it->first < hi;
+  };
+  auto add = [&](size_t lo, size_t hi) {
+    auto it = read.upper_bound(lo);
+    if (it != read.begin() && std::prev(it)->second >= lo) {
+      --it;
+      lo = it->first;
+    }
+    while (it != read.end() && it->first <= hi) {
+      hi = std::max(hi, it->second);
+      it = read.erase(it);
+    }
+    read.emplace(lo, hi);
+  };
+  for (size_t i = steps.size(); i-- > 0;) {
+    const Step& st = steps[i];
+    if (st.count == 0) continue;
+    if (st.kind == StepKind::kRecvReduce && st.dst.buf == BufferId::kRecv)
+      plan->finalOutput[i] = !meets(st.dst.offset, st.dst.offset + st.count);
+    if (st.kind != StepKind::kRecv && st.src.buf == BufferId::kRecv)
+      add(st.src.offset, st.src.offset + st.count);
+  }
+}
+
+}  // namespace
+
 void compilePlan(Plan* plan, size_t elemSize) {
   const Schedule& s = plan->schedule;
   auto queueFor = [](std::vector<Plan::Queue>* qs, int peer) -> Plan::Queue& {
@@ -586,6 +634,7 @@ void compilePlan(Plan* plan, size_t elemSize) {
     if (st.kind != StepKind::kRecv) extend(st.src, st.count);  // a receive has no source
     if (st.kind != StepKind::kSend) extend(st.dst, st.count);  // nor a send a destination
   }
+  markFinalOutputs(plan);
   for (Plan::Queue& q : plan->sends) q.tickets.assign(q.steps.size(), Plan::kCopied);
   plan->done.assign(s.steps.size(), 0);
   plan->sendCur.assign(plan->sends.size(), Plan::Cursor{});

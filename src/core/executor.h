@@ -71,6 +71,12 @@ struct Plan {
   bool outgrowsCache[2] = {false, false};
   bool streamStores[2] = {false, false};
   uint32_t callTag = 0;  // ExecContext::callTag of the calls this plan runs (runCollective)
+  // The schedule was built for the in-place form (CollArgs::inPlace); set before compilePlan.
+  bool inPlace = false;
+  // Per step, set by compilePlan: a receive-reduce into the receive buffer whose output no
+  // later step of the call reads (out of place only), so that in a call that outgrows the
+  // cache it may go to memory with streaming stores (ExecContext::streamStores).
+  std::vector<uint8_t> finalOutput;
 };
 
 void compilePlan(Plan* plan, size_t elemSize);

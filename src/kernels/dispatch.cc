@@ -23,6 +23,8 @@ namespace braid::kernels {
   bool reduce(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, const void* b, \
               size_t count, int divisor);                                                      \
   bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int divisor);   \
+  bool reduceStreaming(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,       \
+                       const void* b, size_t count, int divisor);                              \
   }
 BRAID_DECLARE_ISA(generic)
 #if defined(__x86_64__) && defined(BRAID_HAVE_KERNEL_ISAS)
@@ -40,18 +42,19 @@ using DivideFn = bool (*)(braidDataType_t, void*, const void*, size_t, int);
 struct Impl {
   ReduceFn reduce;
   DivideFn divide;
+  ReduceFn reduceStreaming;
 };
 
 Impl implOf(Isa isa) {
   switch (isa) {
 #if defined(__x86_64__) && defined(BRAID_HAVE_KERNEL_ISAS)
     case Isa::kAvx2:
-      return {avx2::reduce, avx2::divide};
+      return {avx2::reduce, avx2::divide, avx2::reduceStreaming};
     case Isa::kAvx512:
-      return {avx512::reduce, avx512::divide};
+      return {avx512::reduce, avx512::divide, avx512::reduceStreaming};
 #endif
     default:
-      return {generic::reduce, generic::divide};
+      return {generic::reduce, generic::divide, generic::reduceStreaming};
   }
 }
 
@@ -132,9 +135,19 @@ bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int
   return active().impl.divide(dtype, dst, src, count, divisor);
 }
 
+bool reduceStreaming(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
+                     const void* b, size_t count, int divisor) {
+  return active().impl.reduceStreaming(dtype, op, dst, a, b, count, divisor);
+}
+
 bool reduceWith(Isa isa, braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
                 const void* b, size_t count, int divisor) {
   return isaSupported(isa) && implOf(isa).reduce(dtype, op, dst, a, b, count, divisor);
+}
+
+bool reduceStreamingWith(Isa isa, braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
+                         const void* b, size_t count, int divisor) {
+  return isaSupported(isa) && implOf(isa).reduceStreaming(dtype, op, dst, a, b, count, divisor);
 }
 
 bool divideWith(Isa isa, braidDataType_t dtype, void* dst, const void* src, size_t count,

@@ -25,7 +25,7 @@
 #include <limits>
 #include <type_traits>
 
-#ifdef __F16C__
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -261,6 +261,75 @@ void combineDisjoint(T* __restrict dst, const T* __restrict a, const T* __restri
   for (size_t i = 0; i < count; ++i) dst[i] = post(op(a[i], b[i]));
 }
 
+// ---- Streaming stores (reduceStreaming) -------------------------------------------------
+
+constexpr size_t kLineBytes = 64;
+
+// Writes the 64-byte line at `line` (64-byte aligned) to dst (64-byte aligned) with streaming
+// stores: the widest this build has, so each line leaves the write-combining buffer whole.
+inline void streamLine(void* dst, const void* line) {
+#if defined(__AVX512F__)
+  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_load_si512(line));
+#elif defined(__AVX2__)
+  auto* d = static_cast<__m256i*>(dst);
+  const auto* l = static_cast<const __m256i*>(line);
+  _mm256_stream_si256(d, _mm256_load_si256(l));
+  _mm256_stream_si256(d + 1, _mm256_load_si256(l + 1));
+#elif defined(__x86_64__)
+  auto* d = static_cast<__m128i*>(dst);
+  const auto* l = static_cast<const __m128i*>(line);
+  for (int k = 0; k < 4; ++k) _mm_stream_si128(d + k, _mm_load_si128(l + k));
+#else
+  std::memcpy(dst, line, kLineBytes);
+#endif
+}
+
+// Orders the streaming stores before whatever the caller publishes next.
+inline void streamFence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
+
+// Elements of T before dst's first 64-byte boundary (count when there is none in range, or
+// when dst is not aligned to T: then nothing streams).
+template <typename T>
+size_t elemsBeforeLine(const T* dst, size_t count) {
+  const auto addr = reinterpret_cast<uintptr_t>(dst);
+  if (addr % sizeof(T) != 0) return count;
+  return std::min(count, (kLineBytes - addr % kLineBytes) % kLineBytes / sizeof(T));
+}
+
+// combineDisjoint with dst's whole lines written by streaming stores: each line is computed
+// into a 64-byte block (a vector register once vectorised) and stored whole.
+template <typename T, typename Op, typename Post>
+void combineDisjointStreaming(T* __restrict dst, const T* __restrict a, const T* __restrict b,
+                              size_t count, Op op, Post post) {
+  constexpr size_t kLine = kLineBytes / sizeof(T);
+  const size_t head = elemsBeforeLine(dst, count);
+  combineDisjoint(dst, a, b, head, op, post);
+  size_t i = head;
+  for (; i + kLine <= count; i += kLine) {
+    alignas(kLineBytes) T line[kLine];
+    for (size_t k = 0; k < kLine; ++k) line[k] = post(op(a[i + k], b[i + k]));
+    streamLine(dst + i, line);
+  }
+  combineDisjoint(dst + i, a + i, b + i, count - i, op, post);
+}
+
+// memcpy of n bytes from an aligned block to dst, its whole lines by streaming stores.
+inline void copyBlockStreaming(char* dst, const char* src, size_t n) {
+  const size_t head = elemsBeforeLine(dst, n);
+  std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + kLineBytes <= n; i += kLineBytes) {
+    alignas(kLineBytes) char line[kLineBytes];
+    std::memcpy(line, src + i, kLineBytes);
+    streamLine(dst + i, line);
+  }
+  std::memcpy(dst + i, src + i, n - i);
+}
+
 // x is both an input and the output; kXIsB keeps the operands in their (a, b) order.
 template <bool kXIsB, typename T, typename Op, typename Post>
 void combineInPlace(T* __restrict x, const T* __restrict other, size_t count, Op op, Post post) {
@@ -274,12 +343,14 @@ void combineSelf(T* x, size_t count, Op op, Post post) {
   for (size_t i = 0; i < count; ++i) x[i] = post(op(x[i], x[i]));
 }
 
-template <typename T, typename Op, typename Post>
+template <bool kStream, typename T, typename Op, typename Post>
 void combineNative(void* dstv, const void* av, const void* bv, size_t count, Op op, Post post) {
   T* dst = static_cast<T*>(dstv);
   const T* a = static_cast<const T*>(av);
   const T* b = static_cast<const T*>(bv);
-  if (dst == a && dst == b) {
+  if (kStream && dst != a && dst != b) {
+    combineDisjointStreaming(dst, a, b, count, op, post);
+  } else if (dst == a && dst == b) {
     combineSelf(dst, count, op, post);
   } else if (dst == a) {
     combineInPlace<false>(dst, b, count, op, post);
@@ -295,16 +366,19 @@ void combineNative(void* dstv, const void* av, const void* bv, size_t count, Op 
 constexpr size_t kBlock = 256;
 
 // Each block is read entirely before it is written, so dst may equal a or b exactly.
-template <typename Codec, typename Op, typename Post>
+// kStream (dst disjoint from a and b): each block is encoded into `staged` and goes to dst by
+// streaming stores.
+template <bool kStream, typename Codec, typename Op, typename Post>
 void combineNarrow(void* dstv, const void* av, const void* bv, size_t count, Op op, Post post) {
   using Bits = typename Codec::Bits;
-  Bits* dst = static_cast<Bits*>(dstv);
+  Bits* const out = static_cast<Bits*>(dstv);
   const Bits* a = static_cast<const Bits*>(av);
   const Bits* b = static_cast<const Bits*>(bv);
   float fa[kBlock];
   float fb[kBlock];
-  // Whole blocks with a constant trip count (vector loops without remainders), then the rest.
-  auto block = [&](size_t start, auto n) {
+  alignas(kLineBytes) Bits staged[kStream ? kBlock : 1];
+  // Elements start.. start+n of the inputs, combined into o[0..n).
+  auto compute = [&](size_t start, auto n, Bits* o) {
 #ifdef __F16C__
     // fp16 in whole blocks: the CPU's own conversions (F16C), 8 lanes at a time. They round
     // to nearest even, keep subnormals and quiet NaNs keeping the payload's high bits, as
@@ -320,7 +394,7 @@ void combineNarrow(void* dstv, const void* av, const void* bv, size_t count, Op 
       }
       for (size_t i = 0; i < n; ++i) fa[i] = post(op(fa[i], fb[i]));
       for (size_t i = 0; i < n; i += 8)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + start + i),
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i),
                          _mm256_cvtps_ph(_mm256_loadu_ps(fa + i), _MM_FROUND_TO_NEAREST_INT));
       return;
     }
@@ -328,7 +402,17 @@ void combineNarrow(void* dstv, const void* av, const void* bv, size_t count, Op 
     for (size_t i = 0; i < n; ++i) fa[i] = Codec::decode(a[start + i]);
     for (size_t i = 0; i < n; ++i) fb[i] = Codec::decode(b[start + i]);
     for (size_t i = 0; i < n; ++i) fa[i] = post(op(fa[i], fb[i]));
-    for (size_t i = 0; i < n; ++i) dst[start + i] = Codec::encode(fa[i]);
+    for (size_t i = 0; i < n; ++i) o[i] = Codec::encode(fa[i]);
+  };
+  // Whole blocks with a constant trip count (vector loops without remainders), then the rest.
+  auto block = [&](size_t start, auto n) {
+    if constexpr (kStream) {
+      compute(start, n, staged);
+      copyBlockStreaming(reinterpret_cast<char*>(out + start),
+                         reinterpret_cast<const char*>(staged), n * sizeof(Bits));
+    } else {
+      compute(start, n, out + start);
+    }
   };
   size_t start = 0;
   for (; start + kBlock <= count; start += kBlock)
@@ -342,56 +426,75 @@ bool isKnownType(braidDataType_t dtype) {
 
 size_t elementSize(braidDataType_t dtype) { return braidTypeSize(dtype); }
 
-template <typename Op, typename Post>
+template <bool kStream, typename Op, typename Post>
 bool combineByType(braidDataType_t dtype, void* dst, const void* a, const void* b, size_t count,
                    Op op, Post post) {
   switch (dtype) {
     case braidInt8:
-      combineNative<int8_t>(dst, a, b, count, op, post);
+      combineNative<kStream, int8_t>(dst, a, b, count, op, post);
       return true;
     case braidUint8:
-      combineNative<uint8_t>(dst, a, b, count, op, post);
+      combineNative<kStream, uint8_t>(dst, a, b, count, op, post);
       return true;
     case braidInt32:
-      combineNative<int32_t>(dst, a, b, count, op, post);
+      combineNative<kStream, int32_t>(dst, a, b, count, op, post);
       return true;
     case braidUint32:
-      combineNative<uint32_t>(dst, a, b, count, op, post);
+      combineNative<kStream, uint32_t>(dst, a, b, count, op, post);
       return true;
     case braidInt64:
-      combineNative<int64_t>(dst, a, b, count, op, post);
+      combineNative<kStream, int64_t>(dst, a, b, count, op, post);
       return true;
     case braidUint64:
-      combineNative<uint64_t>(dst, a, b, count, op, post);
+      combineNative<kStream, uint64_t>(dst, a, b, count, op, post);
       return true;
     case braidFloat32:
-      combineNative<float>(dst, a, b, count, op, post);
+      combineNative<kStream, float>(dst, a, b, count, op, post);
       return true;
     case braidFloat64:
-      combineNative<double>(dst, a, b, count, op, post);
+      combineNative<kStream, double>(dst, a, b, count, op, post);
       return true;
     case braidFloat16:
-      combineNarrow<HalfCodec>(dst, a, b, count, op, post);
+      combineNarrow<kStream, HalfCodec>(dst, a, b, count, op, post);
       return true;
     case braidBfloat16:
-      combineNarrow<Bf16Codec>(dst, a, b, count, op, post);
+      combineNarrow<kStream, Bf16Codec>(dst, a, b, count, op, post);
       return true;
     case braidFloat8e4m3:
-      combineNarrow<E4m3Codec>(dst, a, b, count, op, post);
+      combineNarrow<kStream, E4m3Codec>(dst, a, b, count, op, post);
       return true;
     case braidFloat8e5m2:
-      combineNarrow<E5m2Codec>(dst, a, b, count, op, post);
+      combineNarrow<kStream, E5m2Codec>(dst, a, b, count, op, post);
       return true;
     default:
       return false;
   }
 }
 
-template <typename Op>
+template <bool kStream, typename Op>
 bool combineWithDivisor(braidDataType_t dtype, void* dst, const void* a, const void* b,
                         size_t count, Op op, int divisor) {
-  if (divisor > 1) return combineByType(dtype, dst, a, b, count, op, Divide{divisor});
-  return combineByType(dtype, dst, a, b, count, op, NoDivide{});
+  if (divisor > 1) return combineByType<kStream>(dtype, dst, a, b, count, op, Divide{divisor});
+  return combineByType<kStream>(dtype, dst, a, b, count, op, NoDivide{});
+}
+
+template <bool kStream>
+bool reduceAs(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, const void* b,
+              size_t count, int divisor) {
+  if (!isKnownType(dtype)) return false;
+  switch (op) {
+    case braidSum:
+    case braidAvg:
+      return combineWithDivisor<kStream>(dtype, dst, a, b, count, Sum{}, divisor);
+    case braidProd:
+      return combineWithDivisor<kStream>(dtype, dst, a, b, count, Prod{}, divisor);
+    case braidMax:
+      return combineWithDivisor<kStream>(dtype, dst, a, b, count, Max{}, divisor);
+    case braidMin:
+      return combineWithDivisor<kStream>(dtype, dst, a, b, count, Min{}, divisor);
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -400,20 +503,14 @@ namespace BRAID_KERNEL_ISA {
 
 bool reduce(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, const void* b,
             size_t count, int divisor) {
-  if (!isKnownType(dtype)) return false;
-  switch (op) {
-    case braidSum:
-    case braidAvg:
-      return combineWithDivisor(dtype, dst, a, b, count, Sum{}, divisor);
-    case braidProd:
-      return combineWithDivisor(dtype, dst, a, b, count, Prod{}, divisor);
-    case braidMax:
-      return combineWithDivisor(dtype, dst, a, b, count, Max{}, divisor);
-    case braidMin:
-      return combineWithDivisor(dtype, dst, a, b, count, Min{}, divisor);
-    default:
-      return false;
-  }
+  return reduceAs<false>(dtype, op, dst, a, b, count, divisor);
+}
+
+bool reduceStreaming(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
+                     const void* b, size_t count, int divisor) {
+  const bool ok = reduceAs<true>(dtype, op, dst, a, b, count, divisor);
+  streamFence();
+  return ok;
 }
 
 bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int divisor) {
@@ -423,7 +520,7 @@ bool divide(braidDataType_t dtype, void* dst, const void* src, size_t count, int
     if (dst != src && count > 0) std::memcpy(dst, src, count * elementSize(dtype));
     return true;
   }
-  return combineByType(dtype, dst, src, src, count, Keep{}, Divide{divisor});
+  return combineByType<false>(dtype, dst, src, src, count, Keep{}, Divide{divisor});
 }
 
 }  // namespace BRAID_KERNEL_ISA

@@ -34,6 +34,14 @@ namespace braid::kernels {
 bool reduce(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a, const void* b,
             size_t count, int divisor = 1);
 
+/// reduce() with the same results, for outputs larger than the last-level cache that nothing
+/// reads soon: where dst is disjoint from a and b, its whole 64-byte lines are written with
+/// streaming (non-temporal) stores, which skip the read for ownership of each line (x86-64;
+/// elsewhere, and where dst equals a or b, plain stores). Ends with a store fence, so a later
+/// release store publishes the output.
+bool reduceStreaming(braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
+                     const void* b, size_t count, int divisor = 1);
+
 /// dst[i] = src[i] / divisor for i < count, with reduce's division and rounding rules; AVG on
 /// one rank. dst may equal src exactly; no other overlap. divisor == 1 copies bit for bit.
 /// @return false, touching nothing, for an unknown dtype or divisor < 1.
@@ -58,12 +66,14 @@ enum class Isa { kGeneric, kAvx2, kAvx512 };
 const char* isaName(Isa isa);
 bool isaSupported(Isa isa);  // built for it and this CPU runs it
 Isa activeIsa();             // the one reduce() and divide() use
-/// reduce() and divide() on a given instruction set (tests compare them); false, touching
-/// nothing, when !isaSupported(isa).
+/// reduce(), divide() and reduceStreaming() on a given instruction set (tests compare them);
+/// false, touching nothing, when !isaSupported(isa).
 bool reduceWith(Isa isa, braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
                 const void* b, size_t count, int divisor = 1);
 bool divideWith(Isa isa, braidDataType_t dtype, void* dst, const void* src, size_t count,
                 int divisor);
+bool reduceStreamingWith(Isa isa, braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
+                         const void* b, size_t count, int divisor = 1);
 
 /// Conversions between fp32 and the narrow formats. Narrowing rounds to nearest, ties to
 /// even, and keeps NaN a NaN (sign kept; fp16 and bf16 keep the high payload bits and set

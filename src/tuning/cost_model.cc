@@ -61,6 +61,7 @@ struct Model {
   int n, H, L;
   double chunk;
   std::vector<int> pos, ring;  // ring position of each rank, rank at each position
+  bool inPlace = false;        // the call's in-place form (CollArgs::inPlace)
 
   explicit Model(const Fabric& fab)
       : f(fab),
@@ -245,8 +246,10 @@ double rdAllReduce(const Model& m, double S) {
   foldRounds(m, S, &p);
   int rounds = 0;
   for (int d = 1; d < pow2Below(m.n); d *= 2, ++rounds) p.round(S, m.xorCrossing(d), true);
-  // Rounds alternate between the output and scratch: an odd count ends with a copy.
-  if (rounds % 2) p.fill += m.copy(S);
+  // Rounds alternate between the output and scratch, ending in the output; where the input
+  // is the output (in place, or a folded rank's) the first round writes scratch, so an odd
+  // count ends with a copy (recursive_doubling.cc).
+  if (rounds % 2 && (m.inPlace || pow2Below(m.n) != m.n)) p.fill += m.copy(S);
   return p.total();
 }
 double rdAllGather(const Model& m, double b) {
@@ -441,10 +444,11 @@ const Row kRows[] = {
 }  // namespace
 
 double predictUs(const AlgorithmInfo& algo, Collective coll, size_t count, size_t elemSize,
-                 const Fabric& fabric) {
+                 const Fabric& fabric, bool inPlace) {
   if (fabric.nranks() <= 1)
     return fabric.step_overhead_us + count * elemSize / (fabric.copy_gbs * 1e3);
-  const Model m(fabric);
+  Model m(fabric);
+  m.inPlace = inPlace;
   for (const Row& row : kRows)
     if (row.coll == coll && !strcmp(row.name, algo.name))
       return row.formula(m, static_cast<double>(count) * elemSize);
@@ -462,7 +466,7 @@ std::string predictionKey(const AlgorithmInfo& algo, const CollArgs& args, size_
                     std::to_string(args.count * elemSize) + "/" + std::to_string(elemSize) + "/" +
                     std::to_string(args.root) + "/" + std::to_string(f.chunk_bytes) + "/" +
                     std::to_string(f.fifo_slots) + "/" + std::to_string(f.nicsPerHost) + "/" +
-                    formatCalibration(f) + "/";
+                    formatCalibration(f) + (args.inPlace ? "/in place/" : "/");
   for (int h : f.hostOf) key += std::to_string(h) + ",";
   key += "/";
   for (int r : f.ring) key += std::to_string(r) + ",";
@@ -519,7 +523,7 @@ double predictCallUsUncached(const AlgorithmInfo& algo, const CollArgs& args, si
       // Too large to play after all: the closed form answers.
     }
   }
-  return predictUs(algo, args.coll, args.count, elemSize, fabric);
+  return predictUs(algo, args.coll, args.count, elemSize, fabric, args.inPlace);
 }
 
 std::vector<Candidate> rankCandidates(const CollArgs& args, size_t elemSize, const Fabric& fabric,

@@ -30,9 +30,10 @@ namespace braid::tuning {
 size_t callBytes(Collective coll, size_t count, size_t elemSize, int nranks);
 
 // Predicted time in microseconds of `algo` running the call on the fabric (ranks as
-// fabric.hostOf, ring as fabric.ring). For all-to-all-v, count is the mean block.
+// fabric.hostOf, ring as fabric.ring), out of place or in place (CollArgs::inPlace). For
+// all-to-all-v, count is the mean block.
 double predictUs(const AlgorithmInfo& algo, Collective coll, size_t count, size_t elemSize,
-                 const Fabric& fabric);
+                 const Fabric& fabric, bool inPlace = false);
 
 // The time the selector uses for a call: the schedule simulator's (simulate.h; exact to the
 // schedules' pipelining and contention) when the fabric has at most kSimulateRanks ranks and
