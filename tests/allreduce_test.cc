@@ -1,7 +1,7 @@
 // All-reduce over nranks {1,2,3,4,5,7,8} x counts {0, 1, 7, 4097, 1M+3} x every dtype x
-// every op x in-place / out-of-place, with ranks as threads and as processes, checked
-// element by element against the closed form in test_util. With reducedSizes() (under a
-// sanitizer) the largest count is 64K+3: still many pieces per rank.
+// every op x in-place / out-of-place / mixed (odd ranks in place), with ranks as threads and
+// as processes, checked element by element against the closed form in test_util. With
+// reducedSizes() (under a sanitizer) the largest count is 64K+3: still many pieces per rank.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -31,13 +31,19 @@ std::string allReduceCases(braidComm_t comm, int rank, int nranks) {
         recv.resize(count * es + 1);
         expect.resize(count * es + 1);
         for (size_t i = 0; i < count; ++i) expectedAllReduce(t, op, nranks, i, &expect[i * es]);
-        for (int inPlace = 0; inPlace < 2; ++inPlace) {
+        // Form 0: out of place, 1: in place, 2: mixed, odd ranks in place and even ranks not
+        // (each rank chooses its form, as with NCCL; the algorithm must not depend on it).
+        // The mixed form skips the largest count, which every form runs on one algorithm.
+        for (int form = 0; form < 3; ++form) {
+          if (form == 2 && count > 4097) continue;
+          const bool inPlace = form == 2 ? rank % 2 == 1 : form == 1;
           fillInput(t, op, rank, count, send.data());
           pristine = send;
           void* out = inPlace ? send.data() : recv.data();
           braidResult_t res = braidAllReduce(send.data(), out, count, t, op, comm, nullptr);
           std::string what = std::string(braidTypeName(t)) + " " + braidOpName(op) + " count " +
-                             std::to_string(count) + (inPlace ? " in-place" : " out-of-place");
+                             std::to_string(count) + (inPlace ? " in-place" : " out-of-place") +
+                             (form == 2 ? " (ranks mixed)" : "");
           if (res != braidSuccess) {
             errors +=
                 what + ": " + braidGetErrorString(res) + ": " + braidGetLastError(comm) + "\n";

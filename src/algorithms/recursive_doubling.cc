@@ -89,7 +89,7 @@ void buildRecursiveDoublingAllReduce(const CollArgs& a, Schedule* out) {
     if (i == 0) return inputInRecv ? BufferId::kRecv : BufferId::kSend;
     return i % 2 == recvParity ? BufferId::kRecv : BufferId::kScratch;
   };
-  out->scratchElems = rounds >= 2 || bufAfter(1) == BufferId::kScratch ? count : 0;
+  out->scratchElems = (rounds >= 2 || bufAfter(1) == BufferId::kScratch) ? count : 0;
   // Per piece: the step that wrote X(i-1) and the send that read it.
   std::vector<int32_t> wrote(pieces, -1), sent(pieces, -1);
   if (r < 2 * rem) {

@@ -227,9 +227,14 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
     }
   }
   // The cost model's least predicted time; the fixed rule only if it knows no candidate.
+  // Every rank must choose alike, and each rank calls in place or not on its own (as with
+  // NCCL), so the choice is made for the out-of-place form whatever this rank's: the forms'
+  // schedules exchange the same messages.
+  CollArgs outOfPlace = args;
+  outOfPlace.inPlace = false;
   int best = -1;
   const std::vector<tuning::Candidate> cands =
-      tuning::rankCandidates(args, elemSize, comm->fabric, &best);
+      tuning::rankCandidates(outOfPlace, elemSize, comm->fabric, &best);
   *out = best >= 0 ? cands[best].algo : defaultAlgorithm(args, elemSize);
   if (!*out)
     return fail(braidInternalError, "no algorithm implements %s for this call",
@@ -288,14 +293,13 @@ size_t lastLevelCacheBytes() {
 void setCacheChoices(const braidComm* comm, size_t elemSize, Plan* plan) {
   const size_t cache = config().cacheBytes ? config().cacheBytes : lastLevelCacheBytes();
   const size_t ranks = static_cast<size_t>(comm->localRanks);
-  const size_t elems[2] = {plan->sendExtent + plan->recvExtent,
-                           std::max(plan->sendExtent, plan->recvExtent)};
-  for (int inPlace = 0; inPlace < 2; ++inPlace) {
-    plan->outgrowsCache[inPlace] = elems[inPlace] * elemSize * ranks > cache;
-    plan->streamStores[inPlace] = config().streamStores == Config::StreamStores::kAuto
-                                      ? plan->outgrowsCache[inPlace]
-                                      : config().streamStores == Config::StreamStores::kOn;
-  }
+  // In place the send and receive buffers overlap: the larger one is the footprint.
+  const size_t elems = plan->inPlace ? std::max(plan->sendExtent, plan->recvExtent)
+                                     : plan->sendExtent + plan->recvExtent;
+  plan->outgrowsCache = elems * elemSize * ranks > cache;
+  plan->streamStores = config().streamStores == Config::StreamStores::kAuto
+                           ? plan->outgrowsCache
+                           : config().streamStores == Config::StreamStores::kOn;
 }
 
 // Whether the buffers are the call's in-place form (schedule.h's buffer conventions):
@@ -383,8 +387,8 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   ExecContext ctx =
       commContext(comm, collectiveLabel(args.coll), args.dtype, args.op, plan->callTag);
   ctx.count = args.count;
-  ctx.outgrowsCache = plan->outgrowsCache[sendbuff == recvbuff];
-  ctx.streamStores = plan->streamStores[sendbuff == recvbuff];
+  ctx.outgrowsCache = plan->outgrowsCache;
+  ctx.streamStores = plan->streamStores;
   ctx.device = device;
   // BRAID_CHECK's exchange reports (and publishes) the user's call it precedes, whose number
   // it has: a rank stuck in it is at that call, not past it.

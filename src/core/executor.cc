@@ -559,15 +559,11 @@ class Run {
   int restoreDevice_ = -1;  // the caller's current device, to set back (-1: unchanged)
 };
 
-}  // namespace
-
-namespace {
-
 // Plan::finalOutput: a hint for speed only (the kernels' stores are fenced either way), so
 // "later" is schedule order, which builders keep for the steps that read a step's output.
-// Walking the steps backwards, the receive buffer's ranges that later steps
-// read (sends, copies and receive-reduces with a source there) are kept merged, by start, in
-// `read`; a receive-reduce into the receive buffer is final when its range meets none.
+// Walking the steps backwards, the receive buffer's ranges that later steps read (sends,
+// copies and receive-reduces with a source there) are kept merged, by start, in `read`; a
+// receive-reduce into the receive buffer is final when its range meets none.
 void markFinalOutputs(Plan* plan) {
   const std::vector<Step>& steps = plan->schedule.steps;
   plan->finalOutput.assign(steps.size(), 0);
@@ -593,7 +589,12 @@ void markFinalOutputs(Plan* plan) {
   for (size_t i = steps.size(); i-- > 0;) {
     const Step& st = steps[i];
     if (st.count == 0) continue;
-    if (st.kind == StepKind::kRecvReduce && st.dst.buf == BufferId::kRecv)
+    // A reduction in place (its source is its output) stays on plain stores: streaming
+    // stores to the lines it has just read gain nothing.
+    const bool inPlaceReduce = st.src.buf == st.dst.buf &&
+                               st.src.offset < st.dst.offset + st.count &&
+                               st.dst.offset < st.src.offset + st.count;
+    if (st.kind == StepKind::kRecvReduce && st.dst.buf == BufferId::kRecv && !inPlaceReduce)
       plan->finalOutput[i] = !meets(st.dst.offset, st.dst.offset + st.count);
     if (st.kind != StepKind::kRecv && st.src.buf == BufferId::kRecv)
       add(st.src.offset, st.src.offset + st.count);

@@ -66,10 +66,10 @@ struct Plan {
   // Elements of the send and the receive buffer the steps touch (the highest offset + count
   // of each): the call's footprint, for the choice of streaming stores.
   size_t sendExtent = 0, recvExtent = 0;
-  // ExecContext's outgrowsCache and streamStores for this plan, out of place [0] and in
-  // place [1]: set once when the plan is made (runCollective).
-  bool outgrowsCache[2] = {false, false};
-  bool streamStores[2] = {false, false};
+  // ExecContext's outgrowsCache and streamStores for this plan's calls: set once when the
+  // plan is made (runCollective), for its form (inPlace below).
+  bool outgrowsCache = false;
+  bool streamStores = false;
   uint32_t callTag = 0;  // ExecContext::callTag of the calls this plan runs (runCollective)
   // The schedule was built for the in-place form (CollArgs::inPlace); set before compilePlan.
   bool inPlace = false;
@@ -112,8 +112,10 @@ struct ExecContext {
   StallBoard* stall = nullptr;
   uint32_t kind = 0;  // the call's kind in stall reports (stallKindLabel)
   // Receives of at least kStreamMinBytes land in the receive buffer with streaming stores
-  // (kernels::copyStreaming): set when the call's buffers on this host outgrow the
-  // last-level cache, so its output would only push other data out on its way to memory.
+  // (kernels::copyStreaming), and so do receive-reduces of that size whose output no later
+  // step reads (Plan::finalOutput; kernels::reduceStreaming): set when the call's buffers on
+  // this host outgrow the last-level cache, so its output would only push other data out on
+  // its way to memory.
   bool streamStores = false;
   // The call's buffers on this host outgrow the last-level cache: sends from
   // braidMemAllocHost buffers go single copy (Connection::sendsInPlace).

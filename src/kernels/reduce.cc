@@ -10,8 +10,8 @@
 #include "kernels/reduce.h"
 
 // This file is compiled once per instruction set (src/meson.build): BRAID_KERNEL_ISA names
-// the namespace of reduce() and divide() in that build (generic, avx2, avx512), and
-// dispatch.cc picks one at run time. The conversions are defined by the generic build only.
+// the namespace of reduce(), reduceStreaming() and divide() in that build (generic, avx2, avx512),
+// and dispatch.cc picks one at run time. The conversions are defined by the generic build only.
 #ifndef BRAID_KERNEL_ISA
 #define BRAID_KERNEL_ISA generic
 #define BRAID_KERNEL_GENERIC 1
@@ -405,14 +405,18 @@ void combineNarrow(void* dstv, const void* av, const void* bv, size_t count, Op 
     for (size_t i = 0; i < n; ++i) o[i] = Codec::encode(fa[i]);
   };
   // Whole blocks with a constant trip count (vector loops without remainders), then the rest.
+  // Streaming stores only where the output is not also an input (reduce.h).
+  const bool stream = kStream && out != a && out != b;
   auto block = [&](size_t start, auto n) {
     if constexpr (kStream) {
-      compute(start, n, staged);
-      copyBlockStreaming(reinterpret_cast<char*>(out + start),
-                         reinterpret_cast<const char*>(staged), n * sizeof(Bits));
-    } else {
-      compute(start, n, out + start);
+      if (stream) {
+        compute(start, n, staged);
+        copyBlockStreaming(reinterpret_cast<char*>(out + start),
+                           reinterpret_cast<const char*>(staged), n * sizeof(Bits));
+        return;
+      }
     }
+    compute(start, n, out + start);
   };
   size_t start = 0;
   for (; start + kBlock <= count; start += kBlock)

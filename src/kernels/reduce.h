@@ -65,7 +65,7 @@ void copyStreaming(void* dst, const void* src, size_t bytes);
 enum class Isa { kGeneric, kAvx2, kAvx512 };
 const char* isaName(Isa isa);
 bool isaSupported(Isa isa);  // built for it and this CPU runs it
-Isa activeIsa();             // the one reduce() and divide() use
+Isa activeIsa();             // the one reduce(), reduceStreaming() and divide() use
 /// reduce(), divide() and reduceStreaming() on a given instruction set (tests compare them);
 /// false, touching nothing, when !isaSupported(isa).
 bool reduceWith(Isa isa, braidDataType_t dtype, braidRedOp_t op, void* dst, const void* a,
