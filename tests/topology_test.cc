@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -429,6 +430,28 @@ TEST(NcclErrors, SignedHexIdRefused) {
   }
 }
 
+// Found by fuzz_topo_xml: link_width="169999999" overflowed int in pcieBw. A width is
+// 0 (unknown, as real dumps write for some bridges) up to x32; anything else is refused.
+TEST(NcclErrors, LinkWidthOutOfRangeRefused) {
+  for (const char* v : {"169999999", "33", "-1", "2147483647"}) {
+    std::string msg = loadError(std::string("<system version=\"1\">\n  <cpu numaid=\"0\">\n    "
+                                            "<pci busid=\"0000:01:00.0\" link_speed=\"32 GT/s\" "
+                                            "link_width=\"") +
+                                v + "\"/>\n  </cpu>\n</system>\n");
+    EXPECT_NE(msg.find("bad.xml:3:"), std::string::npos) << v << ": " << msg;
+    EXPECT_NE(msg.find("link_width"), std::string::npos) << v << ": " << msg;
+  }
+  System sys;
+  EXPECT_EQ(loadNcclTopoXmlString("<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci "
+                                  "busid=\"0000:01:00.0\" link_speed=\"32 GT/s\" "
+                                  "link_width=\"32\"/>\n  </cpu>\n</system>\n",
+                                  "ok.xml", &sys),
+            braidSuccess)
+      << lastError();
+  ASSERT_EQ(sys.pcis.size(), 1u);
+  EXPECT_EQ(sys.pcis[0].pci.link_width, 32);
+}
+
 TEST(NcclErrors, DanglingNvlink) {
   std::string msg = loadError(
       "<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"0000:01:00.0\" "
@@ -631,6 +654,9 @@ TEST(Topology, Bandwidths) {
   EXPECT_DOUBLE_EQ(pcieBw(0, 0), 12.0);
   EXPECT_DOUBLE_EQ(pcieBw(2.5, 16), 3.0);  // NCCL: 15 x 16 / 80
   EXPECT_DOUBLE_EQ(pcieBw(5, 8), 3.0);
+  // Any input is defined arithmetic (no int overflow): 169999999 lanes x 240 / 80.
+  EXPECT_DOUBLE_EQ(pcieBw(32, 169999999), 169999999.0 * 3);
+  EXPECT_DOUBLE_EQ(pcieBw(1e9, 1), std::floor(1e9 * 7.5 + 0.5) / 80);
   EXPECT_EQ(pcieGeneration(16), 4);
   EXPECT_EQ(pcieGeneration(2.5), 1);
   EXPECT_DOUBLE_EQ(nvlinkBwPerLink(80), 20.0);

@@ -734,6 +734,42 @@ TEST(TextFormats, Refusals) {
   EXPECT_EQ(loadNvidiaSmiTopo("CPU Affinity\n", "t.txt", &sys), braidInvalidArgument);
 }
 
+// Numbers a reader takes from text are bounded before any arithmetic: a PCIe width past x32,
+// a speed past 1000 GT/s or a GPU index past GPU9999999 is an unknown link or no GPU, never
+// an int overflow (fuzz_topo_xml found one in pcieBw through the XML reader).
+TEST(TextFormats, AbsurdNumbersAreUnknownNotOverflow) {
+  const std::string lspci =
+      "0000:19:00.0 3D controller: NVIDIA Corporation Device 2330 (rev a1)\n"
+      "\tLnkSta:\tSpeed 32GT/s, Width x%s\n"
+      "0000:1a:00.0 3D controller: NVIDIA Corporation Device 2330 (rev a1)\n"
+      "\tLnkSta:\tSpeed %sGT/s, Width x16\n";
+  struct Case {
+    const char *width, *speed;
+    int want_width;
+    double want_speed;
+  } cases[] = {{"16", "32", 16, 32},
+               {"169999999", "32", 0, 32},
+               {"99999999999999999999", "1e999", 0, 0},
+               {"33", "1001", 0, 0},
+               {"8.5", "16", 0, 16}};
+  for (const Case& c : cases) {
+    char text[512];
+    std::snprintf(text, sizeof text, lspci.c_str(), c.width, c.speed);
+    System sys;
+    ASSERT_EQ(loadLspci(text, "l.txt", &sys), braidSuccess) << c.width << ": " << lastError();
+    ASSERT_EQ(sys.gpus.size(), 2u) << c.width;
+    EXPECT_EQ(sys.gpus[0].pci.link_width, c.want_width) << c.width;
+    EXPECT_EQ(sys.gpus[1].pci.link_speed_gts, c.want_speed) << c.speed;
+  }
+  System sys;
+  EXPECT_EQ(loadNvidiaSmiTopo("\tGPU0\tGPU99999999999\nGPU0\t X \tNV4\n"
+                              "GPU99999999999\tNV4\t X \n",
+                              "t.txt", &sys),
+            braidSuccess)
+      << lastError();
+  EXPECT_EQ(sys.gpus.size(), 1u);
+}
+
 // Every file of the fixture tree loads through loadTopologyFile, except the README, and the
 // hwloc fsroot tarballs when Braid was built without libarchive.
 TEST(TextFormats, EveryFixtureLoads) {

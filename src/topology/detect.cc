@@ -39,6 +39,7 @@
 #endif
 
 #include "core/error.h"
+#include "topology/text_util.h"
 #include "topology/topology.h"
 
 namespace braid::topo {
@@ -273,8 +274,10 @@ void pciLinksFromSysfs(System* sys, const std::string& root) {
     // sysfs writes 4-digit domains; a normalised id already has them.
     bool okS = readLine(base + "current_link_speed", &sp);
     bool okW = readLine(base + "current_link_width", &wd);
-    double gts = okS ? atof(sp.c_str()) : 0;
-    int w = okW ? atoi(wd.c_str()) : 0;
+    double gts = 0, lanes = 0;
+    if (okS && !(text::leadingDouble(sp, &gts) && text::plausiblePcieSpeed(gts))) gts = 0;
+    if (okW && !(text::leadingDouble(wd, &lanes) && text::plausiblePcieWidth(lanes))) lanes = 0;
+    int w = static_cast<int>(lanes);
     if (gts > 0 && w > 0) {
       p->link_speed_gts = gts;
       p->link_width = w;

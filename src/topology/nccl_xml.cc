@@ -206,6 +206,9 @@ class Loader : XmlFileErrors {
     if (e->Attribute("link_width")) {
       p->has_link_width = true;
       BRAID_TRY(intAttr(e, "link_width", 10, &p->link_width));
+      if (p->link_width < 0 || p->link_width > kMaxPcieWidth)
+        return err(e->GetLineNum(), "<pci> link_width=\"%d\" is not a PCIe width (0-%d lanes)",
+                   p->link_width, kMaxPcieWidth);
     }
     return braidSuccess;
   }

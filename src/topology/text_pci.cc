@@ -116,9 +116,13 @@ void parseLspciDetail(const std::string& raw, PciRec* r) {
     if (toLong(l.substr(10), 10, &v)) r->numa = static_cast<int>(v);
   } else if (startsWith(l, "LnkSta:")) {
     size_t s = l.find("Speed ");
-    if (s != std::string::npos) leadingDouble(l.substr(s + 6), &r->speed);
+    double v = 0, lanes = 0;
+    if (s != std::string::npos && leadingDouble(l.substr(s + 6), &v) && plausiblePcieSpeed(v))
+      r->speed = v;
     size_t w = l.find("Width x");
-    if (w != std::string::npos) r->width = std::atoi(l.c_str() + w + 7);
+    if (w != std::string::npos && leadingDouble(l.substr(w + 7), &lanes) &&
+        plausiblePcieWidth(lanes))
+      r->width = static_cast<int>(lanes);
   } else if (startsWith(l, "Bus: primary=")) {
     size_t s = l.find("secondary="), e = l.find("subordinate=");
     long v = 0;

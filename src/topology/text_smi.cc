@@ -21,7 +21,8 @@ struct SmiMatrix {
 };
 
 bool isGpuName(const std::string& s) {
-  return s.size() > 3 && startsWith(s, "GPU") &&
+  // GPU0..GPU9999999: a longer index is no GPU (and would overflow atoi).
+  return s.size() > 3 && s.size() <= 10 && startsWith(s, "GPU") &&
          std::all_of(s.begin() + 3, s.end(), [](char c) { return std::isdigit((unsigned char)c); });
 }
 

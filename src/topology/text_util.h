@@ -85,6 +85,14 @@ inline bool leadingDouble(const std::string& s, double* out) {
   return true;
 }
 
+// What a reader of lspci, sysfs or a topology file takes as a PCIe link: a speed in
+// (0, 1000] GT/s (gen6 is 64) and a whole width of 1..kMaxPcieWidth lanes. Anything else is
+// an unknown link, never a number that overflows the bandwidth arithmetic.
+inline bool plausiblePcieSpeed(double gts) { return gts > 0 && gts <= 1000; }
+inline bool plausiblePcieWidth(double lanes) {
+  return lanes >= 1 && lanes <= kMaxPcieWidth && lanes == static_cast<int>(lanes);
+}
+
 inline void noteOnce(System* sys, const std::string& line) {
   if (std::find(sys->notes.begin(), sys->notes.end(), line) == sys->notes.end())
     sys->notes.push_back(line);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -85,10 +86,12 @@ double pcieBw(double gts, int width) {
   // width * speed / 80 GB/s; an unknown speed falls back to gen3, an unknown width to x16.
   // Gen1/2 lose 20% to 8b/10b encoding (2.5 GT/s -> 15), gen3 and later ~1.5% to 128b/130b
   // (8 GT/s -> 60), as in NCCL's kvDictPciGen.
-  int per_lane = 60;
-  if (gts > 0) per_lane = static_cast<int>(gts * (gts < 8 ? 6.0 : 7.5) + 0.5);
-  if (width <= 0) width = 16;
-  return width * per_lane / 80.0;
+  // Computed in double: a loader bounds what it reads (kMaxPcieWidth lanes, 1000 GT/s), but
+  // no input may overflow an int here (fuzz_topo_xml found link_width="169999999").
+  double per_lane = 60;
+  if (gts > 0) per_lane = std::floor(gts * (gts < 8 ? 6.0 : 7.5) + 0.5);
+  double lanes = width > 0 ? width : 16;
+  return lanes * per_lane / 80.0;
 }
 
 int pcieGeneration(double gts) {

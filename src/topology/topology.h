@@ -212,7 +212,10 @@ struct System {
 // ---- Bandwidth facts (GB/s), from NCCL src/graph/topo.h and topo.cc ----
 // PCIe: NCCL rates a link at width * (per-lane Mb/s / 100) / 80, i.e. 12 GB/s for gen3 x16,
 // 24 for gen4 x16, 48 for gen5 x16; an unknown speed counts as gen3, an unknown width as x16.
+// Any input is defined: a width <= 0 is x16, a speed <= 0 gen3.
 double pcieBw(double gts, int width);
+// The widest PCIe link (x32, PCIe base spec); loaders refuse or drop wider widths.
+inline constexpr int kMaxPcieWidth = 32;
 int pcieGeneration(double gts);  // 2.5->1, 5->2, 8->3, 16->4, 32->5, 64->6; 0 unknown
 // NVLink per link by SM: sm60 18, sm70 20, sm80 20, sm86 12, sm90 20.6, sm100+ 40.1 (NCCL
 // SMxx_NVLINK_BW); an unknown SM counts as sm80.
