@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,6 +90,71 @@ TEST(EdgeCases, AllToAllvInPlaceRefusedAndEmptyWithNullBuffersAccepted) {
     if (braidAllToAllv(nullptr, zeros.data(), far.data(), nullptr, zeros.data(), far.data(),
                        braidInt32, comm, nullptr) != braidSuccess)
       return std::string("all-zero counts with NULL buffers refused: ") + braidGetLastError(comm);
+    return "";
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+// Buffers that overlap without being the collective's in-place form are refused on every
+// rank (before anything is sent), naming both buffers; the in-place forms still run, and the
+// communicator stays usable. Before the check, braidAllReduce(buf, buf + 1, ...) returned
+// success with wrong sums.
+TEST(EdgeCases, OverlappingBuffersRefusedUnlessInPlace) {
+  auto errors = runThreads(2, [](braidComm_t comm, int rank) -> std::string {
+    const size_t count = 4;
+    std::vector<int32_t> buf(64, rank + 1);
+    int32_t* b = buf.data();
+    const char* names[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast",
+                           "reduce",     "all-to-all",     "gather",     "scatter"};
+    // Each collective with recvbuff one element past sendbuff: overlapping, and in place for
+    // none of them (reduce-scatter's and all-gather's forms are a whole block apart).
+    braidResult_t got[] = {
+        braidAllReduce(b, b + 1, count, braidInt32, braidSum, comm, nullptr),
+        braidReduceScatter(b, b + rank * count + 1, count, braidInt32, braidSum, comm, nullptr),
+        braidAllGather(b + rank * count + 1, b, count, braidInt32, comm, nullptr),
+        braidBroadcast(b, b + 1, count, braidInt32, rank, comm, nullptr),
+        braidReduce(b, b + 1, count, braidInt32, braidSum, rank, comm, nullptr),
+        braidAllToAll(b, b + 1, count, braidInt32, comm, nullptr),
+        braidGather(b + rank * count + 1, b, count, braidInt32, rank, comm, nullptr),
+        braidScatter(b, b + rank * count + 1, count, braidInt32, rank, comm, nullptr),
+    };
+    for (size_t i = 0; i < std::size(got); ++i) {
+      if (got[i] != braidInvalidArgument)
+        return std::string(names[i]) + " with overlapping buffers returned " +
+               braidGetErrorString(got[i]);
+    }
+    const std::string msg = braidGetLastError(comm);
+    if (msg.find("overlap") == std::string::npos || msg.find("recvbuff") == std::string::npos)
+      return "the message does not name the overlap: " + msg;
+    // The in-place forms run, with exact results.
+    std::fill(buf.begin(), buf.end(), rank + 1);
+    if (braidAllReduce(b, b, count, braidInt32, braidSum, comm, nullptr) != braidSuccess)
+      return std::string("in-place all-reduce: ") + braidGetLastError(comm);
+    if (buf[0] != 3 || buf[count - 1] != 3)
+      return "in-place all-reduce sum " + std::to_string(buf[0]);
+    std::fill(buf.begin(), buf.end(), rank + 1);
+    if (braidReduceScatter(b, b + rank * count, count, braidInt32, braidSum, comm, nullptr) !=
+        braidSuccess)
+      return std::string("in-place reduce-scatter: ") + braidGetLastError(comm);
+    if (buf[rank * count] != 3)
+      return "in-place reduce-scatter sum " + std::to_string(buf[rank * count]);
+    std::fill(buf.begin(), buf.end(), rank + 1);
+    if (braidAllGather(b + rank * count, b, count, braidInt32, comm, nullptr) != braidSuccess)
+      return std::string("in-place all-gather: ") + braidGetLastError(comm);
+    if (buf[0] != 1 || buf[count] != 2) return "in-place all-gather gathered wrong blocks";
+    // Gather and scatter with the root's block at its own slot (nccl-tests' in place).
+    for (int root = 0; root < 2; ++root) {
+      std::fill(buf.begin(), buf.end(), rank + 1);
+      int32_t* own = b + rank * count;
+      if (braidGather(own, b, count, braidInt32, root, comm, nullptr) != braidSuccess)
+        return std::string("gather at the root's slot: ") + braidGetLastError(comm);
+      if (rank == root && (buf[0] != 1 || buf[count] != 2)) return "gather gathered wrong blocks";
+      std::fill(buf.begin(), buf.end(), rank + 1);
+      if (rank == root) std::fill(b, b + 2 * count, 0), std::fill(b + count, b + 2 * count, 7);
+      if (braidScatter(b, own, count, braidInt32, root, comm, nullptr) != braidSuccess)
+        return std::string("scatter to the root's slot: ") + braidGetLastError(comm);
+      if (*own != (rank == 0 ? 0 : 7)) return "scatter delivered " + std::to_string(*own);
+    }
     return "";
   });
   for (const auto& e : errors) ADD_FAILURE() << e;

@@ -277,7 +277,9 @@ const char* braidGetLastError(braidComm_t comm);
 /// Algorithm: chosen per call by message size (ring, tree, recursive doubling, rhd); BRAID_ALGO
 /// or braidCommSetAlgorithm force one.
 /// @return braidInvalidArgument for NULL buffers with count > 0, an unknown datatype or
-///         op, or count * size overflowing; braidRemoteError/braidTimeout if a peer fails.
+///         op, count * size overflowing, or buffers that overlap without being the in-place
+///         form (every collective: only its in-place form may share memory);
+///         braidRemoteError/braidTimeout if a peer fails.
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                              braidStream_t stream);
@@ -327,10 +329,12 @@ braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
                              braidStream_t stream);
 
 /// Gather: root's recvbuff[j * count + i] = rank j's sendbuff[i]. recvbuff is used only on root.
+/// The root's sendbuff may be its own slot, recvbuff + root * count (nccl-tests' in place).
 braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
                           braidDataType_t datatype, int root, braidComm_t comm,
                           braidStream_t stream);
 /// Scatter: recvbuff[i] on rank j = root's sendbuff[j * count + i]. sendbuff is read only on root.
+/// The root's recvbuff may be its own slot, sendbuff + root * count (nccl-tests' in place).
 braidResult_t braidScatter(const void* sendbuff, void* recvbuff, size_t count,
                            braidDataType_t datatype, int root, braidComm_t comm,
                            braidStream_t stream);

@@ -61,6 +61,25 @@ inline bool hasInPlace(Collective c) {
          c == Collective::kAllGather || c == Collective::kBroadcast || c == Collective::kReduce;
 }
 
+// Whether send and recv, a call's buffers on `rank`, are c's in-place form (the aliasing in
+// the table above): the same buffer for all-reduce, broadcast and reduce; the rank's block
+// for reduce-scatter (recv = send + rank*count) and all-gather (send = recv + rank*count).
+inline bool isInPlaceForm(Collective c, int rank, size_t count, size_t elemSize, const void* send,
+                          const void* recv) {
+  if (!send || !recv || !hasInPlace(c)) return false;
+  const auto s = reinterpret_cast<uintptr_t>(send);
+  const auto r = reinterpret_cast<uintptr_t>(recv);
+  const uintptr_t block = static_cast<uintptr_t>(rank) * count * elemSize;
+  switch (c) {
+    case Collective::kReduceScatter:
+      return r == s + block;
+    case Collective::kAllGather:
+      return s == r + block;
+    default:
+      return s == r;
+  }
+}
+
 // The call's buffers. Grouped point-to-point operations add one buffer per operation,
 // numbered from kFirstUser.
 enum class BufferId : uint16_t { kSend = 0, kRecv = 1, kScratch = 2, kFirstUser = 3 };

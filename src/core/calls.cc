@@ -302,25 +302,6 @@ void setCacheChoices(const braidComm* comm, size_t elemSize, Plan* plan) {
                            : config().streamStores == Config::StreamStores::kOn;
 }
 
-// Whether the buffers are the call's in-place form (schedule.h's buffer conventions):
-// all-reduce, broadcast and reduce share one buffer; reduce-scatter's receive buffer is the
-// rank's block of its send buffer; all-gather's send buffer is the rank's block of its receive
-// buffer.
-bool isInPlace(const CollArgs& a, const void* sendbuff, const void* recvbuff, size_t elemSize) {
-  if (!sendbuff || !recvbuff || !hasInPlace(a.coll)) return false;
-  const auto send = reinterpret_cast<uintptr_t>(sendbuff);
-  const auto recv = reinterpret_cast<uintptr_t>(recvbuff);
-  const uintptr_t block = static_cast<uintptr_t>(a.rank) * a.count * elemSize;
-  switch (a.coll) {
-    case Collective::kReduceScatter:
-      return recv == send + block;
-    case Collective::kAllGather:
-      return send == recv + block;
-    default:
-      return send == recv;
-  }
-}
-
 }  // namespace
 
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
@@ -335,7 +316,7 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   args.pieceElems = std::max<size_t>(1, comm->chunkSize / elemSize);
   args.hostOf = comm->nhosts > 1 ? comm->hostOf.data() : nullptr;
   args.ring = comm->ring.empty() ? nullptr : comm->ring.data();
-  args.inPlace = isInPlace(args, sendbuff, recvbuff, elemSize);
+  args.inPlace = isInPlaceForm(args.coll, args.rank, args.count, elemSize, sendbuff, recvbuff);
   // The algorithm is chosen once per plan: a cached call goes straight to its steps.
   Plan* plan = nullptr;
   std::unique_ptr<Plan> uncached;
