@@ -25,12 +25,17 @@ usage() {  # MESSAGE
   exit 2
 }
 to_bytes() {  # NAME VALUE -> bytes (K, M, G suffixes), or the usage message
-  [[ "$2" =~ ^[0-9]+[KMGkmg]?$ ]] ||
-    usage "$1 '$2' is not a size in bytes (like 8, 64K, 256M)"
+  [[ "$2" =~ ^[0-9]{1,12}[KMGkmg]?$ ]] ||
+    usage "$1 '$2' is not a size in bytes of at most 12 digits (like 8, 64K, 256M)"
   numfmt --from=iec "${2^^}"
 }
-[[ "$N" =~ ^[0-9]+$ ]] && ((N >= 2)) || usage "NRANKS '$N' must be an integer of at least 2"
-[[ "$ROUNDS" =~ ^[0-9]+$ ]] && ((ROUNDS >= 1)) || usage "ROUNDS '$ROUNDS' must be an integer of at least 1"
+# Digits are counted before any arithmetic: bash wraps a 20-digit number around silently.
+[[ "$N" =~ ^[0-9]{1,5}$ ]] && ((10#$N >= 2 && 10#$N <= 65536)) ||
+  usage "NRANKS '$N' must be an integer from 2 to 65536 (braidrun's limit)"
+N=$((10#$N))
+[[ "$ROUNDS" =~ ^[0-9]{1,4}$ ]] && ((10#$ROUNDS >= 1)) ||
+  usage "ROUNDS '$ROUNDS' must be an integer from 1 to 9999"
+ROUNDS=$((10#$ROUNDS))
 MINB=$(to_bytes MINBYTES "$MINB")
 MAXB=$(to_bytes MAXBYTES "$MAXB")
 ((MINB >= 4)) || usage "MINBYTES $MINB is less than one float (4 bytes)"

@@ -86,6 +86,9 @@ TEST(AlgoSpec, ErrorsNameTheItem) {
       {"allreduce:ring@64K", "\"@64K\" is not a byte range"},
       {"allreduce:ring@x-1M", "\"@x-1M\" is not a byte range"},
       {"allreduce:ring@1M-64K", "the range \"@1M-64K\" is empty"},
+      {"ring;;tree", "item 2 is empty"},
+      {"allreduce:ring;", "item 2 is empty"},
+      {" ,ring", "item 1 is empty"},
   };
   for (const Bad& b : bad) {
     AlgoSpec spec;

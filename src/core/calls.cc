@@ -60,6 +60,15 @@ std::string fromNcclAlgo(const std::string& text) {
   return kept;
 }
 
+std::string namesFor(Collective coll) {
+  std::string names;
+  for (const AlgorithmInfo& a : algorithms())
+    if (a.coll == coll) names += std::string(names.empty() ? "" : ", ") + a.name;
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
+
 braidResult_t envAlgoSpec(const tuning::AlgoSpec** out) {
   static tuning::AlgoSpec spec;
   static braidResult_t rc = braidSuccess;
@@ -74,15 +83,6 @@ braidResult_t envAlgoSpec(const tuning::AlgoSpec** out) {
   if (rc != braidSuccess) return failVerbatim(rc, error);
   return braidSuccess;
 }
-
-std::string namesFor(Collective coll) {
-  std::string names;
-  for (const AlgorithmInfo& a : algorithms())
-    if (a.coll == coll) names += std::string(names.empty() ? "" : ", ") + a.name;
-  return names.empty() ? "none" : names;
-}
-
-}  // namespace
 
 namespace {
 

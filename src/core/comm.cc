@@ -383,6 +383,9 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   WaitTimeoutScope initBound(comm->timeoutSec);
   UniqueIdData idData;
   BRAID_TRY(decodeUniqueId(id, &idData));
+  // A BRAID_ALGO that does not parse fails init, naming it, rather than the first call.
+  const tuning::AlgoSpec* algoSpec = nullptr;
+  BRAID_TRY(envAlgoSpec(&algoSpec));
   BRAID_TRY(loadTopology(comm.get()));
   std::unique_ptr<Bootstrap> boot;
   BRAID_TRY(Bootstrap::join(id, rank, nranks, &boot));

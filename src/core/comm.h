@@ -25,6 +25,10 @@
 
 namespace braid {
 
+namespace tuning {
+struct AlgoSpec;
+}
+
 // What each rank tells the others during init.
 struct PeerCard {
   std::string hostId;     // the logical host: BRAID_HOST_ID, else machineId
@@ -210,6 +214,10 @@ struct P2POp {
 // at once, so no order of posting can deadlock; messages to one peer keep posting order.
 // device: every buffer is device memory, on a deviceDirect communicator.
 braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device = false);
+
+// BRAID_ALGO (or NCCL_ALGO, translated), parsed once per process; its error, naming the
+// variable and the item, on every call when it does not parse (commInit checks it first).
+braidResult_t envAlgoSpec(const tuning::AlgoSpec** out);
 
 // The algorithm for args on comm: braidCommSetAlgorithm's, else BRAID_ALGO's (per size
 // range), else the cost model's least predicted time (tuning/cost_model.h). Fails, naming the

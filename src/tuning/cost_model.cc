@@ -593,13 +593,17 @@ braidResult_t parseAlgoSpec(const std::string& text, AlgoSpec* out) {
   out->text = text;
   out->rules.clear();
   int coll = -1;  // the collective of the last "coll:" item; -1 before any
+  if (trimmed(text).empty()) return braidSuccess;  // unset: the selector decides
   size_t at = 0;
-  while (at <= text.size()) {
+  for (int number = 1; at <= text.size(); ++number) {
     size_t end = text.find_first_of(";,", at);
     if (end == std::string::npos) end = text.size();
     std::string item = trimmed(text.substr(at, end - at));
     at = end + 1;
-    if (item.empty()) continue;
+    if (item.empty())
+      return fail(braidInvalidArgument,
+                  "BRAID_ALGO=%s: item %d is empty (two separators in a row, or one at an end)",
+                  text.c_str(), number);
     AlgoRule rule;
     const size_t colon = item.find(':');
     if (colon != std::string::npos) {

@@ -73,9 +73,9 @@ struct AlgoSpec {
   // The algorithm the spec names for the call ("" for none): the first rule that matches.
   std::string forced(Collective coll, size_t bytes) const;
 };
-// Parses BRAID_ALGO's syntax (above). Errors: braidInvalidArgument, naming BRAID_ALGO, the
-// item and the problem (unknown collective, an algorithm the collective does not have, a
-// range that does not parse or is empty).
+// Parses BRAID_ALGO's syntax (above); blank text is no rules. Errors: braidInvalidArgument,
+// naming BRAID_ALGO, the item and the problem (an empty item, an unknown collective, an
+// algorithm the collective does not have, a range that does not parse or is empty).
 braidResult_t parseAlgoSpec(const std::string& text, AlgoSpec* out);
 
 }  // namespace braid::tuning
