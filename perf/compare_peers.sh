@@ -27,7 +27,11 @@ usage() {  # MESSAGE
 to_bytes() {  # NAME VALUE -> bytes (K, M, G suffixes), or the usage message
   [[ "$2" =~ ^[0-9]{1,12}[KMGkmg]?$ ]] ||
     usage "$1 '$2' is not a size in bytes of at most 12 digits (like 8, 64K, 256M)"
-  numfmt --from=iec "${2^^}"
+  local v
+  # numfmt may fail or print more digits than bash's 64-bit arithmetic holds: 1T at most.
+  v=$(numfmt --from=iec "${2^^}" 2>/dev/null) && [[ "$v" =~ ^[0-9]{1,13}$ ]] && ((v <= 1099511627776)) ||
+    usage "$1 '$2' is more than 1T bytes"
+  echo "$v"
 }
 # Digits are counted before any arithmetic: bash wraps a 20-digit number around silently.
 [[ "$N" =~ ^[0-9]{1,5}$ ]] && ((10#$N >= 2 && 10#$N <= 65536)) ||

@@ -53,7 +53,7 @@ inline_seeds() {  # TARGET DIR
       printf 'allgather:bruck@1M-2G;reducescatter:ring' >"$2/3"
       printf 'allreduce:nosuch@0-1' >"$2/4" ;;
     fuzz_bootstrap)
-      printf 'host\nmachine/boot\n1234\n/braid-1234-00\n131072\n0\n\n2\n0\n\n\n0 1\n140000000\n0\n77\n10.0.0.1:4000\n' >"$2/1"
+      printf 'host\nmachine/boot\n1234\n/braid-1234-00\n131072\n0\n\n2\n0\n\n\n0 1\n140000000\n0\n77\n10.0.0.1:4000\n-1\n0\n\nallreduce:ring@1M-\n' >"$2/1"
       printf 'intra_latency_us = 1.5\nintra_bw_gbs = 10\nnics_per_host = 2\ncache_bytes = 1048576\n' >"$2/2"
       printf 'allreduce 8 rhd;allgather 1048576 ring' >"$2/3"
       printf '%0256d' 0 >"$2/4" ;;

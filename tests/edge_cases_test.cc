@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "algorithms/schedule.h"
@@ -100,32 +102,63 @@ TEST(EdgeCases, AllToAllvInPlaceRefusedAndEmptyWithNullBuffersAccepted) {
 // communicator stays usable. Before the check, braidAllReduce(buf, buf + 1, ...) returned
 // success with wrong sums.
 TEST(EdgeCases, OverlappingBuffersRefusedUnlessInPlace) {
+  // One rank, where every rank is the root: each call is refused on its own (with more ranks
+  // a call that ran on would wait for the refused ones).
+  auto refused = runThreads(1, [](braidComm_t comm, int) -> std::string {
+    const size_t count = 4;
+    std::vector<int32_t> buf(64, 1);
+    int32_t* b = buf.data();
+    std::vector<size_t> counts = {count}, displs = {0};
+    // Each collective with recvbuff one element past sendbuff: overlapping, and in place for
+    // none of them (reduce-scatter's and all-gather's forms are a whole block apart).
+    const std::vector<std::pair<const char*, std::function<braidResult_t()>>> calls = {
+        {"all-reduce",
+         [&] { return braidAllReduce(b, b + 1, count, braidInt32, braidSum, comm, nullptr); }},
+        {"reduce-scatter",
+         [&] { return braidReduceScatter(b, b + 1, count, braidInt32, braidSum, comm, nullptr); }},
+        {"all-gather", [&] { return braidAllGather(b + 1, b, count, braidInt32, comm, nullptr); }},
+        {"broadcast",
+         [&] { return braidBroadcast(b, b + 1, count, braidInt32, 0, comm, nullptr); }},
+        {"reduce",
+         [&] { return braidReduce(b, b + 1, count, braidInt32, braidSum, 0, comm, nullptr); }},
+        {"all-to-all", [&] { return braidAllToAll(b, b + 1, count, braidInt32, comm, nullptr); }},
+        {"all-to-all-v",
+         [&] {
+           return braidAllToAllv(b, counts.data(), displs.data(), b + 1, counts.data(),
+                                 displs.data(), braidInt32, comm, nullptr);
+         }},
+        {"gather", [&] { return braidGather(b + 1, b, count, braidInt32, 0, comm, nullptr); }},
+        {"scatter", [&] { return braidScatter(b, b + 1, count, braidInt32, 0, comm, nullptr); }},
+    };
+    for (const auto& [name, call] : calls) {
+      const braidResult_t got = call();
+      if (got != braidInvalidArgument)
+        return std::string(name) + " with overlapping buffers returned " + braidGetErrorString(got);
+      const std::string msg = braidGetLastError(comm);
+      if (msg.find("overlap") == std::string::npos || msg.find("recvbuff") == std::string::npos)
+        return std::string(name) + ": the message does not name the overlap: " + msg;
+      if (buf[1] != 1) return std::string(name) + " wrote before refusing";
+    }
+    return "";
+  });
+  for (const auto& e : refused) ADD_FAILURE() << e;
+
   auto errors = runThreads(2, [](braidComm_t comm, int rank) -> std::string {
     const size_t count = 4;
     std::vector<int32_t> buf(64, rank + 1);
     int32_t* b = buf.data();
-    const char* names[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast",
-                           "reduce",     "all-to-all",     "gather",     "scatter"};
-    // Each collective with recvbuff one element past sendbuff: overlapping, and in place for
-    // none of them (reduce-scatter's and all-gather's forms are a whole block apart).
-    braidResult_t got[] = {
-        braidAllReduce(b, b + 1, count, braidInt32, braidSum, comm, nullptr),
-        braidReduceScatter(b, b + rank * count + 1, count, braidInt32, braidSum, comm, nullptr),
-        braidAllGather(b + rank * count + 1, b, count, braidInt32, comm, nullptr),
-        braidBroadcast(b, b + 1, count, braidInt32, rank, comm, nullptr),
-        braidReduce(b, b + 1, count, braidInt32, braidSum, rank, comm, nullptr),
-        braidAllToAll(b, b + 1, count, braidInt32, comm, nullptr),
-        braidGather(b + rank * count + 1, b, count, braidInt32, rank, comm, nullptr),
-        braidScatter(b, b + rank * count + 1, count, braidInt32, rank, comm, nullptr),
-    };
-    for (size_t i = 0; i < std::size(got); ++i) {
-      if (got[i] != braidInvalidArgument)
-        return std::string(names[i]) + " with overlapping buffers returned " +
-               braidGetErrorString(got[i]);
-    }
-    const std::string msg = braidGetLastError(comm);
-    if (msg.find("overlap") == std::string::npos || msg.find("recvbuff") == std::string::npos)
-      return "the message does not name the overlap: " + msg;
+    // Off the root, broadcast's sendbuff and reduce's recvbuff are unused: no overlap counts.
+    if (braidBroadcast(b, rank == 0 ? b : b + 1, count, braidInt32, 0, comm, nullptr) !=
+        braidSuccess)
+      return std::string("broadcast, overlapping pointers off the root: ") +
+             braidGetLastError(comm);
+    if (rank == 1 && buf[1] != 1)
+      return "broadcast off the root delivered " + std::to_string(buf[1]);
+    std::fill(buf.begin(), buf.end(), rank + 1);
+    if (braidReduce(b, rank == 0 ? b : b + 1, count, braidInt32, braidSum, 0, comm, nullptr) !=
+        braidSuccess)
+      return std::string("reduce, overlapping pointers off the root: ") + braidGetLastError(comm);
+    if (rank == 0 && buf[0] != 3) return "reduce at the root summed " + std::to_string(buf[0]);
     // The in-place forms run, with exact results.
     std::fill(buf.begin(), buf.end(), rank + 1);
     if (braidAllReduce(b, b, count, braidInt32, braidSum, comm, nullptr) != braidSuccess)
@@ -158,6 +191,21 @@ TEST(EdgeCases, OverlappingBuffersRefusedUnlessInPlace) {
     return "";
   });
   for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+// BRAID_ALGO is rank 0's on every rank (main below gives one rank a spec that does not parse):
+// rank 0's bad spec fails init on both ranks with the parser's message, rank 1 included (it
+// does not wait for a rank 0 that left); rank 1's alone is overruled by rank 0's, and the job
+// runs.
+TEST(EdgeCases, BadBraidAlgoFailsInitOnEveryRankAlike) {
+  auto bad0 = runProcesses(2, "algo_bad_on_0", {"BRAID_TIMEOUT=60"});
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(bad0[r].status, 3) << bad0[r].output;
+    EXPECT_NE(bad0[r].output.find("item 2 is empty"), std::string::npos) << bad0[r].output;
+  }
+  auto bad1 = runProcesses(2, "algo_bad_on_1", {"BRAID_TIMEOUT=60"});
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(bad1[r].status, 0) << bad1[r].output;
+  EXPECT_NE(bad1[1].output.find("rank 0's applies"), std::string::npos) << bad1[1].output;
 }
 
 // Ranks with different BRAID_BUFFSIZE / BRAID_CHUNKSIZE: each sends into the peer's FIFO
@@ -246,6 +294,20 @@ int main(int argc, char** argv) {
                    msg.c_str(), braidGetLastError(comm));
     return ok ? 0 : 1;
   });
+  auto allReduceRuns = [](braidComm_t comm, int, int) {
+    float x = 1, y = 0;
+    if (braidAllReduce(&x, &y, 1, braidFloat32, braidSum, comm, nullptr) == braidSuccess && y == 2)
+      return 0;
+    std::fprintf(stderr, "all-reduce: %s, %g\n", braidGetLastError(comm), y);
+    return 1;
+  };
+  for (const char* rank : {"0", "1"}) {
+    const std::string role = std::string("--braid-child=algo_bad_on_") + rank;
+    const char* me = std::getenv("BRAID_RANK");
+    for (int i = 1; i < argc; ++i)
+      if (me && std::string(me) == rank && argv[i] == role) setenv("BRAID_ALGO", "ring;;tree", 1);
+    braid::test::registerChildRole(std::string("algo_bad_on_") + rank, allReduceRuns);
+  }
   if (const char* r = std::getenv("BRAID_RANK"); r && std::string(r) == "1") {
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == "--braid-child=geometry") {

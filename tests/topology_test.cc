@@ -452,6 +452,28 @@ TEST(NcclErrors, LinkWidthOutOfRangeRefused) {
   EXPECT_EQ(sys.pcis[0].pci.link_width, 32);
 }
 
+// NaN, infinite, absurd or below-gen1 link speeds, and NIC speeds or latencies no network has,
+// are refused naming the attribute: they became NaN predictions, a 0 GB/s link, or a number
+// too long for braid-sim's header line (which then printed forever).
+TEST(NcclErrors, NonFiniteAndAbsurdSpeedsRefused) {
+  for (const char* v : {"nan GT/s", "1e-308 GT/s", "1 GT/s", "1e308 GT/s", "-16 GT/s"}) {
+    std::string msg = loadError(std::string("<system version=\"1\">\n  <cpu numaid=\"0\">\n    "
+                                            "<pci busid=\"0000:01:00.0\" link_speed=\"") +
+                                v + "\"/>\n  </cpu>\n</system>\n");
+    EXPECT_NE(msg.find("bad.xml:3:"), std::string::npos) << v << ": " << msg;
+    EXPECT_NE(msg.find("link_speed"), std::string::npos) << v << ": " << msg;
+  }
+  const std::string nic =
+      "<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"0000:01:00.0\" "
+      "class=\"0x020000\">\n      <nic>\n        <net name=\"mlx5_0\" dev=\"0\" ";
+  for (const char* attr : {"speed=\"nan\"", "speed=\"1e308\"", "speed=\"inf\"", "speed=\"-1\"",
+                           "latency=\"nan\"", "latency=\"-2\"", "latency=\"1e300\""}) {
+    std::string msg = loadError(nic + attr + "/>\n      </nic>\n    </pci>\n  </cpu>\n</system>\n");
+    EXPECT_NE(msg.find("bad.xml:5:"), std::string::npos) << attr << ": " << msg;
+    EXPECT_NE(msg.find(std::string(attr).substr(0, 5)), std::string::npos) << attr << ": " << msg;
+  }
+}
+
 TEST(NcclErrors, DanglingNvlink) {
   std::string msg = loadError(
       "<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"0000:01:00.0\" "

@@ -121,8 +121,10 @@ braidResult_t braidGetUniqueId(braidUniqueId* uniqueId);
 /// @param nranks   number of ranks, >= 1
 /// @param commId   the id from braidGetUniqueId; an id of another job is refused
 /// @param rank     this rank, 0 <= rank < nranks
-/// @return braidInvalidArgument for a bad nranks/rank/NULL comm, braidInvalidUsage for
-///         an id whose root refuses it, braidRemoteError/braidTimeout if peers vanish.
+/// @return braidInvalidArgument for a bad nranks/rank/NULL comm or a rank 0 BRAID_ALGO that
+///         does not parse (every rank applies rank 0's, and every rank fails alike),
+///         braidInvalidUsage for an id whose root refuses it, braidRemoteError/braidTimeout
+///         if peers vanish.
 braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank);
 
 /// Per-communicator settings, given to braidCommInitRankConfig (NCCL's ncclConfig_t: the same
@@ -322,7 +324,8 @@ braidResult_t braidAllToAll(const void* sendbuff, void* recvbuff, size_t count,
 /// All-to-all with per-peer counts and displacements (MPI_Alltoallv's meaning, in elements):
 /// sendbuff[sdispls[j] .. + sendcounts[j]) goes to rank j, which receives it at
 /// recvbuff[rdispls[i] .. + recvcounts[i]). Zero counts are allowed; sendcounts[j] on rank i
-/// must equal recvcounts[i] on rank j. Arrays hold nranks entries.
+/// must equal recvcounts[i] on rank j. Arrays hold nranks entries. The buffers' extents (up
+/// to the largest displacement plus its count) must not overlap: braidInvalidArgument.
 braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
                              const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
                              const size_t rdispls[], braidDataType_t datatype, braidComm_t comm,

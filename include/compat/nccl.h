@@ -25,7 +25,10 @@
  *    NCCL_TOPO_FILE, NCCL_BUFFSIZE, NCCL_CHUNKSIZE (and others, see README) are read as their
  *    BRAID_ names when those are unset. NCCL_ALGO takes NCCL's spellings (Ring, Tree,
  *    comma lists); names Braid lacks (CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT) and
- *    exclusions (^...) are reported once and the selector decides.
+ *    exclusions (^...) are reported once and the selector decides. Rank 0's NCCL_ALGO (or
+ *    BRAID_ALGO) applies on every rank; a BRAID_ALGO that does not parse fails init.
+ *  - Send and receive buffers that overlap without being the call's in-place form return
+ *    ncclInvalidArgument (NCCL runs them, with undefined results).
  */
 #ifndef NCCL_H_
 #define NCCL_H_

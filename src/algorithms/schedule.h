@@ -26,8 +26,12 @@ namespace braid {
 //                   block i of rank j's recv
 //   kAllToAllv      send[sendDispls[j] ..+sendCounts[j]] -> rank j's
 //                   recv[recvDispls[i] ..+recvCounts[i]]
-//   kGather         send[count]    -> root's recv[n*count] (recv unused off root)
-//   kScatter        root's send[n*count] -> recv[count] (send unused off root)
+//   kGather         send[count]    -> root's recv[n*count] (recv unused off root; the
+//                   root's send may be its own slot, recv + root*count)
+//   kScatter        root's send[n*count] -> recv[count] (send unused off root; the root's
+//                   recv may be its own slot, send + root*count)
+// No other aliasing: overlapping buffers that are none of these are refused
+// (sharesMemoryAllowed, checked by every collective's entry point).
 //   kBarrier        no data: no rank leaves before every rank has entered
 enum class Collective : uint8_t {
   kAllReduce,
@@ -55,7 +59,8 @@ inline bool isRooted(Collective c) {
   return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
          c == Collective::kScatter;
 }
-// Whether c has an in-place form (the aliasing above); the others ignore in-place requests.
+// Whether c has an in-place form (the aliasing above); the others' buffers may not overlap,
+// but gather's and scatter's root may hold its own block at its slot (sharesMemoryAllowed).
 inline bool hasInPlace(Collective c) {
   return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
          c == Collective::kAllGather || c == Collective::kBroadcast || c == Collective::kReduce;
@@ -78,6 +83,18 @@ inline bool isInPlaceForm(Collective c, int rank, size_t count, size_t elemSize,
     default:
       return s == r;
   }
+}
+
+// Whether send and recv, a call's buffers on `rank`, may share memory: c's in-place form, or
+// gather's (scatter's) root with its own block at its slot, whose copy is then no copy.
+inline bool sharesMemoryAllowed(Collective c, int rank, size_t count, size_t elemSize,
+                                const void* send, const void* recv) {
+  if (isInPlaceForm(c, rank, count, elemSize, send, recv)) return true;
+  const auto s = reinterpret_cast<uintptr_t>(send);
+  const auto r = reinterpret_cast<uintptr_t>(recv);
+  const uintptr_t block = static_cast<uintptr_t>(rank) * count * elemSize;
+  return (c == Collective::kGather && s == r + block) ||
+         (c == Collective::kScatter && r == s + block);
 }
 
 // The call's buffers. Grouped point-to-point operations add one buffer per operation,

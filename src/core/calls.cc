@@ -23,8 +23,6 @@ namespace braid {
 
 namespace {
 
-// BRAID_ALGO, parsed once per process (tuning::parseAlgoSpec's syntax); a bad spec fails every
-// call that consults it, naming the problem.
 // NCCL_ALGO (read when BRAID_ALGO is unset) in NCCL's spelling: "Ring", "Tree,Ring",
 // "allreduce:tree;broadcast:ring" (2.24's per-collective form) or "^NVLS" (an exclusion).
 // Names Braid has are kept, lower-cased; the others, and exclusions, are dropped with one
@@ -42,6 +40,16 @@ std::string fromNcclAlgo(const std::string& text) {
   while (std::getline(sections, section, ';')) {
     const size_t colon = section.find(':');
     const std::string prefix = colon == std::string::npos ? "" : section.substr(0, colon + 1);
+    // A collective Braid does not have (sendrecv, or a misspelling) is dropped whole.
+    if (!prefix.empty()) {
+      bool known = false;
+      for (int c = 0; c < kNumCollectives; ++c)
+        known = known || prefix == std::string(collectiveName(static_cast<Collective>(c))) + ":";
+      if (!known) {
+        dropped += " " + section;
+        continue;
+      }
+    }
     std::stringstream names(colon == std::string::npos ? section : section.substr(colon + 1));
     std::string name, list;
     while (std::getline(names, name, ',')) {
@@ -52,7 +60,11 @@ std::string fromNcclAlgo(const std::string& text) {
                                      [&](const AlgorithmInfo& a) { return name == a.name; });
       (known ? list : dropped) += (known ? (list.empty() ? "" : ",") : " ") + name;
     }
-    if (!list.empty()) kept += (kept.empty() ? "" : ";") + prefix + list;
+    if (!list.empty())
+      kept += (kept.empty() ? "" : ";") + prefix + list;
+    else if (section.find_first_not_of(" \t,") != std::string::npos && !prefix.empty() &&
+             section.size() == prefix.size())
+      dropped += " " + section;  // "allreduce:" names no algorithm
   }
   if (!dropped.empty())
     BRAID_WARN("INIT", "NCCL_ALGO=\"%s\": Braid has no%s; %s", text.c_str(), dropped.c_str(),
@@ -69,19 +81,14 @@ std::string namesFor(Collective coll) {
 
 }  // namespace
 
-braidResult_t envAlgoSpec(const tuning::AlgoSpec** out) {
-  static tuning::AlgoSpec spec;
-  static braidResult_t rc = braidSuccess;
-  static std::string error;
+const std::string& envAlgoText() {
+  static std::string text;
   static std::once_flag once;
   std::call_once(once, [] {
     const bool ncclName = !std::getenv("BRAID_ALGO") && std::getenv("NCCL_ALGO");
-    rc = tuning::parseAlgoSpec(ncclName ? fromNcclAlgo(config().algo) : config().algo, &spec);
-    if (rc != braidSuccess) error = lastError();
+    text = ncclName ? fromNcclAlgo(config().algo) : config().algo;
   });
-  *out = &spec;
-  if (rc != braidSuccess) return failVerbatim(rc, error);
-  return braidSuccess;
+  return text;
 }
 
 namespace {
@@ -196,9 +203,7 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
   std::string forced = comm->forcedAlgo[static_cast<int>(args.coll)];
   const char* source = "braidCommSetAlgorithm";
   if (forced.empty()) {
-    const tuning::AlgoSpec* spec = nullptr;
-    BRAID_TRY(envAlgoSpec(&spec));
-    forced = spec->forced(args.coll, bytes);
+    forced = comm->algoSpec.forced(args.coll, bytes);
     source = "BRAID_ALGO";
   }
   if (!forced.empty()) {

@@ -95,19 +95,16 @@ braidResult_t checkCall(const Call& c, const void* sendbuff, const void* recvbuf
   if (c.recvElems > 0 && !recvbuff)
     return fail(braidInvalidArgument, "%s: recvbuff is NULL with %zu elements to receive", c.fn,
                 c.recvElems);
-  // Buffers that share memory must be the collective's in-place form; any other overlap
-  // would read elements the call has already overwritten (silently wrong results).
+  // Buffers may share memory only as schedule.h allows (the in-place forms, gather's and
+  // scatter's own slot); any other overlap would read elements the call has already
+  // overwritten (silently wrong results). All-to-all-v's extents reach its largest
+  // displacement plus count, as MPI_Alltoallv's buffers may not alias at all.
   if (c.sendElems > 0 && c.recvElems > 0) {
     const auto s = reinterpret_cast<uintptr_t>(sendbuff);
     const auto r = reinterpret_cast<uintptr_t>(recvbuff);
     const size_t sendBytes = c.sendElems * size, recvBytes = c.recvElems * size;
-    // Gather's and scatter's root may also hold its own block at its slot (nccl-tests' in
-    // place): its copy of that block is then no copy at all.
-    const uintptr_t ownBlock = static_cast<uintptr_t>(c.comm->rank) * c.count * size;
-    const bool ownSlot = (c.coll == Collective::kGather && s == r + ownBlock) ||
-                         (c.coll == Collective::kScatter && r == s + ownBlock);
-    if (s < r + recvBytes && r < s + sendBytes && !ownSlot &&
-        !isInPlaceForm(c.coll, c.comm->rank, c.count, size, sendbuff, recvbuff)) {
+    if (s < r + recvBytes && r < s + sendBytes &&
+        !sharesMemoryAllowed(c.coll, c.comm->rank, c.count, size, sendbuff, recvbuff)) {
       std::string form = c.coll == Collective::kGather
                              ? "shares memory only with sendbuff == recvbuff + rank * count"
                          : c.coll == Collective::kScatter
@@ -120,7 +117,8 @@ braidResult_t checkCall(const Call& c, const void* sendbuff, const void* recvbuf
                    ? "is in place only with sendbuff == recvbuff + rank * sendcount"
                    : "is in place only with sendbuff == recvbuff";
       return fail(braidInvalidArgument,
-                  "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap on rank %d, "
+                  "%s: sendbuff %p (%zu bytes in use) and recvbuff %p (%zu bytes in use) overlap "
+                  "on rank %d, "
                   "and %s %s",
                   c.fn, sendbuff, sendBytes, recvbuff, recvBytes, c.comm->rank,
                   collectiveLabel(c.coll), form.c_str());

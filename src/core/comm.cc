@@ -32,7 +32,7 @@ std::string PeerCard::encode() const {
          std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
          ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n" +
          std::to_string(procToken) + "\n" + stallAddr + "\n" + std::to_string(memProbe) + "\n" +
-         (cudaIpc ? "1" : "0") + "\n" + busId + "\n";
+         (cudaIpc ? "1" : "0") + "\n" + busId + "\n" + algo + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
@@ -44,7 +44,8 @@ bool PeerCard::decode(const std::string& text, PeerCard* out) {
       !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
       !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr) ||
       !std::getline(in, check) || !std::getline(in, token) || !std::getline(in, out->stallAddr) ||
-      !std::getline(in, probe) || !std::getline(in, ipc) || !std::getline(in, out->busId))
+      !std::getline(in, probe) || !std::getline(in, ipc) || !std::getline(in, out->busId) ||
+      !std::getline(in, out->algo))
     return false;
   out->cudaIpc = ipc == "1";
   out->memProbe = std::atoi(probe.c_str());
@@ -339,6 +340,22 @@ braidResult_t commFabric(braidComm* comm) {
   return braidSuccess;
 }
 
+// Rank 0's BRAID_ALGO on every rank, so that all force the same algorithms: every rank parses
+// the same text, so a spec that does not parse fails init everywhere alike (no rank is left
+// waiting for one that left), naming the item.
+braidResult_t commAlgoSpec(braidComm* comm) {
+  const std::string& spec = comm->peers[0].algo;
+  if (comm->rank != 0 && spec != comm->peers[comm->rank].algo)
+    BRAID_WARN("INIT", "BRAID_ALGO=\"%s\" here but \"%s\" on rank 0: rank 0's applies",
+               comm->peers[comm->rank].algo.c_str(), spec.c_str());
+  if (tuning::parseAlgoSpec(spec, &comm->algoSpec) != braidSuccess) {
+    const std::string why = lastError();
+    return failVerbatim(braidInvalidArgument,
+                        why + " (rank 0's BRAID_ALGO, which every rank applies)");
+  }
+  return braidSuccess;
+}
+
 // The ring of the ring and tree algorithms: rank 0's BRAID_RING, else the ranks grouped by
 // host and NUMA node. Every rank computes it from the same cards (rank 0's spec, everyone's
 // host and NUMA node), so all agree.
@@ -383,9 +400,6 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   WaitTimeoutScope initBound(comm->timeoutSec);
   UniqueIdData idData;
   BRAID_TRY(decodeUniqueId(id, &idData));
-  // A BRAID_ALGO that does not parse fails init, naming it, rather than the first call.
-  const tuning::AlgoSpec* algoSpec = nullptr;
-  BRAID_TRY(envAlgoSpec(&algoSpec));
   BRAID_TRY(loadTopology(comm.get()));
   std::unique_ptr<Bootstrap> boot;
   BRAID_TRY(Bootstrap::join(id, rank, nranks, &boot));
@@ -408,6 +422,8 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
       cfg.cudaIpc && comm->cudaDevice >= 0 && device::runtime().busId(&mine.busId) == braidSuccess;
   mine.ring = cfg.ring;  // newlines would split the card; they separate like spaces
   std::replace(mine.ring.begin(), mine.ring.end(), '\n', ' ');
+  mine.algo = envAlgoText();
+  std::replace(mine.algo.begin(), mine.algo.end(), '\n', ' ');
   // Rank 0's tuning files travel with its card. A file it cannot use travels as its error
   // (kCardError first), so that every rank fails with the same message after the exchange
   // rather than waiting for a rank 0 that left.
@@ -539,6 +555,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   }
   BRAID_TRY(chooseRing(comm.get()));
   BRAID_TRY(commFabric(comm.get()));
+  BRAID_TRY(commAlgoSpec(comm.get()));
   // A rank with network peers has a busy second thread, its proxy.
   comm->oversubscribed = local * (comm->proxy ? 2 : 1) > sysconf(_SC_NPROCESSORS_ONLN);
   comm->localRanks = std::max(local, 1);

@@ -20,14 +20,11 @@
 #include "transport/net_proxy.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
+#include "tuning/cost_model.h"
 #include "tuning/fabric.h"
 #include "tuning/table.h"
 
 namespace braid {
-
-namespace tuning {
-struct AlgoSpec;
-}
 
 // What each rank tells the others during init.
 struct PeerCard {
@@ -50,6 +47,7 @@ struct PeerCard {
   int memProbe = -1;      // hostmem::probeFd: this process's probe descriptor (-1: none)
   bool cudaIpc = false;   // has a CUDA device and BRAID_CUDA_IPC: reads peers' device memory
   std::string busId;      // that device's PCI bus id (device::Runtime::busId), "" for none
+  std::string algo;       // this rank's BRAID_ALGO (NCCL_ALGO translated); rank 0's applies
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -139,6 +137,7 @@ struct braidComm {
   };
   std::vector<std::unique_ptr<Registration>> registrations;
   std::string forcedAlgo[braid::kNumCollectives];  // braidCommSetAlgorithm
+  braid::tuning::AlgoSpec algoSpec;                // rank 0's BRAID_ALGO, parsed at init
   // Ops made by braidRedOpCreatePreMulSum: op value braidNumOps + index.
   struct PreMulSum {
     braidDataType_t dtype;
@@ -215,9 +214,11 @@ struct P2POp {
 // device: every buffer is device memory, on a deviceDirect communicator.
 braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device = false);
 
-// BRAID_ALGO (or NCCL_ALGO, translated), parsed once per process; its error, naming the
-// variable and the item, on every call when it does not parse (commInit checks it first).
-braidResult_t envAlgoSpec(const tuning::AlgoSpec** out);
+// This process's BRAID_ALGO, or NCCL_ALGO translated to it when BRAID_ALGO is unset (names
+// Braid lacks dropped with one warning): the text a rank puts in its card. commInit parses
+// rank 0's on every rank (braidComm::algoSpec), so all ranks force alike, and a spec that
+// does not parse fails init on every rank with the same message.
+const std::string& envAlgoText();
 
 // The algorithm for args on comm: braidCommSetAlgorithm's, else BRAID_ALGO's (per size
 // range), else the cost model's least predicted time (tuning/cost_model.h). Fails, naming the

@@ -324,7 +324,7 @@ void ethSpeedFromSysfs(System* sys, const std::string& root) {
     std::string s;
     bool ok = readLine(under(root, "/sys/class/net/" + net.name + "/speed"), &s);
     long mbps = ok ? atol(s.c_str()) : -1;
-    if (ok && mbps > 0) {
+    if (ok && plausibleNetGbps(mbps / 1000.0)) {
       net.speed_gbps = mbps / 1000.0;
       say(sys, "network " + net.name + ": " + std::to_string(mbps) + " Mb/s (sysfs)");
     } else {
@@ -507,7 +507,7 @@ braidResult_t detectIbFromSysfs(const std::string& root, System* out, int* count
       else if (ll == "Ethernet")
         net->link_layer = LinkLayer::kEthernet;
       double gbps = rate.empty() ? 0 : atof(rate.c_str());  // "400 Gb/sec (4X NDR)"
-      if (gbps > 0) net->speed_gbps = gbps;
+      if (plausibleNetGbps(gbps)) net->speed_gbps = gbps;
       if (state.find("ACTIVE") == std::string::npos) {
         std::string line = dev + " port " + p + ": state " + (state.empty() ? "unknown" : state);
         BRAID_INFO("TOPO", "%s", line.c_str());

@@ -221,8 +221,9 @@ class Loader : XmlFileErrors {
     }
     char* end = nullptr;
     double v = std::strtod(text, &end);
-    if (end == text || v < 0 || v > 1000)
-      return err(e->GetLineNum(), "link_speed=\"%s\" is not a PCIe speed", text);
+    // 0 is unknown; else gen1's 2.5 GT/s up to 1000 (NaN fails both comparisons).
+    if (end == text || !(v == 0 || (v >= 2.5 && v <= 1000)))
+      return err(e->GetLineNum(), "link_speed=\"%s\" is not a PCIe speed (2.5-1000 GT/s)", text);
     std::string rest = end;
     if (rest != " GT/s" && rest != " GT/s PCIe" && rest != "GT/s")
       note(e->GetLineNum(), "unusual link_speed \"" + std::string(text) + "\" read as " +
@@ -362,13 +363,15 @@ class Loader : XmlFileErrors {
       BRAID_TRY(intAttr(c, "maxconn", 10, &net.maxconn));
       if (const char* s = c->Attribute("speed")) {
         double mbps;
-        if (!parseDouble(s, &mbps) || mbps < 0)
-          return err(c->GetLineNum(), "<net> speed=\"%s\" is not a speed in Mb/s", s);
+        // 0 is unknown (NaN fails both comparisons).
+        if (!parseDouble(s, &mbps) || !(mbps == 0 || plausibleNetGbps(mbps / 1000.0)))
+          return err(c->GetLineNum(),
+                     "<net> speed=\"%s\" is not a speed in Mb/s (0 for unknown, up to 1e7)", s);
         net.speed_gbps = mbps / 1000.0;
       }
       if (const char* s = c->Attribute("latency")) {
-        if (!parseDouble(s, &net.latency_us))
-          return err(c->GetLineNum(), "<net> latency=\"%s\" is not a number", s);
+        if (!parseDouble(s, &net.latency_us) || !(net.latency_us >= 0 && net.latency_us <= 1e6))
+          return err(c->GetLineNum(), "<net> latency=\"%s\" is not a latency in us (0-1e6)", s);
         net.has_latency = true;
       }
       // Braid writes link_layer only where the class and name would guess wrong.

@@ -88,7 +88,7 @@ braidResult_t loadIbstat(const std::string& text, const std::string& name, Syste
         if (v != "Active") down.push_back(ca + " port " + std::to_string(net->port) + ": " + v);
       } else if (k == "Rate") {
         double r = 0;
-        if (leadingDouble(v, &r)) net->speed_gbps = r;
+        if (leadingDouble(v, &r) && plausibleNetGbps(r)) net->speed_gbps = r;
       } else if (k == "Link layer") {
         net->link_layer = layerOf(v);
       } else if (k == "Port GUID") {
@@ -143,7 +143,7 @@ braidResult_t loadIbstatus(const std::string& text, const std::string& name, Sys
     std::string k = trim(l.substr(0, colon)), v = trim(l.substr(colon + 1));
     if (k == "rate") {
       double r = 0;
-      if (leadingDouble(v, &r)) net->speed_gbps = r;
+      if (leadingDouble(v, &r) && plausibleNetGbps(r)) net->speed_gbps = r;
     } else if (k == "link_layer") {
       net->link_layer = layerOf(v);
     } else if (k == "state") {

@@ -57,7 +57,14 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
     } else if (!trailing.empty()) {
       trailing.push_back(3);
     } else {
-      m->dev.push_back(hw[i]);
+      const std::string& d = hw[i];
+      // GPU and a number that no index has: refused, not taken for a NIC's column.
+      if (startsWith(d, "GPU") && d.size() > 3 && !isGpuName(d) &&
+          std::all_of(d.begin() + 3, d.end(),
+                      [](char c) { return std::isdigit((unsigned char)c); }))
+        return fail(braidInvalidArgument, "%s:%d: column %s: a GPU index of more than 7 digits",
+                    name.c_str(), h + 1, d.c_str());
+      m->dev.push_back(d);
     }
   }
   m->has_affinity = std::find(trailing.begin(), trailing.end(), 0) != trailing.end() ||

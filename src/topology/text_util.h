@@ -86,9 +86,10 @@ inline bool leadingDouble(const std::string& s, double* out) {
 }
 
 // What a reader of lspci, sysfs or a topology file takes as a PCIe link: a speed in
-// (0, 1000] GT/s (gen6 is 64) and a whole width of 1..kMaxPcieWidth lanes. Anything else is
-// an unknown link, never a number that overflows the bandwidth arithmetic.
-inline bool plausiblePcieSpeed(double gts) { return gts > 0 && gts <= 1000; }
+// [2.5, 1000] GT/s (gen1 is 2.5, gen6 64) and a whole width of 1..kMaxPcieWidth lanes.
+// Anything else (NaN included) is an unknown link, never a number that overflows the
+// bandwidth arithmetic or rates a link at 0 GB/s.
+inline bool plausiblePcieSpeed(double gts) { return gts >= 2.5 && gts <= 1000; }
 inline bool plausiblePcieWidth(double lanes) {
   return lanes >= 1 && lanes <= kMaxPcieWidth && lanes == static_cast<int>(lanes);
 }

@@ -216,6 +216,10 @@ struct System {
 double pcieBw(double gts, int width);
 // The widest PCIe link (x32, PCIe base spec); loaders refuse or drop wider widths.
 inline constexpr int kMaxPcieWidth = 32;
+// What readers take as a network port's speed: (0, 10000] Gb/s (10 Tb/s, far past any NIC);
+// anything else (NaN, infinities, 1e308) is refused or read as unknown, so no figure of the
+// cost model becomes NaN or overflows what prints it.
+inline bool plausibleNetGbps(double gbps) { return gbps > 0 && gbps <= 10000; }
 int pcieGeneration(double gts);  // 2.5->1, 5->2, 8->3, 16->4, 32->5, 64->6; 0 unknown
 // NVLink per link by SM: sm60 18, sm70 20, sm80 20, sm86 12, sm90 20.6, sm100+ 40.1 (NCCL
 // SMxx_NVLINK_BW); an unknown SM counts as sm80.

@@ -9,6 +9,7 @@
 // Sizes are nccl-tests' size column (-b 8 -e 256M -f 2 by default). --simulate also plays the
 // schedules (simulate.h) where the job has at most 1024 ranks, next to the closed forms.
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -210,7 +211,7 @@ int main(int argc, char** argv) {
                       "forms for calls too large to play)"
                     : "closed forms of the schedules (cost_model.cc)");
     for (size_t p = 0, q; p < why.size(); p = q + 1) {
-      q = why.find('\n', p);
+      q = std::min(why.find('\n', p), why.size());  // a last line without its newline ends it
       std::printf("#   %s\n", why.substr(p, q - p).c_str());
     }
   } else {

@@ -184,7 +184,7 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
     const int pools = std::min(ports, std::max(perHostRanks, 1));
     f.nicsPerHost = pools;
     f.inter = {ib ? 5.0 : 20.0, total / pools};
-    char line[240];
+    char line[400];
     std::snprintf(line, sizeof(line), "between hosts: %d port(s) of %.2f GB/s, %.0f us (%s)%s\n",
                   ports, total / ports, f.inter.latency_us, ib ? "InfiniBand" : "Ethernet",
                   pools < ports ? "; pooled per rank" : "");
