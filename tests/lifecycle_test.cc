@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/host_mem.h"
 #include "test_util.h"
@@ -191,6 +192,19 @@ int abortChild(int rank, int nranks) {
 
 // braidMemAllocHost's memory: page aligned, zeroed, writable; bad pointers and sizes are
 // refused with messages naming the argument, and nothing is freed twice.
+// The cache a call's footprint is weighed against (streaming stores, single copy from
+// braidMemAllocHost buffers): sysfs's figure as it is; without one, CPUID's through sysconf,
+// which a hypervisor may make up, at most 32 MiB.
+TEST(Config, AssumedCacheTrustsSysfsAndBoundsCpuid) {
+  constexpr size_t MiB = size_t{1} << 20;
+  EXPECT_EQ(assumedCacheBytes(96 * MiB, 508 * static_cast<long>(MiB)), 96 * MiB);  // X3D
+  EXPECT_EQ(assumedCacheBytes(1 * MiB, 0), 1 * MiB);
+  EXPECT_EQ(assumedCacheBytes(0, 508 * static_cast<long>(MiB)), 32 * MiB);  // made up
+  EXPECT_EQ(assumedCacheBytes(0, 16 * static_cast<long>(MiB)), 16 * MiB);
+  EXPECT_EQ(assumedCacheBytes(0, 0), kUnlistedCacheBytes);
+  EXPECT_EQ(assumedCacheBytes(0, -1), kUnlistedCacheBytes);  // sysconf: unknown
+}
+
 TEST(HostMemory, AllocatesFreesAndRefusesBadInput) {
   EXPECT_EQ(braidMemAllocHost(nullptr, 8), braidInvalidArgument);
   EXPECT_NE(std::string(braidGetLastError(nullptr)).find("ptr is NULL"), std::string::npos);

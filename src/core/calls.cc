@@ -263,9 +263,8 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
 
 namespace {
 
-// The last-level cache of the core this rank started on, in bytes: the largest level sysfs
-// lists for cpu 0 (what one core shares; glibc's sysconf reports the whole package's on some
-// virtual machines: 384 MiB for a 32 MiB L3 here), else sysconf, else 32 MiB.
+// The last-level cache of the core this rank started on, in bytes (assumedCacheBytes): the
+// largest level sysfs lists for cpu 0, else glibc's sysconf figure, bounded.
 size_t lastLevelCacheBytes() {
   static const size_t bytes = [] {
     size_t best = 0;
@@ -279,9 +278,7 @@ size_t lastLevelCacheBytes() {
         best = std::max<size_t>(best, v << (unit == 'K' ? 10 : unit == 'M' ? 20 : 0));
       std::fclose(f);
     }
-    if (best > 0) return best;
-    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    return v > 0 ? static_cast<size_t>(v) : size_t{32} << 20;
+    return assumedCacheBytes(best, sysconf(_SC_LEVEL3_CACHE_SIZE));
   }();
   return bytes;
 }

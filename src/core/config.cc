@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <strings.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -236,6 +237,12 @@ bool Config::subsysEnabled(const char* subsys) const {
     pos = comma + 1;
   }
   return exclude ? !listed : listed;
+}
+
+size_t assumedCacheBytes(size_t sysfsBytes, long cpuidBytes) {
+  if (sysfsBytes > 0) return sysfsBytes;
+  return cpuidBytes > 0 ? std::min(static_cast<size_t>(cpuidBytes), kUnlistedCacheBytes)
+                        : kUnlistedCacheBytes;
 }
 
 }  // namespace braid
