@@ -450,6 +450,20 @@ TEST(NcclErrors, LinkWidthOutOfRangeRefused) {
       << lastError();
   ASSERT_EQ(sys.pcis.size(), 1u);
   EXPECT_EQ(sys.pcis[0].pci.link_width, 32);
+  EXPECT_NE(toText(sys).find("[PCIe gen5 x32, 96 GB/s]"), std::string::npos) << toText(sys);
+  // 0 is unknown, as real dumps write it: printed as such with the rating it gets, not as x0.
+  for (const auto& [attrs, shown] :
+       {std::pair{"link_speed=\"32 GT/s\" link_width=\"0\"", "[PCIe gen5 x? (rated x16), 48 GB/s]"},
+        std::pair{"link_speed=\"\" link_width=\"8\"", "[PCIe gen? (rated gen3) x8, 6 GB/s]"}}) {
+    System unknown;
+    ASSERT_EQ(loadNcclTopoXmlString(std::string("<system version=\"1\">\n  <cpu numaid=\"0\">\n    "
+                                                "<pci busid=\"0000:01:00.0\" ") +
+                                        attrs + "/>\n  </cpu>\n</system>\n",
+                                    "unknown.xml", &unknown),
+              braidSuccess)
+        << lastError();
+    EXPECT_NE(toText(unknown).find(shown), std::string::npos) << attrs << ": " << toText(unknown);
+  }
 }
 
 // NaN, infinite, absurd or below-gen1 link speeds, and NIC speeds or latencies no network has,

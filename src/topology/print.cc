@@ -190,9 +190,17 @@ std::string toText(const System& sys) {
   auto link = [](const PciInfo& p) {
     std::string s;
     if (p.link_speed_gts > 0 || p.link_width > 0) {
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), " [PCIe gen%d x%d, %g GB/s]",
-                    pcieGeneration(p.link_speed_gts), p.link_width,
+      // An unknown half (0) prints as "?" with what pcieBw rates it as, not as gen0 or x0.
+      char gen[32], width[32], buf[96];
+      if (p.link_speed_gts > 0)
+        std::snprintf(gen, sizeof(gen), "gen%d", pcieGeneration(p.link_speed_gts));
+      else
+        std::snprintf(gen, sizeof(gen), "gen? (rated gen3)");
+      if (p.link_width > 0)
+        std::snprintf(width, sizeof(width), "x%d", p.link_width);
+      else
+        std::snprintf(width, sizeof(width), "x? (rated x16)");
+      std::snprintf(buf, sizeof(buf), " [PCIe %s %s, %g GB/s]", gen, width,
                     pcieBw(p.link_speed_gts, p.link_width));
       s = buf;
     }
