@@ -218,6 +218,77 @@ TEST(Stall, RootSummaryAsProcessesOverTcp) {
       << results[0].output;
 }
 
+// Rank 1 refuses its all-reduce (a datatype that is none) and stays away; rank 0, left
+// waiting in that call, says in its stall line and in its timeout error that rank 1 refused
+// it and why, and its summary says so of rank 1 (ranks on one host read each other's
+// published refusal).
+constexpr const char* kRefusedBy1 =
+    "rank 1 refused this call before it started (braidAllReduce: "
+    "datatype 42 is not a braidDataType_t";
+std::string refusedRank(braidComm_t comm, int rank) {
+  float x = 1.0f;
+  if (rank == 1) {
+    if (braidAllReduce(&x, &x, 1, static_cast<braidDataType_t>(42), braidSum, comm, nullptr) !=
+        braidInvalidArgument)
+      return "rank 1: a datatype of 42 was not refused";
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // rank 0 times out first
+    return "";
+  }
+  if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidTimeout)
+    return std::string("rank 0: not a timeout: ") + braidGetLastError(comm);
+  const std::string msg = braidGetLastError(comm);
+  return msg.find(kRefusedBy1) == std::string::npos ? "rank 0's timeout: " + msg : "";
+}
+
+TEST(Stall, PeerNamesTheCallARankRefused) {
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  testing::internal::CaptureStderr();
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank)
+    threads.emplace_back([&, rank] {
+      braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+      config.stallWarnSec = 0.3;
+      config.timeoutSec = 1.5;
+      braidComm_t comm = nullptr;
+      if (braidCommInitRankConfig(&comm, 2, id, rank, &config) != braidSuccess) {
+        errors[rank] = std::string("init: ") + braidGetLastError(nullptr);
+        return;
+      }
+      errors[rank] = refusedRank(comm, rank);
+      braidCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  const std::string log = testing::internal::GetCapturedStderr();
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  EXPECT_NE(log.find(std::string("has made no progress for 0 s (BRAID_STALL_WARN): waiting to "
+                                 "receive from rank 1 (step ")),
+            std::string::npos)
+      << log;
+  EXPECT_NE(summaryLines(log).find("behind: rank 1 not in a call (last completed #0) (rank 1 "
+                                   "refused #1: braidAllReduce: datatype 42"),
+            std::string::npos)
+      << log;
+}
+
+int refusedChild(braidComm_t comm, int rank, int) {
+  const std::string error = refusedRank(comm, rank);
+  if (!error.empty()) std::fprintf(stderr, "%s\n", error.c_str());
+  return error.empty() ? 0 : 1;
+}
+
+// As processes, with and without BRAID_CHECK's exchange before the call.
+TEST(Stall, PeerNamesTheCallARankRefusedAsProcesses) {
+  for (const char* check : {"BRAID_CHECK=1", "BRAID_CHECK=0"}) {
+    auto results = runProcesses(2, "refused", {"BRAID_STALL_WARN=0.3", "BRAID_TIMEOUT=1.5", check});
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(results[r].status, 0) << check << ", rank " << r << ":\n" << results[r].output;
+    EXPECT_NE(results[0].output.find(kRefusedBy1), std::string::npos) << results[0].output;
+    EXPECT_TRUE(shmLeftovers(results).empty());
+  }
+}
+
 }  // namespace
 }  // namespace braid::test
 
@@ -226,6 +297,7 @@ int main(int argc, char** argv) {
   setenv("BRAID_STALL_WARN", "1", 0);  // a child keeps the one its test gave it
   braid::test::registerChildRole("check-mismatch", braid::test::mismatchChild);
   braid::test::registerChildRole("stall", braid::test::stallChild);
+  braid::test::registerChildRole("refused", braid::test::refusedChild);
   const int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   testing::InitGoogleTest(&argc, argv);

@@ -178,6 +178,7 @@ ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype
   ctx.stallWarnSec = comm->stallWarnSec;
   ctx.blamed = &comm->blamed;
   ctx.stall = comm->stallBoard.get();
+  ctx.peerPositions = comm->peerPositions.empty() ? nullptr : comm->peerPositions.data();
   return ctx;
 }
 
@@ -195,6 +196,10 @@ braidResult_t checkUsable(const braidComm* comm) {
 }
 
 }  // namespace
+
+void publishRefusal(braidComm* comm) {
+  if (comm->segment) comm->segment->position()->publishRefusal(comm->opCount + 1, lastError());
+}
 
 braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
                               const AlgorithmInfo** out) {

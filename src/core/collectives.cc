@@ -37,6 +37,13 @@ braidResult_t record(braidComm* comm, braidResult_t res) {
   return res;
 }
 
+// record() for a call this rank refuses before it starts, its arguments being wrong: its peers
+// of this host, left waiting in it, name the refusal (CallPosition::refusalOf).
+braidResult_t refuse(braidComm* comm, braidResult_t res) {
+  if (res != braidSuccess && comm && comm->magic == braidComm::kMagic) braid::publishRefusal(comm);
+  return record(comm, res);
+}
+
 // What one call asks for, checked in one place.
 struct Call {
   const char* fn;
@@ -351,7 +358,7 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
                          size_t preMulElems = 0, const size_t* a2avArrays[4] = nullptr) {
   BRAID_TRY(checkComm(c.comm, c.fn));
   braid::InFlight running(c.comm);
-  BRAID_TRY(record(c.comm, checkCall(c, sendbuff, recvbuff)));
+  BRAID_TRY(refuse(c.comm, checkCall(c, sendbuff, recvbuff)));
   // Nothing moves: a successful no-op on every rank (after BRAID_CHECK's comparison).
   const bool nothing =
       c.coll != Collective::kBarrier && c.coll != Collective::kAllToAllv && c.count == 0;
@@ -404,9 +411,9 @@ braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDa
   BRAID_TRY(checkComm(comm, fn));
   braid::InFlight running(comm);
   Call c{fn, comm, Collective::kAllToAll, dtype, count, isSend ? count : 0, isSend ? 0 : count};
-  BRAID_TRY(record(comm, checkCall(c, buff, buff)));
+  BRAID_TRY(refuse(comm, checkCall(c, buff, buff)));
   if (peer < 0 || peer >= comm->nranks)
-    return record(comm, fail(braidInvalidArgument, "%s: peer %d is out of range [0, nranks=%d)", fn,
+    return refuse(comm, fail(braidInvalidArgument, "%s: peer %d is out of range [0, nranks=%d)", fn,
                              peer, comm->nranks));
   braid::P2POp op{isSend, peer, buff, count * braidTypeSize(dtype)};
   if (t_groupDepth > 0) {
@@ -528,7 +535,7 @@ braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
   return braid::guardApi("braidAllToAllv", [&]() -> braidResult_t {
     BRAID_TRY(checkComm(comm, "braidAllToAllv"));
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
-      return record(comm, fail(braidInvalidArgument, "braidAllToAllv: %s is NULL",
+      return refuse(comm, fail(braidInvalidArgument, "braidAllToAllv: %s is NULL",
                                !sendcounts   ? "sendcounts"
                                : !sdispls    ? "sdispls"
                                : !recvcounts ? "recvcounts"
@@ -538,7 +545,7 @@ braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
     for (int j = 0; j < comm->nranks; ++j) {
       for (size_t v : {sendcounts[j], sdispls[j], recvcounts[j], rdispls[j]})
         if (size != 0 && v > SIZE_MAX / size / 4)
-          return record(
+          return refuse(
               comm, fail(braidInvalidArgument,
                          "braidAllToAllv: count or displacement %zu for peer %d overflows", v, j));
       // Only non-empty blocks need memory: all-zero counts with NULL buffers are fine (MPI).

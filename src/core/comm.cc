@@ -545,11 +545,11 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
                !mine.cudaIpc ? "BRAID_CUDA_IPC=0 or NCCL_P2P_DISABLE=1 here"
                : nranks == 1 ? "one rank"
                              : "a rank has BRAID_CUDA_IPC=0 or no device, or is on another host");
+  comm->peerPositions.assign(nranks, nullptr);
+  for (int r = 0; r < nranks; ++r)
+    if (comm->peerSegments[r]) comm->peerPositions[r] = comm->peerSegments[r]->position();
   if (comm->stallBoard) {
-    std::vector<const CallPosition*> positions(nranks, nullptr);
-    for (int r = 0; r < nranks; ++r)
-      if (comm->peerSegments[r]) positions[r] = comm->peerSegments[r]->position();
-    comm->stallBoard->setPositions(std::move(positions));
+    comm->stallBoard->setPositions(comm->peerPositions);
   } else if (rank != 0 && !comm->peers[0].stallAddr.empty()) {
     comm->stallBoard = StallBoard::forPeer(comm->peers[0].stallAddr, idData.secret);
   }

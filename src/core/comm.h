@@ -106,6 +106,8 @@ struct braidComm {
   double timeoutSec = 0;        // bound of every wait, s (braidConfig_t, else BRAID_TIMEOUT)
   double stallWarnSec = 0;      // braidConfig_t's, else BRAID_STALL_WARN; 0: off
   std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness
+  // Their positions (ShmSegment::position; null elsewhere), for stall and timeout messages.
+  std::vector<const braid::CallPosition*> peerPositions;
   // Rank 0's stall summary, or the channel that reports to it (stall.h); null for one rank.
   std::unique_ptr<braid::StallBoard> stallBoard;
   uint64_t opCount = 0;  // collectives issued, for messages
@@ -201,6 +203,11 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& args);
 braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* sendbuff,
                             void* recvbuff, const CollArgs* userCall = nullptr,
                             bool device = false);
+
+// Publishes this rank's last error as the message of the call it just refused (its arguments;
+// the call never started), numbered as its next call, for its peers of this host
+// (CallPosition::refusalOf). No-op without a segment (one rank).
+void publishRefusal(braidComm* comm);
 
 // One point-to-point operation of a group.
 struct P2POp {

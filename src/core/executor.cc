@@ -518,22 +518,28 @@ class Run {
       const Plan::Queue& q = plan_.recvs[static_cast<size_t>(s.recvQueue)];
       const int32_t idx = q.steps[recvCur_[static_cast<size_t>(s.recvQueue)].index];
       std::snprintf(buf, sizeof(buf),
-                    "waiting to receive from rank %d (step %d of %zu, %s of %zu elements): "
-                    "rank %d is late, stalled or dead",
+                    "waiting to receive from rank %d (step %d of %zu, %s of %zu elements): ",
                     q.peer, idx, plan_.schedule.steps.size(),
-                    stepKindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count,
-                    q.peer);
-      return buf;
+                    stepKindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count);
+      return buf + whyLate(q.peer);
     }
     if (s.sendQueue >= 0) {
       const int peer = plan_.sends[static_cast<size_t>(s.sendQueue)].peer;
-      std::snprintf(buf, sizeof(buf),
-                    "waiting for rank %d to drain its receive buffer: rank %d is late, "
-                    "stalled or dead",
-                    peer, peer);
-      return buf;
+      std::snprintf(buf, sizeof(buf), "waiting for rank %d to drain its receive buffer: ", peer);
+      return buf + whyLate(peer);
     }
     return "waiting on no peer";
+  }
+
+  // Why `peer` does not answer: it refused this call (a peer of this host says so in its
+  // position, with its message), or "late, stalled or dead".
+  std::string whyLate(int peer) const {
+    const CallPosition* p = ctx_.peerPositions ? ctx_.peerPositions[peer] : nullptr;
+    const std::string why = p ? p->refusalOf(ctx_.opCount) : "";
+    if (!why.empty())
+      return "rank " + std::to_string(peer) + " refused this call before it started (" + why +
+             "); it may call again, fixed";
+    return "rank " + std::to_string(peer) + " is late, stalled or dead";
   }
 
   braidResult_t timeoutError(double waited) {

@@ -18,6 +18,7 @@
 namespace braid {
 
 class StallBoard;
+struct CallPosition;
 
 // Device memory (device::Runtime's alloc and free), grown on demand: a communicator's scratch
 // and staging block on the device path (one of each, whatever its plans: calls on a
@@ -110,6 +111,9 @@ struct ExecContext {
   int* blamed = nullptr;
   // Rank 0's stall summary (stall.h): a stalled call reports to it; may be null.
   StallBoard* stall = nullptr;
+  // By peer, its published position where it is on this host (else null), so that a wait on a
+  // peer that refused this call says so (CallPosition::refusalOf). May be null.
+  const CallPosition* const* peerPositions = nullptr;
   uint32_t kind = 0;  // the call's kind in stall reports (stallKindLabel)
   // Receives of at least kStreamMinBytes land in the receive buffer with streaming stores
   // (kernels::copyStreaming), and so do receive-reduces of that size whose output no later

@@ -21,6 +21,35 @@
 #include "core/socket.h"
 
 namespace braid {
+
+void CallPosition::publishRefusal(uint64_t seq, const char* why) {
+  refused.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  char text[sizeof(refusal)] = {};
+  std::strncpy(text, why ? why : "", sizeof(text) - 1);
+  for (size_t w = 0; w < kRefusalWords; ++w) {
+    uint64_t word;
+    std::memcpy(&word, text + 8 * w, 8);
+    refusal[w].store(word, std::memory_order_relaxed);
+  }
+  refused.store(seq, std::memory_order_release);
+}
+
+std::string CallPosition::refusalOf(uint64_t seq) const {
+  if (seq == 0 || refused.load(std::memory_order_acquire) != seq ||
+      started.load(std::memory_order_relaxed) >= seq)
+    return "";
+  char text[sizeof(refusal)];
+  for (size_t w = 0; w < kRefusalWords; ++w) {
+    const uint64_t word = refusal[w].load(std::memory_order_relaxed);
+    std::memcpy(text + 8 * w, &word, 8);
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (refused.load(std::memory_order_relaxed) != seq) return "";
+  text[sizeof(text) - 1] = '\0';
+  return text;
+}
+
 namespace {
 
 constexpr uint32_t kWireMagic = 0x4c415453;  // "STAL"
@@ -274,6 +303,16 @@ std::string StallBoard::summary() const {
       std::snprintf(where, sizeof(where), " not in a call (last completed #%llu)",
                     static_cast<unsigned long long>(pos / 2 - 1));
       out += where;
+      // A rank that refused the next call names why (CallPosition::refusalOf).
+      for (int r : g.ranks) {
+        const CallPosition* p = static_cast<size_t>(r) < positions_.size()
+                                    ? positions_[static_cast<size_t>(r)]
+                                    : nullptr;
+        const std::string why = p ? p->refusalOf(pos / 2) : "";
+        if (!why.empty())
+          out += " (rank " + std::to_string(r) + " refused #" + std::to_string(pos / 2) + ": " +
+                 why + ")";
+      }
     } else {
       std::snprintf(where, sizeof(where), " at %s #%llu", stallKindLabel(kind),
                     static_cast<unsigned long long>(pos / 2));

@@ -43,6 +43,17 @@ struct CallPosition {
   // 0 while the rank's calls work; once one failed, 2 + the rank it blamed (1: none). Read by
   // network peers on this machine, whose connection to it says only that it closed.
   std::atomic<int32_t> gaveUp{0};
+  // The last call this rank refused before it started (its own arguments were wrong: the
+  // peers' calls cannot know), so that a peer of this host left waiting in that call says why
+  // in its stall and timeout messages, not only that the rank is late. A seqlock of atomics:
+  // refused is 0 while the text changes.
+  static constexpr size_t kRefusalWords = 32;
+  std::atomic<uint64_t> refused{0};  // the number that call would have had; 0: none
+  std::atomic<uint64_t> refusal[kRefusalWords] = {};  // its message, NUL-padded
+  void publishRefusal(uint64_t seq, const char* why);
+  // Call seq's refusal message, when this rank refused it and has not entered it since; else
+  // "" (also while the rank rewrites it).
+  std::string refusalOf(uint64_t seq) const;
 };
 
 // The kind of a call in reports and positions: a Collective's value + 1, 0 for a send/recv group.

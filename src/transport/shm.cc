@@ -35,10 +35,11 @@ struct SegmentHeader {
   uint64_t slotBytes;
   uint64_t fifoBytes;
 };
-// The owner's CallPosition follows the header in the first line.
-constexpr size_t kPositionOffset = 32;
-static_assert(sizeof(SegmentHeader) <= kPositionOffset);
-static_assert(kPositionOffset + sizeof(CallPosition) <= kLine);
+// Line 0: the header; line 1: the owner's doorbell; then its CallPosition, then the FIFOs.
+constexpr size_t kPositionOffset = 2 * kLine;
+constexpr size_t kFifosOffset =
+    kPositionOffset + (sizeof(CallPosition) + kLine - 1) / kLine * kLine;
+static_assert(sizeof(SegmentHeader) <= kLine);
 constexpr uint64_t kSegMagic = 0x4d48532d44495242ull;  // "BRAID-SHM"
 
 }  // namespace
@@ -166,7 +167,7 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes, int nu
                                  std::unique_ptr<ShmSegment>* out) {
   slotBytes = (slotBytes + kLine - 1) / kLine * kLine;
   size_t fifoBytes = fifoBytesFor(slots, slotBytes);
-  size_t bytes = 2 * kLine + static_cast<size_t>(nfifos) * fifoBytes;
+  size_t bytes = kFifosOffset + static_cast<size_t>(nfifos) * fifoBytes;
   std::unique_ptr<ShmSegment> s(new ShmSegment());
   static std::once_flag swept;
   std::call_once(swept, removeSegmentsOfDeadProcesses);
@@ -268,7 +269,7 @@ void ShmSegment::unlink() {
 
 void* ShmSegment::fifo(int index) const {
   auto* h = static_cast<SegmentHeader*>(base_);
-  return static_cast<char*>(base_) + 2 * kLine + static_cast<size_t>(index) * h->fifoBytes;
+  return static_cast<char*>(base_) + kFifosOffset + static_cast<size_t>(index) * h->fifoBytes;
 }
 int ShmSegment::slots() const {
   return static_cast<int>(static_cast<SegmentHeader*>(base_)->slots);
