@@ -218,22 +218,29 @@ TEST(Stall, RootSummaryAsProcessesOverTcp) {
       << results[0].output;
 }
 
-// Rank 1 refuses its all-reduce (a datatype that is none) and stays away; rank 0, left
-// waiting in that call, says in its stall line and in its timeout error that rank 1 refused
-// it and why, and its summary says so of rank 1 (ranks on one host read each other's
-// published refusal).
+// Rank 1 refuses an all-reduce (a datatype that is none), makes it again fixed, refuses the
+// next one and stays away. Rank 0, left waiting in that call, says in its stall line and in
+// its timeout error that rank 1 refused it and why, and its summary says so of rank 1 (ranks
+// of one host read each other's published refusal); of the first refusal, made good, nothing
+// is said.
 constexpr const char* kRefusedBy1 =
-    "rank 1 refused this call before it started (braidAllReduce: "
-    "datatype 42 is not a braidDataType_t";
+    "rank 1 has not entered call #2: it refused its all-reduce of that number before the call "
+    "started (braidAllReduce: datatype 42 is not a braidDataType_t";
 std::string refusedRank(braidComm_t comm, int rank) {
   float x = 1.0f;
+  const auto bad = static_cast<braidDataType_t>(42);
   if (rank == 1) {
-    if (braidAllReduce(&x, &x, 1, static_cast<braidDataType_t>(42), braidSum, comm, nullptr) !=
-        braidInvalidArgument)
+    if (braidAllReduce(&x, &x, 1, bad, braidSum, comm, nullptr) != braidInvalidArgument)
       return "rank 1: a datatype of 42 was not refused";
+    if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidSuccess)
+      return std::string("rank 1, made again fixed: ") + braidGetLastError(comm);
+    if (braidAllReduce(&x, &x, 1, bad, braidSum, comm, nullptr) != braidInvalidArgument)
+      return "rank 1: a datatype of 42 was not refused the second time";
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // rank 0 times out first
     return "";
   }
+  if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidSuccess)
+    return std::string("rank 0, call #1: ") + braidGetLastError(comm);
   if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidTimeout)
     return std::string("rank 0: not a timeout: ") + braidGetLastError(comm);
   const std::string msg = braidGetLastError(comm);
@@ -262,14 +269,17 @@ TEST(Stall, PeerNamesTheCallARankRefused) {
   for (auto& t : threads) t.join();
   const std::string log = testing::internal::GetCapturedStderr();
   for (int r = 0; r < 2; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
-  EXPECT_NE(log.find(std::string("has made no progress for 0 s (BRAID_STALL_WARN): waiting to "
-                                 "receive from rank 1 (step ")),
+  // Rank 0's stall line names the refusal on that line.
+  const size_t stall = log.find(
+      "has made no progress for 0 s (BRAID_STALL_WARN): waiting to "
+      "receive from rank 1 (step ");
+  ASSERT_NE(stall, std::string::npos) << log;
+  EXPECT_LT(log.find(kRefusedBy1, stall), log.find('\n', stall)) << log;
+  EXPECT_NE(summaryLines(log).find("behind: rank 1 not in a call (last completed #1) (rank 1 "
+                                   "refused its all-reduce #2: braidAllReduce: datatype 42"),
             std::string::npos)
       << log;
-  EXPECT_NE(summaryLines(log).find("behind: rank 1 not in a call (last completed #0) (rank 1 "
-                                   "refused #1: braidAllReduce: datatype 42"),
-            std::string::npos)
-      << log;
+  EXPECT_EQ(log.find("#1: it refused"), std::string::npos) << log;
 }
 
 int refusedChild(braidComm_t comm, int rank, int) {

@@ -190,8 +190,6 @@ int abortChild(int rank, int nranks) {
   return res == braidRemoteError && msg.find("rank 0") != std::string::npos && secs < 2 ? 0 : 1;
 }
 
-// braidMemAllocHost's memory: page aligned, zeroed, writable; bad pointers and sizes are
-// refused with messages naming the argument, and nothing is freed twice.
 // The cache a call's footprint is weighed against (streaming stores, single copy from
 // braidMemAllocHost buffers): sysfs's figure as it is; without one, CPUID's through sysconf,
 // which a hypervisor may make up, at most 32 MiB.
@@ -205,6 +203,8 @@ TEST(Config, AssumedCacheTrustsSysfsAndBoundsCpuid) {
   EXPECT_EQ(assumedCacheBytes(0, -1), kUnlistedCacheBytes);  // sysconf: unknown
 }
 
+// braidMemAllocHost's memory: page aligned, zeroed, writable; bad pointers and sizes are
+// refused with messages naming the argument, and nothing is freed twice.
 TEST(HostMemory, AllocatesFreesAndRefusesBadInput) {
   EXPECT_EQ(braidMemAllocHost(nullptr, 8), braidInvalidArgument);
   EXPECT_NE(std::string(braidGetLastError(nullptr)).find("ptr is NULL"), std::string::npos);

@@ -246,6 +246,32 @@ INSTANTIATE_TEST_SUITE_P(Shared, NcclFile, ::testing::ValuesIn(facts()),
                            return n;
                          });
 
+// A <gpu> outside a <pci> has no bus id, so no <nvlink> can name it: its links are written from
+// its own end only, and the dump loads back to the same model (fuzz_topo_xml found the other
+// end written with target="", which the loader refuses).
+TEST(NcclXml, GpuWithoutBusIdKeepsItsNvLinkThroughADump) {
+  const std::string text =
+      "<system version=\"1\">\n  <cpu numaid=\"0\">\n    <gpu dev=\"1\" sm=\"80\">\n      "
+      "<nvlink target=\"0001:00:00.0\" count=\"12\" tclass=\"0x030200\"/>\n    </gpu>\n    "
+      "<pci busid=\"0001:00:00.0\" class=\"0x030200\">\n      <gpu dev=\"0\" sm=\"80\"/>\n    "
+      "</pci>\n  </cpu>\n</system>\n";
+  System a, b;
+  ASSERT_EQ(loadNcclTopoXmlString(text, "gpu-outside-pci.xml", &a), braidSuccess) << lastError();
+  auto nvlinks = [](const System& sys) {
+    return std::count_if(sys.links.begin(), sys.links.end(),
+                         [](const Link& l) { return l.type == LinkType::kNvLink; });
+  };
+  ASSERT_EQ(nvlinks(a), 1);
+  std::string xml, xml2;
+  ASSERT_EQ(dumpNcclTopoXml(a, &xml), braidSuccess);
+  EXPECT_EQ(xml.find("target=\"\""), std::string::npos) << xml;
+  ASSERT_EQ(loadNcclTopoXmlString(xml, "dump", &b), braidSuccess) << lastError() << "\n" << xml;
+  EXPECT_TRUE(sameModel(a, b)) << xml;
+  EXPECT_EQ(nvlinks(b), 1);
+  ASSERT_EQ(dumpNcclTopoXml(b, &xml2), braidSuccess);
+  EXPECT_EQ(xml, xml2);
+}
+
 // Every *-topo*.xml in the directory, including ones added after this table.
 TEST(NcclFiles, EveryFileLoadsAndRoundTrips) {
   REQUIRE_FIXTURES();

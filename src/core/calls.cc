@@ -197,8 +197,22 @@ braidResult_t checkUsable(const braidComm* comm) {
 
 }  // namespace
 
-void publishRefusal(braidComm* comm) {
-  if (comm->segment) comm->segment->position()->publishRefusal(comm->opCount + 1, lastError());
+namespace {
+// publishRefusal with comm->mu held: opCount is this rank's last call.
+void publishRefusalLocked(braidComm* comm, uint32_t kind) {
+  if (comm->segment)
+    comm->segment->position()->publishRefusal(comm->opCount + 1, kind, lastError());
+}
+}  // namespace
+
+void publishRefusal(braidComm* comm, uint32_t kind, braidStream_t stream) {
+  if (!comm->segment || stream || insideGroup()) return;
+  {
+    std::lock_guard<std::mutex> lock(comm->queuedWork->mu);
+    if (comm->queuedWork->pending > 0) return;
+  }
+  std::lock_guard<std::mutex> lock(comm->mu);
+  publishRefusalLocked(comm, kind);
 }
 
 braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
@@ -268,7 +282,7 @@ braidResult_t chooseAlgorithm(const braidComm* comm, const CollArgs& args,
 
 namespace {
 
-// The last-level cache of the core this rank started on, in bytes (assumedCacheBytes): the
+// The last-level cache of cpu 0 (what one core shares), in bytes (assumedCacheBytes): the
 // largest level sysfs lists for cpu 0, else glibc's sysconf figure, bounded.
 size_t lastLevelCacheBytes() {
   static const size_t bytes = [] {
@@ -328,7 +342,11 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   Plan* plan = nullptr;
   std::unique_ptr<Plan> uncached;
   auto compile = [&](Plan* p) -> braidResult_t {
-    BRAID_TRY(chooseAlgorithm(comm, args, &p->algo));
+    if (const braidResult_t res = chooseAlgorithm(comm, args, &p->algo); res != braidSuccess) {
+      // This rank's braidCommSetAlgorithm names none that can run it: refused here alone.
+      publishRefusalLocked(comm, static_cast<uint32_t>((userCall ? *userCall : args).coll) + 1);
+      return res;
+    }
     p->algo->build(args, &p->schedule);
     p->inPlace = args.inPlace;
     compilePlan(p, elemSize);
@@ -542,7 +560,6 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device
   std::lock_guard<std::mutex> lock(comm->mu);
   LogRankScope rankScope(comm->rank);
   BRAID_TRY(checkUsable(comm));
-  ++comm->opCount;
   Plan plan;
   comm->bases.assign(3 + ops.size(), nullptr);
   std::vector<int> selfSends, selfRecvs;
@@ -562,18 +579,23 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device
     s.count = op.bytes;
     plan.schedule.add(s);
   }
+  // Refused before it starts (its number not taken), as a collective's bad arguments are.
+  auto refuse = [&](braidResult_t res) {
+    publishRefusalLocked(comm, 0);
+    return res;
+  };
   if (selfSends.size() != selfRecvs.size())
-    return fail(braidInvalidUsage,
-                "group: %zu sends to self but %zu receives from self; each send to self needs a "
-                "matching receive in the same group",
-                selfSends.size(), selfRecvs.size());
+    return refuse(fail(braidInvalidUsage,
+                       "group: %zu sends to self but %zu receives from self; each send to self "
+                       "needs a matching receive in the same group",
+                       selfSends.size(), selfRecvs.size()));
   for (size_t i = 0; i < selfSends.size(); ++i) {
     const P2POp& snd = ops[selfSends[i]];
     const P2POp& rcv = ops[selfRecvs[i]];
     if (snd.bytes != rcv.bytes)
-      return fail(braidInvalidUsage,
-                  "group: send to self of %zu bytes meets a receive of %zu bytes", snd.bytes,
-                  rcv.bytes);
+      return refuse(fail(braidInvalidUsage,
+                         "group: send to self of %zu bytes meets a receive of %zu bytes", snd.bytes,
+                         rcv.bytes));
     Step s;
     s.kind = StepKind::kCopy;
     s.src = {userBuffer(selfSends[i]), 0};
@@ -581,6 +603,7 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device
     s.count = snd.bytes;
     plan.schedule.add(s);
   }
+  ++comm->opCount;
   compilePlan(&plan, 1);
   ExecContext ctx = commContext(comm, "send/recv group", braidUint8, braidSum, 0);
   ctx.device = device;

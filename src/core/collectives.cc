@@ -37,12 +37,16 @@ braidResult_t record(braidComm* comm, braidResult_t res) {
   return res;
 }
 
-// record() for a call this rank refuses before it starts, its arguments being wrong: its peers
-// of this host, left waiting in it, name the refusal (CallPosition::refusalOf).
-braidResult_t refuse(braidComm* comm, braidResult_t res) {
-  if (res != braidSuccess && comm && comm->magic == braidComm::kMagic) braid::publishRefusal(comm);
+// record() for a call of `kind` (stallKindLabel) this rank refuses before it starts, its
+// arguments being wrong: the ranks of its host left waiting in it name the refusal
+// (publishRefusal). comm has passed checkComm.
+braidResult_t refuse(braidComm* comm, braidResult_t res, uint32_t kind,
+                     braidStream_t stream = nullptr) {
+  if (res != braidSuccess) braid::publishRefusal(comm, kind, stream);
   return record(comm, res);
 }
+
+constexpr uint32_t kAllToAllvKind = static_cast<uint32_t>(Collective::kAllToAllv) + 1;
 
 // What one call asks for, checked in one place.
 struct Call {
@@ -358,10 +362,14 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
                          size_t preMulElems = 0, const size_t* a2avArrays[4] = nullptr) {
   BRAID_TRY(checkComm(c.comm, c.fn));
   braid::InFlight running(c.comm);
-  BRAID_TRY(refuse(c.comm, checkCall(c, sendbuff, recvbuff)));
   // Nothing moves: a successful no-op on every rank (after BRAID_CHECK's comparison).
   const bool nothing =
       c.coll != Collective::kBarrier && c.coll != Collective::kAllToAllv && c.count == 0;
+  // A refused no-op would have had no number (without BRAID_CHECK): nothing to publish.
+  if (const braidResult_t res = checkCall(c, sendbuff, recvbuff); res != braidSuccess)
+    return nothing && !c.comm->checkCalls
+               ? record(c.comm, res)
+               : refuse(c.comm, res, static_cast<uint32_t>(c.coll) + 1, stream);
   if (nothing && !c.comm->checkCalls) return braidSuccess;
   braid::CollArgs args;
   args.coll = c.coll;
@@ -411,10 +419,12 @@ braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDa
   BRAID_TRY(checkComm(comm, fn));
   braid::InFlight running(comm);
   Call c{fn, comm, Collective::kAllToAll, dtype, count, isSend ? count : 0, isSend ? 0 : count};
-  BRAID_TRY(refuse(comm, checkCall(c, buff, buff)));
+  BRAID_TRY(refuse(comm, checkCall(c, buff, buff), 0, stream));
   if (peer < 0 || peer >= comm->nranks)
-    return refuse(comm, fail(braidInvalidArgument, "%s: peer %d is out of range [0, nranks=%d)", fn,
-                             peer, comm->nranks));
+    return refuse(comm,
+                  fail(braidInvalidArgument, "%s: peer %d is out of range [0, nranks=%d)", fn, peer,
+                       comm->nranks),
+                  0, stream);
   braid::P2POp op{isSend, peer, buff, count * braidTypeSize(dtype)};
   if (t_groupDepth > 0) {
     t_pending.push_back({comm, stream, true, op, nullptr});
@@ -535,19 +545,23 @@ braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
   return braid::guardApi("braidAllToAllv", [&]() -> braidResult_t {
     BRAID_TRY(checkComm(comm, "braidAllToAllv"));
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
-      return refuse(comm, fail(braidInvalidArgument, "braidAllToAllv: %s is NULL",
-                               !sendcounts   ? "sendcounts"
-                               : !sdispls    ? "sdispls"
-                               : !recvcounts ? "recvcounts"
-                                             : "rdispls"));
+      return refuse(comm,
+                    fail(braidInvalidArgument, "braidAllToAllv: %s is NULL",
+                         !sendcounts   ? "sendcounts"
+                         : !sdispls    ? "sdispls"
+                         : !recvcounts ? "recvcounts"
+                                       : "rdispls"),
+                    kAllToAllvKind, stream);
     size_t sendElems = 0, recvElems = 0, maxCount = 0;
     const size_t size = braidTypeSize(datatype);
     for (int j = 0; j < comm->nranks; ++j) {
       for (size_t v : {sendcounts[j], sdispls[j], recvcounts[j], rdispls[j]})
         if (size != 0 && v > SIZE_MAX / size / 4)
           return refuse(
-              comm, fail(braidInvalidArgument,
-                         "braidAllToAllv: count or displacement %zu for peer %d overflows", v, j));
+              comm,
+              fail(braidInvalidArgument,
+                   "braidAllToAllv: count or displacement %zu for peer %d overflows", v, j),
+              kAllToAllvKind, stream);
       // Only non-empty blocks need memory: all-zero counts with NULL buffers are fine (MPI).
       if (sendcounts[j] > 0) sendElems = std::max(sendElems, sdispls[j] + sendcounts[j]);
       if (recvcounts[j] > 0) recvElems = std::max(recvElems, rdispls[j] + recvcounts[j]);

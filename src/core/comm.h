@@ -110,7 +110,9 @@ struct braidComm {
   std::vector<const braid::CallPosition*> peerPositions;
   // Rank 0's stall summary, or the channel that reports to it (stall.h); null for one rank.
   std::unique_ptr<braid::StallBoard> stallBoard;
-  uint64_t opCount = 0;  // collectives issued, for messages
+  // Calls run (collectives and send/receive groups): each call's number, for messages, stall
+  // positions and refusals (publishRefusal); advanced under mu.
+  uint64_t opCount = 0;
   std::mutex mu;
   // Work queued on streams for this communicator (enqueueOnStream), shared with that work.
   std::shared_ptr<braid::QueuedWork> queuedWork = std::make_shared<braid::QueuedWork>();
@@ -204,10 +206,12 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* s
                             void* recvbuff, const CollArgs* userCall = nullptr,
                             bool device = false);
 
-// Publishes this rank's last error as the message of the call it just refused (its arguments;
-// the call never started), numbered as its next call, for its peers of this host
-// (CallPosition::refusalOf). No-op without a segment (one rank).
-void publishRefusal(braidComm* comm);
+// Publishes this rank's last error as the message of a call of `kind` (stallKindLabel) that
+// it refused before the call started (its own arguments), numbered as its next call, for the
+// ranks of its host that wait on it (CallPosition::refusalOf). Not where that number is not
+// known yet: inside a group, on a stream, or while calls queued on a stream are pending. No-op
+// without a segment (one rank). Takes comm->mu.
+void publishRefusal(braidComm* comm, uint32_t kind, braidStream_t stream);
 
 // One point-to-point operation of a group.
 struct P2POp {

@@ -88,7 +88,7 @@ class WaitTimeoutScope {
 // as is, every call there counted as fitting in cache: no streaming stores and no single copy
 // from braidMemAllocHost buffers at any size (2 ranks, 64 and 256 MiB, best of 5 interleaved
 // runs: 3-5% less busbw on heap buffers, 17-20% less on braidMemAllocHost ones).
-constexpr size_t kUnlistedCacheBytes = size_t{32} << 20;  // one CCD's L3, AMD EPYC Zen 2-4
+constexpr size_t kUnlistedCacheBytes = size_t{32} << 20;  // one CCD's L3, AMD EPYC Zen 3/4
 size_t assumedCacheBytes(size_t sysfsBytes, long cpuidBytes);
 
 // BRAID_<name>, else NCCL_<name>, else nullptr.

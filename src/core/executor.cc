@@ -531,15 +531,18 @@ class Run {
     return "waiting on no peer";
   }
 
-  // Why `peer` does not answer: it refused this call (a peer of this host says so in its
-  // position, with its message), or "late, stalled or dead".
+  // Why `peer` does not answer: "late, stalled or dead", and, when it is of this host and
+  // refused its own call of this number before the call started (its position says so), that
+  // call and its message.
   std::string whyLate(int peer) const {
+    const std::string late = "rank " + std::to_string(peer) + " is late, stalled or dead";
     const CallPosition* p = ctx_.peerPositions ? ctx_.peerPositions[peer] : nullptr;
-    const std::string why = p ? p->refusalOf(ctx_.opCount) : "";
-    if (!why.empty())
-      return "rank " + std::to_string(peer) + " refused this call before it started (" + why +
-             "); it may call again, fixed";
-    return "rank " + std::to_string(peer) + " is late, stalled or dead";
+    uint32_t kind = 0;
+    const std::string why = p ? p->refusalOf(ctx_.opCount, &kind) : "";
+    if (why.empty()) return late;
+    return "rank " + std::to_string(peer) + " has not entered call #" +
+           std::to_string(ctx_.opCount) + ": it refused its " + stallKindLabel(kind) +
+           " of that number before the call started (" + why + ")";
   }
 
   braidResult_t timeoutError(double waited) {

@@ -22,8 +22,12 @@
 
 namespace braid {
 
-void CallPosition::publishRefusal(uint64_t seq, const char* why) {
-  refused.store(0, std::memory_order_relaxed);
+// The seqlock of "Can Seqlocks Get Along With Programming Language Memory Models?" (Boehm,
+// MSPC 2012): the version goes odd, a release fence, the fields, the version even (release);
+// a reader takes the fields between two equal even versions.
+void CallPosition::publishRefusal(uint64_t seq, uint32_t kind, const char* why) {
+  const uint64_t v = refusalVersion.load(std::memory_order_relaxed);
+  refusalVersion.store(v + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   char text[sizeof(refusal)] = {};
   std::strncpy(text, why ? why : "", sizeof(text) - 1);
@@ -32,20 +36,23 @@ void CallPosition::publishRefusal(uint64_t seq, const char* why) {
     std::memcpy(&word, text + 8 * w, 8);
     refusal[w].store(word, std::memory_order_relaxed);
   }
-  refused.store(seq, std::memory_order_release);
+  refused.store(seq, std::memory_order_relaxed);
+  refusedKind.store(kind, std::memory_order_relaxed);
+  refusalVersion.store(v + 2, std::memory_order_release);
 }
 
-std::string CallPosition::refusalOf(uint64_t seq) const {
-  if (seq == 0 || refused.load(std::memory_order_acquire) != seq ||
-      started.load(std::memory_order_relaxed) >= seq)
-    return "";
+std::string CallPosition::refusalOf(uint64_t seq, uint32_t* kind) const {
+  const uint64_t v = refusalVersion.load(std::memory_order_acquire);
+  if (seq == 0 || v % 2 != 0 || started.load(std::memory_order_relaxed) >= seq) return "";
   char text[sizeof(refusal)];
   for (size_t w = 0; w < kRefusalWords; ++w) {
     const uint64_t word = refusal[w].load(std::memory_order_relaxed);
     std::memcpy(text + 8 * w, &word, 8);
   }
+  const uint64_t number = refused.load(std::memory_order_relaxed);
+  *kind = refusedKind.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (refused.load(std::memory_order_relaxed) != seq) return "";
+  if (number != seq || refusalVersion.load(std::memory_order_relaxed) != v) return "";
   text[sizeof(text) - 1] = '\0';
   return text;
 }
@@ -264,8 +271,7 @@ std::string StallBoard::summary() const {
       g.bytes = rep.bytes;
       continue;
     }
-    const CallPosition* p =
-        static_cast<size_t>(r) < positions_.size() ? positions_[static_cast<size_t>(r)] : nullptr;
+    const CallPosition* p = positionOf(r);
     if (!p) {
       unknown.push_back(r);
       continue;
@@ -303,15 +309,15 @@ std::string StallBoard::summary() const {
       std::snprintf(where, sizeof(where), " not in a call (last completed #%llu)",
                     static_cast<unsigned long long>(pos / 2 - 1));
       out += where;
-      // A rank that refused the next call names why (CallPosition::refusalOf).
+      // Ranks that refused their next call say why (CallPosition::refusalOf), the first few.
+      int told = 0;
       for (int r : g.ranks) {
-        const CallPosition* p = static_cast<size_t>(r) < positions_.size()
-                                    ? positions_[static_cast<size_t>(r)]
-                                    : nullptr;
-        const std::string why = p ? p->refusalOf(pos / 2) : "";
-        if (!why.empty())
-          out += " (rank " + std::to_string(r) + " refused #" + std::to_string(pos / 2) + ": " +
-                 why + ")";
+        const CallPosition* p = positionOf(r);
+        uint32_t refusedKind = 0;
+        const std::string why = p ? p->refusalOf(pos / 2, &refusedKind) : "";
+        if (why.empty() || ++told > 4) continue;
+        out += " (rank " + std::to_string(r) + " refused its " + stallKindLabel(refusedKind) +
+               " #" + std::to_string(pos / 2) + ": " + why + ")";
       }
     } else {
       std::snprintf(where, sizeof(where), " at %s #%llu", stallKindLabel(kind),

@@ -10,9 +10,12 @@
 //   the call ends: an open connection says "still stalled there", a closed one is stale.
 //   Connecting and sending are bounded by half a second and happen only on a stall.
 // - Each rank writes the sequence number of the call it enters and of the last one it
-//   finished into its shared-memory segment's header (two relaxed stores per call); rank 0
-//   reads them for the peers it has mapped, so a rank that never entered the call (stuck in
-//   user code) is seen too, with its last completed call.
+//   finished into its shared-memory segment (CallPosition, after the doorbell line; two
+//   relaxed stores per call); rank 0 reads them for the peers it has mapped, so a rank that
+//   never entered the call (stuck in user code) is seen too, with its last completed call.
+// - A rank that refuses a call of its own (bad arguments: the call never starts) writes its
+//   number and message there too; every rank of the host that waits on it in that call says
+//   so in its stall line and timeout error, and rank 0 in its summary.
 // - Rank 0, once its own call has stalled, takes the reports for a short window while it
 //   keeps waiting (no thread of its own), then logs the summary once per call, positions
 //   from furthest behind to furthest ahead:
@@ -35,7 +38,7 @@
 namespace braid {
 
 // Where a rank is, in its own shared-memory segment (ShmSegment::position), written by the
-// rank, read by rank 0.
+// rank, read by rank 0 (the summary) and by the ranks of its host that wait on it.
 struct CallPosition {
   std::atomic<uint64_t> started{0};  // sequence number of the last call entered (0: none)
   std::atomic<uint64_t> done{0};     // sequence number of the last call finished
@@ -43,17 +46,19 @@ struct CallPosition {
   // 0 while the rank's calls work; once one failed, 2 + the rank it blamed (1: none). Read by
   // network peers on this machine, whose connection to it says only that it closed.
   std::atomic<int32_t> gaveUp{0};
-  // The last call this rank refused before it started (its own arguments were wrong: the
-  // peers' calls cannot know), so that a peer of this host left waiting in that call says why
-  // in its stall and timeout messages, not only that the rank is late. A seqlock of atomics:
-  // refused is 0 while the text changes.
-  static constexpr size_t kRefusalWords = 32;
-  std::atomic<uint64_t> refused{0};  // the number that call would have had; 0: none
+  // The last call this rank refused before it started (its own arguments were wrong, which
+  // its peers' calls cannot know), so that a peer of this host left waiting at that number
+  // says why in its stall and timeout messages, not only that the rank is late. A seqlock of
+  // atomics: refusalVersion is odd while the fields after it change.
+  static constexpr size_t kRefusalWords = 30;
+  std::atomic<uint64_t> refusalVersion{0};
+  std::atomic<uint64_t> refused{0};      // the number that call would have had; 0: none
+  std::atomic<uint32_t> refusedKind{0};  // its kind (stallKindLabel)
   std::atomic<uint64_t> refusal[kRefusalWords] = {};  // its message, NUL-padded
-  void publishRefusal(uint64_t seq, const char* why);
-  // Call seq's refusal message, when this rank refused it and has not entered it since; else
-  // "" (also while the rank rewrites it).
-  std::string refusalOf(uint64_t seq) const;
+  void publishRefusal(uint64_t seq, uint32_t kind, const char* why);
+  // When this rank refused its call number seq and has not entered a call of that number
+  // since: the refusal's message, and its kind in *kind; else "" (also while it is rewritten).
+  std::string refusalOf(uint64_t seq, uint32_t* kind) const;
 };
 
 // The kind of a call in reports and positions: a Collective's value + 1, 0 for a send/recv group.
@@ -101,6 +106,10 @@ class StallBoard {
   StallBoard() = default;
   void takeReports();
   std::string summary() const;
+  const CallPosition* positionOf(int r) const {
+    return r >= 0 && static_cast<size_t>(r) < positions_.size() ? positions_[static_cast<size_t>(r)]
+                                                                : nullptr;
+  }
 
   bool root_ = false;
   int fd_ = -1;  // rank 0: listening socket; others: the open report, -1 when none

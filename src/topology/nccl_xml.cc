@@ -627,6 +627,10 @@ class Dumper {
       busid = "ffff:ff:1f.7";
       tclass = 0x060400;
     }
+    // A GPU without a bus id (a <gpu> outside a <pci>) cannot be a target: the link is written
+    // from its own end, which names this one (a dump must load back; fuzz_topo_xml found
+    // target="" written for it). Between two such GPUs the file format has no way to say it.
+    if (busid.empty()) return;
     out_ << ind << "<" << (l.type == LinkType::kXgmi ? "xgmi" : "nvlink") << " target=\"" << busid
          << "\" count=\"" << l.count << "\" tclass=\"" << hex(tclass, 6) << "\"/>\n";
   }

@@ -195,11 +195,11 @@ std::string toText(const System& sys) {
       if (p.link_speed_gts > 0)
         std::snprintf(gen, sizeof(gen), "gen%d", pcieGeneration(p.link_speed_gts));
       else
-        std::snprintf(gen, sizeof(gen), "gen? (rated gen3)");
+        std::snprintf(gen, sizeof(gen), "gen? (rated gen%d)", kUnknownPcieGenAs);
       if (p.link_width > 0)
         std::snprintf(width, sizeof(width), "x%d", p.link_width);
       else
-        std::snprintf(width, sizeof(width), "x? (rated x16)");
+        std::snprintf(width, sizeof(width), "x? (rated x%d)", kUnknownPcieWidthAs);
       std::snprintf(buf, sizeof(buf), " [PCIe %s %s, %g GB/s]", gen, width,
                     pcieBw(p.link_speed_gts, p.link_width));
       s = buf;

@@ -88,9 +88,10 @@ double pcieBw(double gts, int width) {
   // (8 GT/s -> 60), as in NCCL's kvDictPciGen.
   // Computed in double: a loader bounds what it reads (kMaxPcieWidth lanes, 1000 GT/s), but
   // no input may overflow an int here (fuzz_topo_xml found link_width="169999999").
+  static_assert(kUnknownPcieGenAs == 3, "per_lane's default is gen3's 8 GT/s");
   double per_lane = 60;
   if (gts > 0) per_lane = std::floor(gts * (gts < 8 ? 6.0 : 7.5) + 0.5);
-  double lanes = width > 0 ? width : 16;
+  double lanes = width > 0 ? width : kUnknownPcieWidthAs;
   return lanes * per_lane / 80.0;
 }
 

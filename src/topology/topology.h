@@ -214,6 +214,9 @@ struct System {
 // 24 for gen4 x16, 48 for gen5 x16; an unknown speed counts as gen3, an unknown width as x16.
 // Any input is defined: a width <= 0 is x16, a speed <= 0 gen3.
 double pcieBw(double gts, int width);
+// What pcieBw rates an unknown width and speed (0) as: x16, and gen3's 8 GT/s.
+inline constexpr int kUnknownPcieWidthAs = 16;
+inline constexpr int kUnknownPcieGenAs = 3;
 // The widest PCIe link (x32, PCIe base spec); loaders refuse or drop wider widths.
 inline constexpr int kMaxPcieWidth = 32;
 // What readers take as a network port's speed: (0, 10000] Gb/s (10 Tb/s, far past any NIC);

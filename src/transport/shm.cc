@@ -40,7 +40,11 @@ constexpr size_t kPositionOffset = 2 * kLine;
 constexpr size_t kFifosOffset =
     kPositionOffset + (sizeof(CallPosition) + kLine - 1) / kLine * kLine;
 static_assert(sizeof(SegmentHeader) <= kLine);
-constexpr uint64_t kSegMagic = 0x4d48532d44495242ull;  // "BRAID-SHM"
+static_assert(sizeof(Doorbell) <= kLine);
+static_assert(kFifosOffset % kLine == 0);
+// Changed with the layout (0x4d48532d44495242 had the CallPosition in line 0 and the FIFOs at
+// line 2): a segment of another build is refused rather than read at other offsets.
+constexpr uint64_t kSegMagic = 0x3253532d44495242ull;
 
 }  // namespace
 
