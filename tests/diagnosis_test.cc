@@ -139,32 +139,20 @@ std::string summaryLines(const std::string& log) {
 // BRAID_CHECK, call #2, the all-reduce, is stuck in its exchange, reported as the all-reduce it
 // precedes); the call then completes.
 TEST(Stall, RootSummaryNamesTheRankBehind) {
-  braidUniqueId id;
-  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+  config.stallWarnSec = 0.3;
   testing::internal::CaptureStderr();
-  std::vector<std::string> errors(3);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 3; ++rank)
-    threads.emplace_back([&, rank] {
-      braidConfig_t config = BRAID_CONFIG_INITIALIZER;
-      config.stallWarnSec = 0.3;
-      braidComm_t comm = nullptr;
-      if (braidCommInitRankConfig(&comm, 3, id, rank, &config) != braidSuccess) {
-        errors[rank] = std::string("init: ") + braidGetLastError(nullptr);
-        return;
-      }
-      float x = 1.0f;
-      for (int call = 0; call < 2 && errors[rank].empty(); ++call) {
-        if (rank == 1 && call == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-        if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidSuccess)
-          errors[rank] = braidGetLastError(comm);
-      }
-      if (errors[rank].empty() && x != 9.0f) errors[rank] = "wrong sum " + std::to_string(x);
-      braidCommDestroy(comm);
-    });
-  for (auto& t : threads) t.join();
+  auto errors = runThreadsWithConfig(3, config, [](braidComm_t comm, int rank) -> std::string {
+    float x = 1.0f;
+    for (int call = 0; call < 2; ++call) {
+      if (rank == 1 && call == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidSuccess)
+        return braidGetLastError(comm);
+    }
+    return x == 9.0f ? "" : "wrong sum " + std::to_string(x);
+  });
   const std::string log = testing::internal::GetCapturedStderr();
-  for (int r = 0; r < 3; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  for (const auto& e : errors) ADD_FAILURE() << e;
   const std::string summary = summaryLines(log);
   // One line, from rank 0, once.
   EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 1) << log;
@@ -248,27 +236,13 @@ std::string refusedRank(braidComm_t comm, int rank) {
 }
 
 TEST(Stall, PeerNamesTheCallARankRefused) {
-  braidUniqueId id;
-  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+  config.stallWarnSec = 0.3;
+  config.timeoutSec = 1.5;
   testing::internal::CaptureStderr();
-  std::vector<std::string> errors(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank)
-    threads.emplace_back([&, rank] {
-      braidConfig_t config = BRAID_CONFIG_INITIALIZER;
-      config.stallWarnSec = 0.3;
-      config.timeoutSec = 1.5;
-      braidComm_t comm = nullptr;
-      if (braidCommInitRankConfig(&comm, 2, id, rank, &config) != braidSuccess) {
-        errors[rank] = std::string("init: ") + braidGetLastError(nullptr);
-        return;
-      }
-      errors[rank] = refusedRank(comm, rank);
-      braidCommDestroy(comm);
-    });
-  for (auto& t : threads) t.join();
+  auto errors = runThreadsWithConfig(2, config, refusedRank);
   const std::string log = testing::internal::GetCapturedStderr();
-  for (int r = 0; r < 2; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  for (const auto& e : errors) ADD_FAILURE() << e;
   // Rank 0's stall line names the refusal on that line.
   const size_t stall = log.find(
       "has made no progress for 0 s (BRAID_STALL_WARN): waiting to "

@@ -215,6 +215,32 @@ std::vector<std::string> runThreads(int nranks,
   return errors;
 }
 
+std::vector<std::string> runThreadsWithConfig(
+    int nranks, const braidConfig_t& config,
+    const std::function<std::string(braidComm_t, int)>& fn) {
+  braidUniqueId id;
+  if (braidGetUniqueId(&id) != braidSuccess)
+    return {std::string("braidGetUniqueId failed: ") + braidGetLastError(nullptr)};
+  std::vector<std::string> out(nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r)
+    threads.emplace_back([&, r] {
+      braidConfig_t mine = config;
+      braidComm_t comm = nullptr;
+      if (braidCommInitRankConfig(&comm, nranks, id, r, &mine) != braidSuccess) {
+        out[r] = std::string("init: ") + braidGetLastError(nullptr);
+        return;
+      }
+      out[r] = fn(comm, r);
+      braidCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  std::vector<std::string> errors;
+  for (int r = 0; r < nranks; ++r)
+    if (!out[r].empty()) errors.push_back("rank " + std::to_string(r) + ": " + out[r]);
+  return errors;
+}
+
 std::vector<ChildResult> runProcesses(int nranks, const std::string& role,
                                       const std::vector<std::string>& extraEnv) {
   braidUniqueId id;

@@ -31,6 +31,11 @@ long long firstMismatch(const void* a, const void* b, size_t bytes, size_t elemS
 // one thread per rank; returns the ranks' failure messages (empty: all passed).
 std::vector<std::string> runThreads(int nranks,
                                     const std::function<std::string(braidComm_t, int)>& fn);
+// The same with every rank's communicator made by braidCommInitRankConfig with `config`
+// (per-communicator timeouts, stall warnings), each destroyed on its rank's thread.
+std::vector<std::string> runThreadsWithConfig(
+    int nranks, const braidConfig_t& config,
+    const std::function<std::string(braidComm_t, int)>& fn);
 
 // Runs this test binary again as nranks processes with --braid-child=ROLE, each joining
 // one communicator; returns each child's exit status and output. The child's main must
