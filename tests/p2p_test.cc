@@ -112,6 +112,38 @@ TEST(P2P, BadPeerAndSelfOutsideGroupAreRefused) {
   braidCommDestroy(comm);
 }
 
+// A call of a group that is refused makes the outermost braidGroupEnd return its error and
+// run nothing of the group, as ncclGroupEnd does (the group's valid receive stays unrun); the
+// next group runs as usual. On 2 thread ranks, so the dropped receive's peer is real.
+TEST(P2P, RefusedCallInAGroupRunsNothingOfIt) {
+  auto errors = runThreads(2, [](braidComm_t comm, int rank) -> std::string {
+    int out = 10 + rank, in = -1;
+    if (rank == 1) {
+      braidGroupStart();
+      braidGroupStart();  // nested: the outermost End decides
+      if (braidSend(&out, 1, braidInt32, 7, comm, nullptr) != braidInvalidArgument)
+        return "a send to peer 7 of 2 was not refused";
+      if (braidRecv(&in, 1, braidInt32, 0, comm, nullptr) != braidSuccess)
+        return std::string("the group's receive: ") + braidGetLastError(comm);
+      if (braidGroupEnd() != braidSuccess) return "the inner braidGroupEnd failed";
+      if (braidGroupEnd() != braidInvalidArgument) return "the outer braidGroupEnd succeeded";
+      const std::string msg = braidGetLastError(comm);
+      if (msg.find("peer 7 is out of range") == std::string::npos ||
+          msg.find("nothing of the group ran") == std::string::npos)
+        return "braidGroupEnd's message: " + msg;
+      if (in != -1) return "the refused group's receive ran";
+    }
+    // Then a valid exchange in a group, on both ranks.
+    braidGroupStart();
+    braidSend(&out, 1, braidInt32, 1 - rank, comm, nullptr);
+    braidRecv(&in, 1, braidInt32, 1 - rank, comm, nullptr);
+    if (braidGroupEnd() != braidSuccess)
+      return std::string("next group: ") + braidGetLastError(comm);
+    return in == 11 - rank ? "" : "next group received " + std::to_string(in);
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
 TEST(PreMulSum, ScalesEachContributionBeforeSumming) {
   const int n = 3;
   auto errors = runThreads(n, [](braidComm_t comm, int rank) -> std::string {

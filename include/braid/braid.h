@@ -353,7 +353,9 @@ braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, 
 
 /// Groups (NCCL's ncclGroupStart/End): calls between them, on this thread, are deferred and
 /// launched together at braidGroupEnd. Groups nest; the outermost End launches. One thread
-/// may drive several communicators in one group (each runs on its own worker).
+/// may drive several communicators in one group (each runs on its own worker). A call of the
+/// group that is refused (bad arguments) returns its error at once, and the outermost End
+/// then returns that error too and runs nothing of the group (as ncclGroupEnd).
 braidResult_t braidGroupStart(void);
 braidResult_t braidGroupEnd(void);
 

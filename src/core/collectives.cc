@@ -37,12 +37,22 @@ braidResult_t record(braidComm* comm, braidResult_t res) {
   return res;
 }
 
+// The first call of the open group that was refused (its code and message): the outermost
+// braidGroupEnd then returns it and runs nothing of the group, as ncclGroupEnd does.
+thread_local braidResult_t t_groupError = braidSuccess;
+thread_local std::string t_groupErrorMessage;
+
 // record() for a call of `kind` (stallKindLabel) this rank refuses before it starts, its
 // arguments being wrong: the ranks of its host left waiting in it name the refusal
 // (publishRefusal). comm has passed checkComm.
 braidResult_t refuse(braidComm* comm, braidResult_t res, uint32_t kind,
                      braidStream_t stream = nullptr) {
-  if (res != braidSuccess) braid::publishRefusal(comm, kind, stream);
+  if (res == braidSuccess) return res;
+  braid::publishRefusal(comm, kind, stream);
+  if (braid::insideGroup() && t_groupError == braidSuccess) {
+    t_groupError = res;
+    t_groupErrorMessage = braid::lastError();
+  }
   return record(comm, res);
 }
 
@@ -644,6 +654,17 @@ braidResult_t braidGroupEnd(void) {
     if (--t_groupDepth > 0) return braidSuccess;
     std::vector<Pending> pending;
     pending.swap(t_pending);
+    if (t_groupError != braidSuccess) {
+      const braidResult_t res = t_groupError;
+      t_groupError = braidSuccess;
+      fail(res,
+           "braidGroupEnd: a call of the group was refused (%s); nothing of the group "
+           "ran, as with ncclGroupEnd",
+           t_groupErrorMessage.c_str());
+      // Each communicator of the group keeps the message (braidGetLastError(comm)).
+      for (const Pending& p : pending) record(p.comm, res);
+      return res;
+    }
     // Each communicator's items, in first-appearance order; a communicator's stream is that
     // of its first item.
     std::vector<GroupPart> parts;

@@ -408,8 +408,10 @@ class Loader : XmlFileErrors {
         peer = cpuOf(*sys_, self);
         if (!peer.valid()) return err(l.line, "NVLink to a CPU from a GPU outside any <cpu>");
       } else if (!peer.valid()) {
-        return err(l.line, "NVLink from GPU %s to %s, which is not a device in this file",
-                   own.c_str(), l.target.c_str());
+        return err(
+            l.line, "NVLink from GPU %s to %s, which is not a device in this file",
+            own.empty() ? ("dev " + std::to_string(sys_->gpus[l.gpu].dev)).c_str() : own.c_str(),
+            l.target.c_str());
       } else if (peer.kind != NodeKind::kGpu && peer.kind != NodeKind::kNvSwitch) {
         return err(l.line, "NVLink target %s is a %s, not a GPU or NVSwitch", l.target.c_str(),
                    nodeKindName(peer.kind));
