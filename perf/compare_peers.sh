@@ -72,9 +72,9 @@ if [ -f /usr/include/gloo/allreduce.h ]; then
 fi
 
 echo "# $N ranks, float sum, sizes $MINB..$MAXB bytes; busbw in GB/s (1e9 B/s)"
-# Iteration counts as the MPI peer uses them: 200 below 8 MiB, 11 from 8 MiB; but 5000 up to
-# 64 KiB, where 200 calls of a fraction of a microsecond last less than the wake-up of a rank
-# that slept in the barrier before them (one such skew adds ~0.3 us per call).
+# Iteration counts, the same for Braid and the MPI peer: 200 below 8 MiB, 11 from 8 MiB; but
+# 5000 up to 64 KiB, where 200 calls of a fraction of a microsecond last less than the
+# wake-up of a rank that slept in the barrier before them (one such skew adds ~0.3 us a call).
 SPLIT=$((8 << 20))
 SMALL=$((64 << 10))
 # Braid twice: on heap buffers (-M host, what a program that mallocs gets) and on buffers from
@@ -110,11 +110,15 @@ COPIES=$(( N < $(nproc) ? N : $(nproc) ))
 for ((round = 0; round < ROUNDS; round++)); do
   run_braid host "$OUT/braid.txt"
   run_braid shared "$OUT/braid_shared.txt"
-  # The MPI peer in two bands, as Braid's: below 8 MiB with 2000 iterations a size (its
-  # argument x 10), from 8 MiB with 11. With one band of 200 its first size took its
-  # start-up (5 warm-up calls): 8 B read 1.1-2.5 us, against 0.53 us with 2000.
-  if [ "$MINB" -lt "$SPLIT" ]; then
-    run_mpi "$MINB" "$(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 ))" 200
+  # The MPI peer in Braid's three bands, with Braid's iteration counts (its argument is a
+  # tenth of them below 8 MiB): 5000 up to 64 KiB, 200 to 4 MiB, 11 from 8 MiB. With one
+  # band of 200 its first size took its start-up (5 warm-up calls): 8 B read 1.1-2.5 us,
+  # against 0.53 us with 2000.
+  if [ "$MINB" -le "$SMALL" ]; then
+    run_mpi "$MINB" "$(( MAXB < SMALL ? MAXB : SMALL ))" 500
+  fi
+  if [ "$MINB" -lt "$SPLIT" ] && [ "$MAXB" -gt "$SMALL" ]; then
+    run_mpi "$(( MINB > SMALL ? MINB : 2 * SMALL ))" "$(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 ))" 20
   fi
   if [ "$MAXB" -ge "$SPLIT" ]; then
     run_mpi "$(( MINB > SPLIT ? MINB : SPLIT ))" "$MAXB" 20

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "test_util.h"
 
 namespace braid::test {
@@ -103,7 +104,8 @@ TEST(Check, MatchingCallsRunAsUsual) {
 }
 
 // Rank 1 comes 2.5 s late to an all-reduce: rank 0, after BRAID_STALL_WARN (1 s) without
-// progress, logs what it waits for, naming rank 1; the call then completes.
+// progress, logs what it waits for, naming rank 1; the call then completes. Then rank 1 comes
+// 1.5 s late to a send of 6 bytes, whose wait rank 0 counts in bytes.
 TEST(Stall, WarnsNamingThePeerItWaitsOn) {
   testing::internal::CaptureStderr();
   auto errors = runThreads(2, [](braidComm_t comm, int rank) -> std::string {
@@ -111,13 +113,25 @@ TEST(Stall, WarnsNamingThePeerItWaitsOn) {
     float x = 1.0f;
     if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidSuccess)
       return braidGetLastError(comm);
-    return x == 2.0f ? "" : "wrong sum";
+    if (x != 2.0f) return "wrong sum";
+    char bytes[6] = "late";
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      return braidSend(bytes, sizeof(bytes), braidUint8, 0, comm, nullptr) == braidSuccess
+                 ? ""
+                 : braidGetLastError(comm);
+    }
+    if (braidRecv(bytes, sizeof(bytes), braidUint8, 1, comm, nullptr) != braidSuccess)
+      return braidGetLastError(comm);
+    return "";
   });
   const std::string log = testing::internal::GetCapturedStderr();
   for (const auto& e : errors) ADD_FAILURE() << e;
-  EXPECT_NE(log.find("has made no progress for"), std::string::npos) << log;
+  EXPECT_NE(log.find("has made no progress for "), std::string::npos) << log;
   EXPECT_NE(log.find("waiting to receive from rank 1"), std::string::npos) << log;
   EXPECT_EQ(log.find("waiting to receive from rank 0"), std::string::npos) << log;
+  EXPECT_NE(log.find("send/recv group #2 has made no progress for "), std::string::npos) << log;
+  EXPECT_NE(log.find("(step 0 of 1, recv of 6 bytes)"), std::string::npos) << log;
 }
 
 // The lines of `log` that hold rank 0's stall summary.
@@ -243,17 +257,68 @@ TEST(Stall, PeerNamesTheCallARankRefused) {
   auto errors = runThreadsWithConfig(2, config, refusedRank);
   const std::string log = testing::internal::GetCapturedStderr();
   for (const auto& e : errors) ADD_FAILURE() << e;
-  // Rank 0's stall line names the refusal on that line.
-  const size_t stall = log.find(
-      "has made no progress for 0 s (BRAID_STALL_WARN): waiting to "
-      "receive from rank 1 (step ");
+  // Rank 0's stall line names the refusal on that line, and its wait in tenths of a second;
+  // it waits in BRAID_CHECK's exchange before the call (main sets BRAID_CHECK=1).
+  const size_t stall =
+      log.find("BRAID_CHECK's exchange before all-reduce #2 has made no progress for 0.");
   ASSERT_NE(stall, std::string::npos) << log;
+  EXPECT_LT(log.find(" s (BRAID_STALL_WARN): waiting to receive from rank 1 (step ", stall),
+            log.find('\n', stall))
+      << log;
   EXPECT_LT(log.find(kRefusedBy1, stall), log.find('\n', stall)) << log;
   EXPECT_NE(summaryLines(log).find("behind: rank 1 not in a call (last completed #1) (rank 1 "
                                    "refused its all-reduce #2: braidAllReduce: datatype 42"),
             std::string::npos)
       << log;
   EXPECT_EQ(log.find("#1: it refused"), std::string::npos) << log;
+  // Rank 1's own line for its refusal carries its rank, as its lines in a call do.
+  EXPECT_NE(log.find("[1] BRAID WARN rank 1: braidAllReduce: datatype 42"), std::string::npos)
+      << log;
+}
+
+// Durations in messages keep the tenths a sub-second BRAID_STALL_WARN needs.
+TEST(Stall, DurationsInMessages) {
+  EXPECT_EQ(secondsText(0.004), "0.004 s");
+  EXPECT_EQ(secondsText(0.04), "0.04 s");
+  EXPECT_EQ(secondsText(0.099), "0.1 s");
+  EXPECT_EQ(secondsText(9.97), "10 s");
+  EXPECT_EQ(secondsText(0.31), "0.3 s");
+  EXPECT_EQ(secondsText(2.5), "2.5 s");
+  EXPECT_EQ(secondsText(12.4), "12 s");
+  EXPECT_EQ(secondsText(600), "600 s");
+}
+
+// Rank 1 refuses its first call and stays away; rank 0's first call is a send/recv to itself,
+// which needs no peer, and its second waits on rank 1: rank 0 says rank 1 has made no call
+// since its refusal of #1, though it waits at #2.
+TEST(Stall, PeerNamesAnEarlierRefusalItsRankNeverMadeGood) {
+  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+  config.timeoutSec = 1.5;
+  auto errors = runThreadsWithConfig(2, config, [](braidComm_t comm, int rank) -> std::string {
+    float x = 1.0f, y = 0.0f;
+    if (rank == 1) {
+      if (braidAllReduce(&x, &x, 1, static_cast<braidDataType_t>(42), braidSum, comm, nullptr) !=
+          braidInvalidArgument)
+        return "rank 1: a datatype of 42 was not refused";
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // rank 0 times out first
+      return "";
+    }
+    braidGroupStart();
+    braidSend(&x, 1, braidFloat32, 0, comm, nullptr);
+    braidRecv(&y, 1, braidFloat32, 0, comm, nullptr);
+    if (braidGroupEnd() != braidSuccess || y != 1.0f)
+      return std::string("rank 0, send/recv to itself: ") + braidGetLastError(comm);
+    if (braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr) != braidTimeout)
+      return std::string("rank 0: not a timeout: ") + braidGetLastError(comm);
+    const std::string msg = braidGetLastError(comm);
+    return msg.find("#2 timed out after ") != std::string::npos &&
+                   msg.find(
+                       "rank 1 has entered no call since it refused its all-reduce #1 before "
+                       "it started (braidAllReduce: datatype 42") != std::string::npos
+               ? ""
+               : "rank 0's timeout: " + msg;
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
 }
 
 int refusedChild(braidComm_t comm, int rank, int) {
@@ -269,6 +334,15 @@ TEST(Stall, PeerNamesTheCallARankRefusedAsProcesses) {
     for (int r = 0; r < 2; ++r)
       EXPECT_EQ(results[r].status, 0) << check << ", rank " << r << ":\n" << results[r].output;
     EXPECT_NE(results[0].output.find(kRefusedBy1), std::string::npos) << results[0].output;
+    // With BRAID_CHECK rank 0 waits in the exchange before the call, and says so; without,
+    // in the call, whose arguments it gives.
+    EXPECT_NE(results[0].output.find(std::string(check) == "BRAID_CHECK=1"
+                                         ? "BRAID_CHECK's exchange before all-reduce #2 has "
+                                           "made no progress for 0."
+                                         : "all-reduce #2 (count 1 of float, op sum) has made "
+                                           "no progress for 0."),
+              std::string::npos)
+        << results[0].output;
     EXPECT_TRUE(shmLeftovers(results).empty());
   }
 }
@@ -277,13 +351,15 @@ TEST(Stall, PeerNamesTheCallARankRefusedAsProcesses) {
 }  // namespace braid::test
 
 int main(int argc, char** argv) {
-  setenv("BRAID_CHECK", "1", 1);
   setenv("BRAID_STALL_WARN", "1", 0);  // a child keeps the one its test gave it
   braid::test::registerChildRole("check-mismatch", braid::test::mismatchChild);
   braid::test::registerChildRole("stall", braid::test::stallChild);
   braid::test::registerChildRole("refused", braid::test::refusedChild);
   const int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
+  // The test process, whatever the caller exported; a child keeps the one its test gave it
+  // (BRAID_CHECK=0), else inherits this.
+  setenv("BRAID_CHECK", "1", 1);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -404,10 +404,32 @@ TEST(Guard, OutOfMemoryInAnEntryPointIsAnError) {
   EXPECT_EQ(results[0].status, 0) << results[0].output;
 }
 
+// A byte setting that does not parse warns with what is used instead: words where the default
+// is Braid's choice (0 inside), not "using 0".
+int configWarningsChild(int, int) {
+  (void)config();
+  return 0;
+}
+
+TEST(Config, BadByteSettingsNameWhatIsUsed) {
+  auto results =
+      runProcesses(1, "config-warnings", {"BRAID_CACHE_BYTES=lots", "BRAID_SINGLE_COPY_BYTES=0"});
+  ASSERT_EQ(results[0].status, 0) << results[0].output;
+  EXPECT_NE(results[0].output.find("BRAID_CACHE_BYTES=\"lots\" is not a byte count in [0, "
+                                   "1099511627776]; using the detected last-level cache"),
+            std::string::npos)
+      << results[0].output;
+  EXPECT_NE(results[0].output.find("BRAID_SINGLE_COPY_BYTES=\"0\" is not a byte count in [1, "
+                                   "1099511627776]; using the default (64K for"),
+            std::string::npos)
+      << results[0].output;
+}
+
 }  // namespace
 }  // namespace braid::test
 
 int main(int argc, char** argv) {
+  braid::test::registerRawChildRole("config-warnings", braid::test::configWarningsChild);
   braid::test::registerRawChildRole("abort", braid::test::abortChild);
   braid::test::registerChildRole("shared-mappings", braid::test::sharedMappingsChild);
   braid::test::registerRawChildRole("out-of-memory", braid::test::outOfMemoryChild);

@@ -272,6 +272,44 @@ TEST(NcclXml, GpuWithoutBusIdKeepsItsNvLinkThroughADump) {
   EXPECT_EQ(xml, xml2);
 }
 
+// Two <nvlink> of one GPU to the same peer add up, as NCCL adds them; the peer's own listing of
+// the pair is the same link, taken at the larger count when the two ends disagree.
+TEST(NcclXml, RepeatedNvLinksOfOneGpuAddUp) {
+  auto load = [](int peerCount, System* sys) {
+    const std::string text =
+        "<system version=\"1\">\n  <cpu numaid=\"0\">\n"
+        "    <pci busid=\"0000:01:00.0\" class=\"0x030200\">\n      <gpu dev=\"0\" sm=\"80\">\n"
+        "        <nvlink target=\"0000:02:00.0\" count=\"2\" tclass=\"0x030200\"/>\n"
+        "        <nvlink target=\"0000:02:00.0\" count=\"4\" tclass=\"0x030200\"/>\n"
+        "      </gpu>\n    </pci>\n"
+        "    <pci busid=\"0000:02:00.0\" class=\"0x030200\">\n      <gpu dev=\"1\" sm=\"80\">\n"
+        "        <nvlink target=\"0000:01:00.0\" count=\"" +
+        std::to_string(peerCount) +
+        "\" tclass=\"0x030200\"/>\n"
+        "      </gpu>\n    </pci>\n  </cpu>\n</system>\n";
+    return loadNcclTopoXmlString(text, "repeated.xml", sys);
+  };
+  auto nvlinkCounts = [](const System& sys) {
+    std::vector<int> counts;
+    for (const Link& l : sys.links)
+      if (l.type == LinkType::kNvLink) counts.push_back(l.count);
+    return counts;
+  };
+  auto noted = [](const System& sys, const char* what) {
+    for (const auto& n : sys.notes)
+      if (n.find(what) != std::string::npos) return true;
+    return false;
+  };
+  System same, fewer;
+  ASSERT_EQ(load(6, &same), braidSuccess) << lastError();
+  EXPECT_EQ(nvlinkCounts(same), std::vector<int>{6});
+  EXPECT_TRUE(noted(same, "its count added (2 + 4), as NCCL adds them"));
+  EXPECT_FALSE(noted(same, "counts differ"));
+  ASSERT_EQ(load(3, &fewer), braidSuccess) << lastError();
+  EXPECT_EQ(nvlinkCounts(fewer), std::vector<int>{6});
+  EXPECT_TRUE(noted(fewer, "NVLink counts differ between the two ends (6 vs 3)"));
+}
+
 // Every *-topo*.xml in the directory, including ones added after this table.
 TEST(NcclFiles, EveryFileLoadsAndRoundTrips) {
   REQUIRE_FIXTURES();
@@ -477,10 +515,13 @@ TEST(NcclErrors, LinkWidthOutOfRangeRefused) {
   ASSERT_EQ(sys.pcis.size(), 1u);
   EXPECT_EQ(sys.pcis[0].pci.link_width, 32);
   EXPECT_NE(toText(sys).find("[PCIe gen5 x32, 96 GB/s]"), std::string::npos) << toText(sys);
-  // 0 is unknown, as real dumps write it: printed as such with the rating it gets, not as x0.
+  // 0 (or empty) is unknown, as real dumps write it: printed as such with the rating it gets, not
+  // as x0.
   for (const auto& [attrs, shown] :
        {std::pair{"link_speed=\"32 GT/s\" link_width=\"0\"", "[PCIe gen5 x? (rated x16), 48 GB/s]"},
-        std::pair{"link_speed=\"\" link_width=\"8\"", "[PCIe gen? (rated gen3) x8, 6 GB/s]"}}) {
+        std::pair{"link_speed=\"\" link_width=\"8\"", "[PCIe gen? (rated gen3) x8, 6 GB/s]"},
+        std::pair{"link_speed=\"\" link_width=\"\"",
+                  "[PCIe gen? (rated gen3) x? (rated x16), 12 GB/s]"}}) {
     System unknown;
     ASSERT_EQ(loadNcclTopoXmlString(std::string("<system version=\"1\">\n  <cpu numaid=\"0\">\n    "
                                                 "<pci busid=\"0000:01:00.0\" ") +

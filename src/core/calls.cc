@@ -200,8 +200,10 @@ braidResult_t checkUsable(const braidComm* comm) {
 namespace {
 // publishRefusal with comm->mu held: opCount is this rank's last call.
 void publishRefusalLocked(braidComm* comm, uint32_t kind) {
-  if (comm->segment)
-    comm->segment->position()->publishRefusal(comm->opCount + 1, kind, lastError());
+  if (!comm->segment) return;
+  // The message without its "rank N: " prefix: the peer's line names the rank already.
+  comm->segment->position()->publishRefusal(comm->opCount + 1, kind,
+                                            withoutRankPrefix(lastError(), comm->rank));
 }
 }  // namespace
 
@@ -323,6 +325,20 @@ void setCacheChoices(const braidComm* comm, size_t elemSize, Plan* plan) {
                            : config().streamStores == Config::StreamStores::kOn;
 }
 
+// What messages call BRAID_CHECK's exchange before a call of c: "BRAID_CHECK's exchange
+// before all-reduce" (its stall line and timeout name the user's call, not an all-gather).
+const char* checkExchangeLabel(Collective c) {
+  static const std::vector<std::string> labels = [] {
+    std::vector<std::string> l;
+    for (int k = 0; k < kNumCollectives; ++k)
+      l.push_back(std::string("BRAID_CHECK's exchange before ") +
+                  collectiveLabel(static_cast<Collective>(k)));
+    return l;
+  }();
+  const auto k = static_cast<size_t>(c);
+  return k < labels.size() ? labels[k].c_str() : "BRAID_CHECK's exchange";
+}
+
 }  // namespace
 
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
@@ -391,7 +407,9 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
              static_cast<unsigned long long>(comm->opCount), args.count, braidTypeName(args.dtype),
              braidOpName(args.op), args.root, algo->name);
   ExecContext ctx =
-      commContext(comm, collectiveLabel(args.coll), args.dtype, args.op, plan->callTag);
+      commContext(comm, userCall ? checkExchangeLabel(userCall->coll) : collectiveLabel(args.coll),
+                  args.dtype, args.op, plan->callTag);
+  ctx.checkExchange = userCall != nullptr;
   ctx.count = args.count;
   ctx.outgrowsCache = plan->outgrowsCache;
   ctx.streamStores = plan->streamStores;
@@ -425,10 +443,15 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
   const uint64_t userCalls = comm->opCount;
   const braidResult_t res = runCollective(comm, g, mine, all.data(), &a);
   comm->opCount = userCalls;
-  if (res != braidSuccess)
+  // The executor's errors name the exchange ("BRAID_CHECK's exchange before all-reduce #2 timed
+  // out ..."); the others (an algorithm BRAID_ALGO forces that cannot run it) are named here.
+  if (res != braidSuccess) {
+    const std::string why = lastError();
+    if (why.find(checkExchangeLabel(a.coll)) != std::string::npos) return res;
     return fail(res, "BRAID_CHECK's exchange before call #%llu (%s) failed: %s",
                 static_cast<unsigned long long>(userCalls + 1), collectiveLabel(a.coll),
-                std::string(lastError()).c_str());
+                withoutRankPrefix(why.c_str(), comm->rank));
+  }
   bool same = true;
   for (size_t r = 1; r < n && same; ++r)
     same = std::equal(all.begin(), all.begin() + kFields, all.begin() + r * kFields);

@@ -371,6 +371,7 @@ braidResult_t runP2PStaged(braidComm* comm, const std::vector<braid::P2POp>& hos
 braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, braidStream_t stream,
                          size_t preMulElems = 0, const size_t* a2avArrays[4] = nullptr) {
   BRAID_TRY(checkComm(c.comm, c.fn));
+  braid::LogRankScope rankScope(c.comm->rank);  // a refusal's log line and message name it
   braid::InFlight running(c.comm);
   // Nothing moves: a successful no-op on every rank (after BRAID_CHECK's comparison).
   const bool nothing =
@@ -427,6 +428,7 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
 braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDataType_t dtype,
                   int peer, braidComm_t comm, braidStream_t stream) {
   BRAID_TRY(checkComm(comm, fn));
+  braid::LogRankScope rankScope(comm->rank);
   braid::InFlight running(comm);
   Call c{fn, comm, Collective::kAllToAll, dtype, count, isSend ? count : 0, isSend ? 0 : count};
   BRAID_TRY(refuse(comm, checkCall(c, buff, buff), 0, stream));
@@ -554,6 +556,7 @@ braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
                              braidStream_t stream) {
   return braid::guardApi("braidAllToAllv", [&]() -> braidResult_t {
     BRAID_TRY(checkComm(comm, "braidAllToAllv"));
+    braid::LogRankScope rankScope(comm->rank);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
       return refuse(comm,
                     fail(braidInvalidArgument, "braidAllToAllv: %s is NULL",

@@ -47,14 +47,16 @@ void parseWord(const char* name, const char* v, const std::pair<const char*, E> 
 }
 
 // A byte count (parseByteSize: "4194304", "128K", "2M", "1T"). Out of [lo, hi] or unparsable:
-// warn, keep fallback.
-size_t parseBytes(const char* name, const char* s, size_t fallback, size_t lo, size_t hi) {
+// warn, keep fallback. A fallback of 0 that means "chosen by Braid" (the detected cache, the
+// default threshold) is named by zeroMeans in the warning, not as "using 0".
+size_t parseBytes(const char* name, const char* s, size_t fallback, size_t lo, size_t hi,
+                  const char* zeroMeans = nullptr) {
   size_t bytes = 0;
   if (!parseByteSize(s, &bytes) || bytes < lo || bytes > hi) {
     badValue(
         name, s,
         ("is not a byte count in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str(),
-        std::to_string(fallback));
+        fallback == 0 && zeroMeans ? zeroMeans : std::to_string(fallback));
     return fallback;
   }
   return bytes;
@@ -157,10 +159,12 @@ Config load() {
     parseWord("BRAID_STREAM_STORES", v, words, &c.streamStores);
   }
   if (const char* v = getEnv("CACHE_BYTES"))
-    c.cacheBytes = parseBytes("BRAID_CACHE_BYTES", v, c.cacheBytes, 0, size_t{1} << 40);
+    c.cacheBytes = parseBytes("BRAID_CACHE_BYTES", v, c.cacheBytes, 0, size_t{1} << 40,
+                              "the detected last-level cache");
   if (const char* v = getEnv("SINGLE_COPY_BYTES"))
     c.singleCopyBytes =
-        parseBytes("BRAID_SINGLE_COPY_BYTES", v, c.singleCopyBytes, 1, size_t{1} << 40);
+        parseBytes("BRAID_SINGLE_COPY_BYTES", v, c.singleCopyBytes, 1, size_t{1} << 40,
+                   "the default (64K for braidMemAllocHost buffers, 1M for the rest)");
   if (const char* v = getEnv("BUFFSIZE"))
     c.buffSize = parseBytes("BRAID_BUFFSIZE", v, c.buffSize, 128, 1u << 30);
   if (c.buffSize < 2 * c.chunkSize) {

@@ -12,10 +12,6 @@ namespace braid {
 namespace {
 
 thread_local std::string t_last_error;
-// initial-exec: libbraid is loaded with the program (or dlopen-ed early, as libnccl.so.2), so
-// its few words of thread-local state take the static TLS block: one load on each call
-// instead of a __tls_get_addr call (a sixth of a small all-reduce's instructions).
-[[gnu::tls_model("initial-exec")]] thread_local int t_log_rank = -1;
 
 std::string vformat(const char* fmt, va_list ap) {
   char buf[1024];
@@ -24,14 +20,23 @@ std::string vformat(const char* fmt, va_list ap) {
   return std::string(buf, static_cast<size_t>(n) < sizeof(buf) ? n : sizeof(buf) - 1);
 }
 
+std::string rankPrefix(int rank) { return "rank " + std::to_string(rank) + ": "; }
+
 }  // namespace
+
+// The static TLS block saves a __tls_get_addr call on each access (a sixth of a small
+// all-reduce's instructions when it was one).
+namespace detail {
+[[gnu::tls_model("initial-exec")]] constinit thread_local int t_log_rank = -1;
+}
+using detail::t_log_rank;
 
 braidResult_t fail(braidResult_t code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   std::string msg = vformat(fmt, ap);
   va_end(ap);
-  if (t_log_rank >= 0) msg = "rank " + std::to_string(t_log_rank) + ": " + msg;
+  if (t_log_rank >= 0) msg = rankPrefix(t_log_rank) + msg;
   t_last_error = msg;
   if (logEnabled(LogLevel::kWarn))
     log(LogLevel::kWarn, "INIT", "%s (%s)", t_last_error.c_str(), braidGetErrorString(code));
@@ -43,11 +48,24 @@ braidResult_t failVerbatim(braidResult_t code, const std::string& msg) {
   return code;
 }
 
-int logRank() { return t_log_rank; }
+std::string secondsText(double seconds) {
+  char buf[48];
+  // The bounds are where the rounded figure would reach the next format's range.
+  std::snprintf(buf, sizeof(buf),
+                seconds < 0.095  ? "%.2g s"
+                : seconds < 9.95 ? "%.1f s"
+                                 : "%.0f s",
+                seconds);
+  return buf;
+}
+
+const char* withoutRankPrefix(const char* msg, int rank) {
+  const std::string prefix = rankPrefix(rank);
+  return std::strncmp(msg, prefix.c_str(), prefix.size()) == 0 ? msg + prefix.size() : msg;
+}
 
 const char* lastError() { return t_last_error.c_str(); }
 void clearLastError() { t_last_error.clear(); }
-void setLogRank(int rank) { t_log_rank = rank; }
 
 bool logEnabled(LogLevel level) {
   return static_cast<int>(level) <= static_cast<int>(config().debugLevel);

@@ -25,9 +25,22 @@ bool logEnabled(LogLevel level);
 void log(LogLevel level, const char* subsys, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-// Thread-local rank used to prefix log lines and errors; set while a rank runs a call.
-void setLogRank(int rank);
-int logRank();
+// A duration for messages: "0.004 s", "0.3 s", "2.5 s", "12 s" (two significant digits
+// below 0.1 s, tenths below 10 s), never "0 s" for a wait of a fraction of a second.
+std::string secondsText(double seconds);
+
+// Thread-local rank used to prefix log lines and errors; set while a rank runs a call and
+// while its arguments are checked. Inline: every call sets it, on the small-call path.
+// initial-exec: libbraid is loaded with the program (or dlopen-ed early, as libnccl.so.2), so
+// its few words of thread-local state take the static TLS block, one load each; constinit: no
+// TLS wrapper call.
+namespace detail {
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local int t_log_rank;
+}
+inline void setLogRank(int rank) { detail::t_log_rank = rank; }
+inline int logRank() { return detail::t_log_rank; }
+// msg without the "rank N: " prefix that fail() gives messages while rank N's log rank is set.
+const char* withoutRankPrefix(const char* msg, int rank);
 // Sets the log rank for a scope and restores the previous one after it.
 class LogRankScope {
  public:

@@ -128,21 +128,25 @@ class Run {
         if (waited > timeout) return timeoutError(waited);
         if (stallWarn > 0 && waited > stallWarn && !stallWarned_) {
           stallWarned_ = true;  // once per call
-          char what[160];
-          if (ctx_.count > 0)  // a collective; send/recv groups have no count of their own
-            std::snprintf(what, sizeof(what), " (count %zu of %s, op %s)", ctx_.count,
-                          braidTypeName(ctx_.dtype), braidOpName(ctx_.op));
-          else
-            what[0] = '\0';
-          BRAID_WARN("STALL", "%s #%llu%s has made no progress for %.0f s (BRAID_STALL_WARN): %s",
-                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), what, waited,
-                     waitingFor().c_str());
+          char what[160] = "";
+          // A collective's arguments (send/recv groups have no count of their own), its op
+          // where it has one.
+          if (ctx_.count > 0 && !ctx_.checkExchange) {
+            const bool reducing =
+                ctx_.kind > 0 && isReducing(static_cast<Collective>(ctx_.kind - 1));
+            std::snprintf(what, sizeof(what), " (count %zu of %s%s%s)", ctx_.count,
+                          braidTypeName(ctx_.dtype), reducing ? ", op " : "",
+                          reducing ? braidOpName(ctx_.op) : "");
+          }
+          BRAID_WARN("STALL", "%s #%llu%s has made no progress for %s (BRAID_STALL_WARN): %s",
+                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), what,
+                     secondsText(waited).c_str(), waitingFor().c_str());
           if (ctx_.stall) {
             StallReport mine;
             mine.rank = ctx_.rank;
             mine.seq = ctx_.opCount;
             mine.kind = ctx_.kind;
-            mine.bytes = ctx_.count * ctx_.elemSize;
+            mine.bytes = ctx_.checkExchange ? 0 : ctx_.count * ctx_.elemSize;  // 0: unsaid
             mine.waitingOn = waitedPeer();
             // Rank 0 gathers the others' reports for a while before its summary: long enough
             // for ranks that entered the call with it, short beside BRAID_STALL_WARN.
@@ -278,6 +282,12 @@ class Run {
       if (!data) break;
       size_t total = s.count * ctx_.elemSize;
       const uint64_t want = frame(ctx_.recvSeq[queue.peer]);
+      if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want) &&
+          ctx_.checkExchange)  // its count, datatype and op are the exchange's, not the user's
+        return fail(braidInvalidUsage,
+                    "%s #%llu: rank %d is in a different call at this point (not in this "
+                    "exchange): every rank must make the same calls in the same order",
+                    ctx_.what, static_cast<unsigned long long>(ctx_.opCount), queue.peer);
       if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want))
         return fail(braidInvalidUsage,
                     "%s #%llu: rank %d is in a different call at this point (another collective, "
@@ -517,10 +527,11 @@ class Run {
     if (s.recvQueue >= 0) {
       const Plan::Queue& q = plan_.recvs[static_cast<size_t>(s.recvQueue)];
       const int32_t idx = q.steps[recvCur_[static_cast<size_t>(s.recvQueue)].index];
+      // A send/recv group's steps count bytes; a collective's, elements of its datatype.
       std::snprintf(buf, sizeof(buf),
-                    "waiting to receive from rank %d (step %d of %zu, %s of %zu elements): ",
-                    q.peer, idx, plan_.schedule.steps.size(),
-                    stepKindName(plan_.schedule.steps[idx].kind), plan_.schedule.steps[idx].count);
+                    "waiting to receive from rank %d (step %d of %zu, %s of %zu %s): ", q.peer, idx,
+                    plan_.schedule.steps.size(), stepKindName(plan_.schedule.steps[idx].kind),
+                    plan_.schedule.steps[idx].count, ctx_.kind == 0 ? "bytes" : "elements");
       return buf + whyLate(q.peer);
     }
     if (s.sendQueue >= 0) {
@@ -531,18 +542,22 @@ class Run {
     return "waiting on no peer";
   }
 
-  // Why `peer` does not answer: "late, stalled or dead", and, when it is of this host and
-  // refused its own call of this number before the call started (its position says so), that
-  // call and its message.
+  // Why `peer` does not answer: "late, stalled or dead", and, when it is of this host and its
+  // last act was to refuse its own call before the call started (its position says so), that
+  // call and its message: of this call's number, or of another (the two ranks' numbers part
+  // where either made send/recv calls with others).
   std::string whyLate(int peer) const {
-    const std::string late = "rank " + std::to_string(peer) + " is late, stalled or dead";
+    const std::string rank = "rank " + std::to_string(peer);
     const CallPosition* p = ctx_.peerPositions ? ctx_.peerPositions[peer] : nullptr;
     uint32_t kind = 0;
-    const std::string why = p ? p->refusalOf(ctx_.opCount, &kind) : "";
-    if (why.empty()) return late;
-    return "rank " + std::to_string(peer) + " has not entered call #" +
-           std::to_string(ctx_.opCount) + ": it refused its " + stallKindLabel(kind) +
-           " of that number before the call started (" + why + ")";
+    uint64_t number = 0;
+    const std::string why = p ? p->latestRefusal(&number, &kind) : "";
+    if (why.empty()) return rank + " is late, stalled or dead";
+    if (number == ctx_.opCount)
+      return rank + " has not entered call #" + std::to_string(number) + ": it refused its " +
+             stallKindLabel(kind) + " of that number before the call started (" + why + ")";
+    return rank + " has entered no call since it refused its " + stallKindLabel(kind) + " #" +
+           std::to_string(number) + " before it started (" + why + ")";
   }
 
   braidResult_t timeoutError(double waited) {
@@ -552,9 +567,9 @@ class Run {
         break;
       }
     return fail(braidTimeout,
-                "%s #%llu timed out after %.0f s (BRAID_TIMEOUT or braidConfig_t::timeoutSec) %s",
-                ctx_.what, static_cast<unsigned long long>(ctx_.opCount), waited,
-                waitingFor().c_str());
+                "%s #%llu timed out after %s (BRAID_TIMEOUT or braidConfig_t::timeoutSec) %s",
+                ctx_.what, static_cast<unsigned long long>(ctx_.opCount),
+                secondsText(waited).c_str(), waitingFor().c_str());
   }
 
   Plan& plan_;

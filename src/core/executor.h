@@ -112,9 +112,13 @@ struct ExecContext {
   // Rank 0's stall summary (stall.h): a stalled call reports to it; may be null.
   StallBoard* stall = nullptr;
   // By peer, its published position where it is on this host (else null), so that a wait on a
-  // peer that refused this call says so (CallPosition::refusalOf). May be null.
+  // peer whose last act was to refuse a call says so (CallPosition::latestRefusal). May be
+  // null.
   const CallPosition* const* peerPositions = nullptr;
   uint32_t kind = 0;  // the call's kind in stall reports (stallKindLabel)
+  // BRAID_CHECK's exchange before the user's call `kind` (its own count, datatype and op are
+  // not the user's, so messages leave them out; `what` names the exchange).
+  bool checkExchange = false;
   // Receives of at least kStreamMinBytes land in the receive buffer with streaming stores
   // (kernels::copyStreaming), and so do receive-reduces of that size whose output no later
   // step reads (Plan::finalOutput; kernels::reduceStreaming): set when the call's buffers on

@@ -41,19 +41,23 @@ void CallPosition::publishRefusal(uint64_t seq, uint32_t kind, const char* why) 
   refusalVersion.store(v + 2, std::memory_order_release);
 }
 
-std::string CallPosition::refusalOf(uint64_t seq, uint32_t* kind) const {
+std::string CallPosition::latestRefusal(uint64_t* number, uint32_t* kind) const {
+  *number = 0;
   const uint64_t v = refusalVersion.load(std::memory_order_acquire);
-  if (seq == 0 || v % 2 != 0 || started.load(std::memory_order_relaxed) >= seq) return "";
+  if (v % 2 != 0) return "";
   char text[sizeof(refusal)];
   for (size_t w = 0; w < kRefusalWords; ++w) {
     const uint64_t word = refusal[w].load(std::memory_order_relaxed);
     std::memcpy(text + 8 * w, &word, 8);
   }
-  const uint64_t number = refused.load(std::memory_order_relaxed);
+  const uint64_t seq = refused.load(std::memory_order_relaxed);
   *kind = refusedKind.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (number != seq || refusalVersion.load(std::memory_order_relaxed) != v) return "";
+  if (seq == 0 || refusalVersion.load(std::memory_order_relaxed) != v ||
+      started.load(std::memory_order_relaxed) >= seq)
+    return "";
   text[sizeof(text) - 1] = '\0';
+  *number = seq;
   return text;
 }
 
@@ -268,7 +272,7 @@ std::string StallBoard::summary() const {
       Group& g = groups[{2 * rep.seq + 1, rep.kind}];
       g.ranks.push_back(r);
       g.waits.push_back(rep.waitingOn);
-      g.bytes = rep.bytes;
+      g.bytes = std::max(g.bytes, rep.bytes);  // 0 from a rank in BRAID_CHECK's exchange
       continue;
     }
     const CallPosition* p = positionOf(r);

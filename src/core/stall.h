@@ -56,9 +56,16 @@ struct CallPosition {
   std::atomic<uint32_t> refusedKind{0};  // its kind (stallKindLabel)
   std::atomic<uint64_t> refusal[kRefusalWords] = {};  // its message, NUL-padded
   void publishRefusal(uint64_t seq, uint32_t kind, const char* why);
-  // When this rank refused its call number seq and has not entered a call of that number
-  // since: the refusal's message, and its kind in *kind; else "" (also while it is rewritten).
-  std::string refusalOf(uint64_t seq, uint32_t* kind) const;
+  // When this rank's last refusal is still its last act (it has entered no call of that number
+  // or later since): its message, with its number in *number and kind in *kind; else "" (also
+  // while it is rewritten).
+  std::string latestRefusal(uint64_t* number, uint32_t* kind) const;
+  // The same for a refusal of call number seq only.
+  std::string refusalOf(uint64_t seq, uint32_t* kind) const {
+    uint64_t number = 0;
+    std::string why = latestRefusal(&number, kind);
+    return number == seq ? why : "";
+  }
 };
 
 // The kind of a call in reports and positions: a Collective's value + 1, 0 for a send/recv group.

@@ -203,12 +203,19 @@ class Loader : XmlFileErrors {
     BRAID_TRY(intAttr(e, "device", 16, &p->device));
     BRAID_TRY(intAttr(e, "subsystem_vendor", 16, &p->subsystem_vendor));
     BRAID_TRY(intAttr(e, "subsystem_device", 16, &p->subsystem_device));
-    if (e->Attribute("link_width")) {
+    if (const char* w = e->Attribute("link_width")) {
       p->has_link_width = true;
-      BRAID_TRY(intAttr(e, "link_width", 10, &p->link_width));
-      if (p->link_width < 0 || p->link_width > kMaxPcieWidth)
-        return err(e->GetLineNum(), "<pci> link_width=\"%d\" is not a PCIe width (0-%d lanes)",
-                   p->link_width, kMaxPcieWidth);
+      // Empty is unknown, as for link_speed: NCCL's own reader takes "" as 0 (strtol).
+      if (*w == '\0') {
+        note(e->GetLineNum(), "empty link_width: PCIe width unknown (rated as x" +
+                                  std::to_string(kUnknownPcieWidthAs) + ")");
+        p->link_width = 0;
+      } else {
+        BRAID_TRY(intAttr(e, "link_width", 10, &p->link_width));
+        if (p->link_width < 0 || p->link_width > kMaxPcieWidth)
+          return err(e->GetLineNum(), "<pci> link_width=\"%d\" is not a PCIe width (0-%d lanes)",
+                     p->link_width, kMaxPcieWidth);
+      }
     }
     return braidSuccess;
   }
@@ -385,8 +392,17 @@ class Loader : XmlFileErrors {
   }
 
   braidResult_t resolveLinks() {
-    // NCCL lists a GPU pair's links on both GPUs: one Link per pair.
-    std::map<std::pair<NodeRef, NodeRef>, int> seen;
+    // A GPU's <nvlink> elements to one peer add up, as NCCL's do (ncclTopoConnectNodes adds
+    // the bandwidth of a second link to the same node); NCCL lists a GPU pair's links on both
+    // GPUs, which are one Link per pair.
+    struct Resolved {
+      NodeRef self, peer;
+      int count;
+      LinkType type;
+      int line;
+    };
+    std::vector<Resolved> found;
+    std::map<std::pair<NodeRef, NodeRef>, size_t> fromEnd;  // (GPU, peer) -> index in found
     for (const PendingLink& l : pending_) {
       NodeRef self{NodeKind::kGpu, l.gpu};
       const std::string& own = sys_->gpus[l.gpu].pci.busid;
@@ -416,18 +432,31 @@ class Loader : XmlFileErrors {
         return err(l.line, "NVLink target %s is a %s, not a GPU or NVSwitch", l.target.c_str(),
                    nodeKindName(peer.kind));
       }
-      std::pair<NodeRef, NodeRef> key = std::minmax(self, peer);
-      auto it = seen.find(key);
-      if (it != seen.end()) {
+      const auto [at, fresh] = fromEnd.try_emplace({self, peer}, found.size());
+      if (fresh) {
+        found.push_back({self, peer, l.count, l.type, l.line});
+        continue;
+      }
+      Resolved& first = found[at->second];
+      note(l.line, "another <" + std::string(l.type == LinkType::kXgmi ? "xgmi" : "nvlink") +
+                       "> of one GPU to " + l.target + ": its count added (" +
+                       std::to_string(first.count) + " + " + std::to_string(l.count) +
+                       "), as NCCL adds them");
+      first.count += l.count;
+    }
+    std::map<std::pair<NodeRef, NodeRef>, int> seen;  // the pair, either end -> its Link
+    for (const Resolved& r : found) {
+      const std::pair<NodeRef, NodeRef> key = std::minmax(r.self, r.peer);
+      if (auto it = seen.find(key); it != seen.end()) {
         Link& prev = sys_->links[it->second];
-        if (prev.count != l.count)
-          note(l.line, "NVLink counts differ between the two ends (" + std::to_string(prev.count) +
-                           " vs " + std::to_string(l.count) + "): keeping the larger");
-        prev.count = std::max(prev.count, l.count);
+        if (prev.count != r.count)
+          note(r.line, "NVLink counts differ between the two ends (" + std::to_string(prev.count) +
+                           " vs " + std::to_string(r.count) + "): keeping the larger");
+        prev.count = std::max(prev.count, r.count);
         continue;
       }
       seen[key] = static_cast<int>(sys_->links.size());
-      addNvLink(sys_, self, peer, l.count, l.type);
+      addNvLink(sys_, r.self, r.peer, r.count, r.type);
     }
     return braidSuccess;
   }

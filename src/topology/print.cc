@@ -189,7 +189,8 @@ std::string toText(const System& sys) {
   for (auto& [k, v] : kids) std::sort(v.begin(), v.end());
   auto link = [](const PciInfo& p) {
     std::string s;
-    if (p.link_speed_gts > 0 || p.link_width > 0) {
+    // A link the source names, even with both halves unknown (link_speed="" link_width="0").
+    if (p.link_speed_gts > 0 || p.link_width > 0 || p.has_link_speed || p.has_link_width) {
       // An unknown half (0) prints as "?" with what pcieBw rates it as, not as gen0 or x0.
       char gen[32], width[32], buf[96];
       if (p.link_speed_gts > 0)
