@@ -24,6 +24,10 @@ usage() {  # MESSAGE
   echo "usage: perf/compare_peers.sh [NRANKS=2] [MINBYTES=8] [MAXBYTES=64M] (env ROUNDS=2)" >&2
   exit 2
 }
+if [ "$N" = "-h" ] || [ "$N" = "--help" ]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 to_bytes() {  # NAME VALUE -> bytes (K, M, G suffixes), or the usage message
   [[ "$2" =~ ^[0-9]{1,12}[KMGkmg]?$ ]] ||
     usage "$1 '$2' is not a size in bytes of at most 12 digits (like 8, 64K, 256M)"

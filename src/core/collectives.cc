@@ -41,6 +41,7 @@ braidResult_t record(braidComm* comm, braidResult_t res) {
 // braidGroupEnd then returns it and runs nothing of the group, as ncclGroupEnd does.
 thread_local braidResult_t t_groupError = braidSuccess;
 thread_local std::string t_groupErrorMessage;
+thread_local int t_groupErrorRank = -1;  // the refusing communicator's rank, for the log line
 
 // record() for a call of `kind` (stallKindLabel) this rank refuses before it starts, its
 // arguments being wrong: the ranks of its host left waiting in it name the refusal
@@ -51,7 +52,8 @@ braidResult_t refuse(braidComm* comm, braidResult_t res, uint32_t kind,
   braid::publishRefusal(comm, kind, stream);
   if (braid::insideGroup() && t_groupError == braidSuccess) {
     t_groupError = res;
-    t_groupErrorMessage = braid::lastError();
+    t_groupErrorRank = comm->rank;
+    t_groupErrorMessage = braid::withoutRankPrefix(braid::lastError(), comm->rank);
   }
   return record(comm, res);
 }
@@ -660,6 +662,7 @@ braidResult_t braidGroupEnd(void) {
     if (t_groupError != braidSuccess) {
       const braidResult_t res = t_groupError;
       t_groupError = braidSuccess;
+      braid::LogRankScope rankScope(t_groupErrorRank);  // "rank 1: braidGroupEnd: ..."
       fail(res,
            "braidGroupEnd: a call of the group was refused (%s); nothing of the group "
            "ran, as with ncclGroupEnd",

@@ -68,10 +68,10 @@ double parseSeconds(const char* name, const char* v, double fallback, bool zeroA
   char* end = nullptr;
   const double t = std::strtod(v, &end);
   if (end != v && *end == '\0' && (t > 0 || (zeroAllowed && t == 0)) && t < 1e9) return t;
-  badValue(
-      name, v,
-      zeroAllowed ? "is not a number of seconds (0: off)" : "is not a positive number of seconds",
-      std::to_string(static_cast<long long>(fallback)));
+  badValue(name, v,
+           zeroAllowed ? "is not a number of seconds in [0, 1e9) (0: off)"
+                       : "is not a number of seconds in (0, 1e9)",
+           std::to_string(static_cast<long long>(fallback)));
   return fallback;
 }
 
