@@ -3,8 +3,8 @@
 # and ThreadSanitizer (tsan: the tests that run ranks as threads, Meson suite 'threads'), each
 # in a build directory of its own (build-asan, build-tsan in the repository; -O1 with line
 # tables). In a sanitized build the largest cases shrink (tests/test_scale.h, the soak's call
-# counts in tests/meson.build), and the matrix's network and ring variants, and under TSan
-# every matrix run, take the sampled rows (BRAID_TEST_SAMPLED). Any sanitizer report fails
+# counts in tests/meson.build), and the matrix's variants, its runs above 8 ranks, and under
+# TSan every matrix run, take the sampled rows (BRAID_TEST_SAMPLED, tests/matrix_test.cc). Any sanitizer report fails
 # the run: reports are written to files (in the child processes too, whose exit status some
 # tests expect to be non-zero) and printed at the end.
 #   scripts/sanitize.sh [asan|tsan|all] [TEST|@SUITE|@all ...]
