@@ -81,29 +81,31 @@ echo "# $N ranks, float sum, sizes $MINB..$MAXB bytes; busbw in GB/s (1e9 B/s)"
 # wake-up of a rank that slept in the barrier before them (one such skew adds ~0.3 us a call).
 SPLIT=$((8 << 20))
 SMALL=$((64 << 10))
-# Braid twice: on heap buffers (-M host, what a program that mallocs gets) and on buffers from
+# The three bands: (from, to, Braid's iterations and warm-up calls, the MPI peer's argument:
+# it runs ten times that below 8 MiB and half plus one from 8 MiB, so both libraries make
+# the same number of calls). Empty bands are left out.
+BANDS=()
+if [ "$MINB" -le "$SMALL" ]; then
+  BANDS+=("$MINB $(( MAXB < SMALL ? MAXB : SMALL )) 5000 100 500")
+fi
+if [ "$MINB" -lt "$SPLIT" ] && [ "$MAXB" -gt "$SMALL" ]; then
+  BANDS+=("$(( MINB > SMALL ? MINB : 2 * SMALL )) $(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 )) 200 20 20")
+fi
+if [ "$MAXB" -ge "$SPLIT" ]; then
+  BANDS+=("$(( MINB > SPLIT ? MINB : SPLIT )) $MAXB 11 5 20")
+fi
+# Braid on heap buffers (-M host, what a program that mallocs gets) or on buffers from
 # braidMemAllocHost (-M shared: the ranks read each other's pieces in place).
-run_braid() {  # MEMORY OUTFILE (appended to)
-  if [ "$MINB" -le "$SMALL" ]; then
-    "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" -b "$MINB" \
-      -e "$(( MAXB < SMALL ? MAXB : SMALL ))" -f 2 -n 5000 -w 100 >>"$2"
-  fi
-  if [ "$MINB" -lt "$SPLIT" ] && [ "$MAXB" -gt "$SMALL" ]; then
-    "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" \
-      -b "$(( MINB > SMALL ? MINB : 2 * SMALL ))" \
-      -e "$(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 ))" -f 2 -n 200 -w 20 >>"$2"
-  fi
-  if [ "$MAXB" -ge "$SPLIT" ]; then
-    "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" \
-      -b "$(( MINB > SPLIT ? MINB : SPLIT ))" -e "$MAXB" -f 2 -n 11 -w 5 >>"$2"
-  fi
+run_braid() {  # MEMORY FROM TO ITERS WARMUP OUTFILE (appended to)
+  "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" -b "$2" \
+    -e "$3" -f 2 -n "$4" -w "$5" >>"$6"
 }
-run_mpi() {  # MINBYTES MAXBYTES ITERS (the peer runs ITERS x 10 below 8 MiB, ITERS / 2 + 1 from it)
+run_mpi() {  # FROM TO ARG
   OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --allow-run-as-root --oversubscribe \
     -np "$N" "$OUT/mpi_allreduce_bench" "$1" "$2" "$3" >>"$OUT/mpi.txt" 2>/dev/null
 }
-# ROUNDS rounds (default 2), each running every library once in turn; each library keeps, per
-# size, its fastest round (and memcpy its fastest), so a burst of noise from a neighbour on
+# ROUNDS rounds (default 2), each running every library once in turn, band by band; each
+# library keeps, per size, its fastest round (and memcpy its fastest), so a burst of noise from a neighbour on
 # a shared machine costs no library a size it would otherwise win.
 memcpy_rates() {  # memcpy_bench's output on stdin -> its memcpy GB/s, one line per run
   awk '{for (i = 1; i < NF; i++) if ($i == "memcpy") print $(i + 1)}'
@@ -112,25 +114,17 @@ memcpy_rates() {  # memcpy_bench's output on stdin -> its memcpy GB/s, one line 
 : >"$OUT/memcpy.txt"; : >"$OUT/concurrent.txt"
 COPIES=$(( N < $(nproc) ? N : $(nproc) ))
 for ((round = 0; round < ROUNDS; round++)); do
-  run_braid host "$OUT/braid.txt"
-  run_braid shared "$OUT/braid_shared.txt"
-  # The MPI peer in Braid's three bands, with Braid's iteration counts (its argument is a
-  # tenth of them below 8 MiB): 5000 up to 64 KiB, 200 to 4 MiB, 11 from 8 MiB. With one
-  # band of 200 its first size took its start-up (5 warm-up calls): 8 B read 1.1-2.5 us,
-  # against 0.53 us with 2000.
-  if [ "$MINB" -le "$SMALL" ]; then
-    run_mpi "$MINB" "$(( MAXB < SMALL ? MAXB : SMALL ))" 500
-  fi
-  if [ "$MINB" -lt "$SPLIT" ] && [ "$MAXB" -gt "$SMALL" ]; then
-    run_mpi "$(( MINB > SMALL ? MINB : 2 * SMALL ))" "$(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 ))" 20
-  fi
-  if [ "$MAXB" -ge "$SPLIT" ]; then
-    run_mpi "$(( MINB > SPLIT ? MINB : SPLIT ))" "$MAXB" 20
-  fi
-  if [ "$have_gloo" = 1 ]; then
-    "$OUT/gloo_allreduce_bench" "$N" "$MINB" "$MAXB" ring_chunked >>"$OUT/gloo.txt" 2>/dev/null ||
-      have_gloo=0
-  fi
+  # Band by band, the three runs back to back (a band takes seconds), so that a round's own
+  # ratio pairs them in time: this VM's speed can double or halve from one minute to the
+  # next (8 B: 0.20 us for Open MPI in one round, 0.58 and 0.72 in the next two). With one
+  # band of 200 the peer's first size took its start-up (5 warm-up calls): 8 B read 1.1-2.5
+  # us, against 0.53 us with 2000; hence Braid's bands and counts for it too.
+  for band in "${BANDS[@]}"; do
+    read -r from to iters warmup mpiarg <<<"$band"
+    run_braid host "$from" "$to" "$iters" "$warmup" "$OUT/braid.txt"
+    run_mpi "$from" "$to" "$mpiarg"
+    run_braid shared "$from" "$to" "$iters" "$warmup" "$OUT/braid_shared.txt"
+  done
   "$OUT/memcpy_bench" "$COPYB" >>"$OUT/memcpy.txt"
   # The memory system's limit: one memcpy per rank at once (at most one per core); the rates
   # of one round's copies on one line of concurrent.txt. A copy that fails (each takes 3 x
@@ -146,6 +140,11 @@ for ((round = 0; round < ROUNDS; round++)); do
   line=""
   for ((k = 0; k < COPIES; k++)); do line+=" $(memcpy_rates <"$OUT/concurrent.$k")"; done
   echo "$line" >>"$OUT/concurrent.txt"
+  # Gloo last: it is 30-300x slower, and memcpy is best measured next to Braid's largest band.
+  if [ "$have_gloo" = 1 ]; then
+    "$OUT/gloo_allreduce_bench" "$N" "$MINB" "$MAXB" ring_chunked >>"$OUT/gloo.txt" 2>/dev/null ||
+      have_gloo=0
+  fi
 done
 memcpy_gbs=$(memcpy_rates <"$OUT/memcpy.txt" | sort -g | tail -1)
 # The round whose copies together moved most: their summed rate, bytes copied per second.

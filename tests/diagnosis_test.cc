@@ -131,7 +131,7 @@ TEST(Stall, WarnsNamingThePeerItWaitsOn) {
   EXPECT_NE(log.find("waiting to receive from rank 1"), std::string::npos) << log;
   EXPECT_EQ(log.find("waiting to receive from rank 0"), std::string::npos) << log;
   EXPECT_NE(log.find("send/recv group #2 has made no progress for "), std::string::npos) << log;
-  EXPECT_NE(log.find("(step 0 of 1, recv of 6 bytes)"), std::string::npos) << log;
+  EXPECT_NE(log.find("(step 1 of 1, recv of 6 bytes)"), std::string::npos) << log;
 }
 
 // The lines of `log` that hold rank 0's stall summary.

@@ -527,15 +527,15 @@ class Run {
     if (s.recvQueue >= 0) {
       const Plan::Queue& q = plan_.recvs[static_cast<size_t>(s.recvQueue)];
       const int32_t idx = q.steps[recvCur_[static_cast<size_t>(s.recvQueue)].index];
-      // A send/recv group's steps count bytes; a collective's, elements of its datatype;
-      // BRAID_CHECK's exchange's, its own (not said).
+      // Steps are counted from 1 ("step 1 of 1"). A send/recv group's steps count bytes; a
+      // collective's, elements of its datatype; BRAID_CHECK's exchange's, its own (not said).
       char size[64] = "";
       if (!ctx_.checkExchange)
         std::snprintf(size, sizeof(size), " of %zu %s", plan_.schedule.steps[idx].count,
                       ctx_.kind == 0 ? "bytes" : "elements");
       std::snprintf(
-          buf, sizeof(buf), "waiting to receive from rank %d (step %d of %zu, %s%s): ", q.peer, idx,
-          plan_.schedule.steps.size(), stepKindName(plan_.schedule.steps[idx].kind), size);
+          buf, sizeof(buf), "waiting to receive from rank %d (step %d of %zu, %s%s): ", q.peer,
+          idx + 1, plan_.schedule.steps.size(), stepKindName(plan_.schedule.steps[idx].kind), size);
       return buf + whyLate(q.peer);
     }
     if (s.sendQueue >= 0) {
