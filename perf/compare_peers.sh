@@ -111,7 +111,7 @@ memcpy_rates() {  # memcpy_bench's output on stdin -> its memcpy GB/s, one line 
   awk '{for (i = 1; i < NF; i++) if ($i == "memcpy") print $(i + 1)}'
 }
 : >"$OUT/braid.txt"; : >"$OUT/braid_shared.txt"; : >"$OUT/mpi.txt"; : >"$OUT/gloo.txt"
-: >"$OUT/memcpy.txt"; : >"$OUT/concurrent.txt"
+: >"$OUT/memcpy.txt"; : >"$OUT/concurrent.txt"; : >"$OUT/exchange.txt"
 COPIES=$(( N < $(nproc) ? N : $(nproc) ))
 for ((round = 0; round < ROUNDS; round++)); do
   # Band by band, the three runs back to back (a band takes seconds), so that a round's own
@@ -124,6 +124,11 @@ for ((round = 0; round < ROUNDS; round++)); do
     run_braid host "$from" "$to" "$iters" "$warmup" "$OUT/braid.txt"
     run_mpi "$from" "$to" "$mpiarg"
     run_braid shared "$from" "$to" "$iters" "$warmup" "$OUT/braid_shared.txt"
+    # After the small band: the floor of its smallest call (perf/exchange_bench), measured
+    # in the same minute.
+    if [ "$from" = "$MINB" ] && [ "$from" -le "$SMALL" ]; then
+      "$BUILD/perf/exchange_bench" 1M 3 | awk '$1 == "exchange" {print $2}' >>"$OUT/exchange.txt"
+    fi
   done
   "$OUT/memcpy_bench" "$COPYB" >>"$OUT/memcpy.txt"
   # The memory system's limit: one memcpy per rank at once (at most one per core); the rates
@@ -200,6 +205,15 @@ print(f"# single-core memcpy: {memcpy} GB/s; each figure the fastest of {sys.arg
 print(f"# {copies} memcpy{'s' if copies > 1 else ''} of {limit_mib} MiB at once: {concurrent:.2f} GB/s"
       f" together; so the memory system's limit for a large all-reduce's busbw on {n} ranks:"
       f" {limit:.2f} GB/s (b/limit, sh/limit)")
+# The floor of the smallest call: two processes trading one cache line each way (what an
+# all-reduce of two ranks cannot do with less), in each round beside both libraries' time.
+floor = [float(x) for x in open(f"{out}/exchange.txt").read().split()]
+if floor and braid_rounds and mpi_rounds:
+    first = min(braid_rounds)
+    fmt = lambda xs: " ".join(f"{x:.2f}" for x in xs)
+    print(f"# {first} B, us in each round: Braid {fmt(braid_rounds[first])}; Open MPI"
+          f" {fmt(mpi_rounds.get(first, []))}; the floor, two processes trading a cache line"
+          f" each way (perf/exchange_bench): {fmt(floor)}")
 print("# braid: heap buffers (-M host); shared: braidMemAllocHost buffers (-M shared)")
 print("# b/mpi: the fastest rounds' ratio; med, min: the median and lowest of each round's own b/mpi")
 print(f"#{'bytes':>11} {'braid_us':>9} {'mpi_us':>9} {'gloo_us':>9} {'braid_bw':>9} {'shared_bw':>9} {'mpi_bw':>9} {'gloo_bw':>9} {'b/mpi':>6} {'med':>5} {'min':>5} {'sh/mpi':>6} {'b/gloo':>7} {'b/memcpy':>8} {'sh/memcpy':>9} {'b/limit':>7} {'sh/limit':>8}")
