@@ -4,6 +4,8 @@
 # measured together mean anything. Also single-core memcpy bandwidth, the limit of a host copy,
 # and one memcpy per rank at once (at most one per core), the memory system's: from these, the
 # most busbw a large all-reduce can reach (b/limit; the derivation is in the table's code).
+# On 2 ranks also the floor of the smallest call, two processes trading a cache line each way
+# (perf/exchange_bench), in each round beside both libraries' time for that size.
 # Prints the table and draws busbw against size as a PNG (gnuplot; PNG=path overrides where).
 #
 # Usage: perf/compare_peers.sh [NRANKS=2] [MINBYTES=8] [MAXBYTES=64M]
@@ -76,24 +78,28 @@ if [ -f /usr/include/gloo/allreduce.h ]; then
 fi
 
 echo "# $N ranks, float sum, sizes $MINB..$MAXB bytes; busbw in GB/s (1e9 B/s)"
-# Iteration counts, the same for Braid and the MPI peer: 200 below 8 MiB, 11 from 8 MiB; but
-# 5000 up to 64 KiB, where 200 calls of a fraction of a microsecond last less than the
-# wake-up of a rank that slept in the barrier before them (one such skew adds ~0.3 us a call).
+# The sizes, MINBYTES doubling up to MAXBYTES, in three bands with their iteration counts,
+# the same for Braid and the MPI peer: 5000 up to 64 KiB, where 200 calls of a fraction of a
+# microsecond last less than the wake-up of a rank that slept in the barrier before them (one
+# such skew adds ~0.3 us a call); 200 below 8 MiB; 11 from 8 MiB. A band is (first size, last
+# size, Braid's iterations and warm-up calls, the MPI peer's argument: it runs ten times that
+# below 8 MiB and half plus one from 8 MiB); a band with no size is left out.
 SPLIT=$((8 << 20))
 SMALL=$((64 << 10))
-# The three bands: (from, to, Braid's iterations and warm-up calls, the MPI peer's argument:
-# it runs ten times that below 8 MiB and half plus one from 8 MiB, so both libraries make
-# the same number of calls). Empty bands are left out.
 BANDS=()
-if [ "$MINB" -le "$SMALL" ]; then
-  BANDS+=("$MINB $(( MAXB < SMALL ? MAXB : SMALL )) 5000 100 500")
-fi
-if [ "$MINB" -lt "$SPLIT" ] && [ "$MAXB" -gt "$SMALL" ]; then
-  BANDS+=("$(( MINB > SMALL ? MINB : 2 * SMALL )) $(( MAXB < SPLIT / 2 ? MAXB : SPLIT / 2 )) 200 20 20")
-fi
-if [ "$MAXB" -ge "$SPLIT" ]; then
-  BANDS+=("$(( MINB > SPLIT ? MINB : SPLIT )) $MAXB 11 5 20")
-fi
+add_band() {  # LOW HIGH (bytes: sizes in [LOW, HIGH)) ITERS WARMUP MPIARG
+  local first=0 last=0 s
+  for ((s = MINB; s <= MAXB; s *= 2)); do
+    if ((s >= $1 && s < $2)); then
+      ((first)) || first=$s
+      last=$s
+    fi
+  done
+  if ((first)); then BANDS+=("$first $last $3 $4 $5"); fi
+}
+add_band 0 $((SMALL + 1)) 5000 100 500
+add_band $((SMALL + 1)) "$SPLIT" 200 20 20
+add_band "$SPLIT" $((MAXB + 1)) 11 5 20
 # Braid on heap buffers (-M host, what a program that mallocs gets) or on buffers from
 # braidMemAllocHost (-M shared: the ranks read each other's pieces in place).
 run_braid() {  # MEMORY FROM TO ITERS WARMUP OUTFILE (appended to)
@@ -105,8 +111,8 @@ run_mpi() {  # FROM TO ARG
     -np "$N" "$OUT/mpi_allreduce_bench" "$1" "$2" "$3" >>"$OUT/mpi.txt" 2>/dev/null
 }
 # ROUNDS rounds (default 2), each running every library once in turn, band by band; each
-# library keeps, per size, its fastest round (and memcpy its fastest), so a burst of noise from a neighbour on
-# a shared machine costs no library a size it would otherwise win.
+# library keeps, per size, its fastest round (and memcpy its fastest), so a burst of noise
+# from a neighbour on a shared machine costs no library a size it would otherwise win.
 memcpy_rates() {  # memcpy_bench's output on stdin -> its memcpy GB/s, one line per run
   awk '{for (i = 1; i < NF; i++) if ($i == "memcpy") print $(i + 1)}'
 }
@@ -117,8 +123,8 @@ for ((round = 0; round < ROUNDS; round++)); do
   # Band by band, the three runs back to back (a band takes seconds), so that a round's own
   # ratio pairs them in time: this VM's speed can double or halve from one minute to the
   # next (8 B: 0.20 us for Open MPI in one round, 0.58 and 0.72 in the next two). With one
-  # band of 200 the peer's first size took its start-up (5 warm-up calls): 8 B read 1.1-2.5
-  # us, against 0.53 us with 2000; hence Braid's bands and counts for it too.
+  # band of 200 calls the peer's first size took its start-up (5 warm-up calls): 8 B read
+  # 1.1-2.5 us, against 0.53 us with 2000; hence Braid's bands and counts for it too.
   for band in "${BANDS[@]}"; do
     read -r from to iters warmup mpiarg <<<"$band"
     run_braid host "$from" "$to" "$iters" "$warmup" "$OUT/braid.txt"
@@ -126,7 +132,7 @@ for ((round = 0; round < ROUNDS; round++)); do
     run_braid shared "$from" "$to" "$iters" "$warmup" "$OUT/braid_shared.txt"
     # After the small band: the floor of its smallest call (perf/exchange_bench), measured
     # in the same minute.
-    if [ "$from" = "$MINB" ] && [ "$from" -le "$SMALL" ]; then
+    if [ "$N" = 2 ] && [ "$from" = "$MINB" ] && [ "$from" -le "$SMALL" ]; then
       "$BUILD/perf/exchange_bench" 1M 3 | awk '$1 == "exchange" {print $2}' >>"$OUT/exchange.txt"
     fi
   done
@@ -183,10 +189,10 @@ def per_round(path, size_col, time_col):
         if f and not f[0].startswith("#") and f[0].isdigit():
             d.setdefault(int(f[size_col]), []).append(float(f[time_col]))
     return d
-# A round runs Braid and then MPI within a minute or two, while the machine's state (where the
-# hypervisor runs the vCPUs, a neighbour's load) can change between rounds and halve or double
-# every figure of one: a round's own ratio pairs the two libraries in time. The median and the
-# lowest of those ratios are printed beside the ratio of the fastest rounds.
+# A round runs Braid and then MPI band by band, within seconds, while the machine's state
+# (where the hypervisor runs the vCPUs, a neighbour's load) can change between minutes and
+# halve or double every figure: a round's own ratio pairs the two libraries in time. The
+# median and the lowest of those ratios are printed beside the ratio of the fastest rounds.
 def round_ratios(peer_rounds, braid_rounds, size):
     p, b = peer_rounds.get(size, []), braid_rounds.get(size, [])
     ratios = sorted(p[k] / b[k] for k in range(min(len(p), len(b))) if b[k] > 0)

@@ -4,9 +4,9 @@
 # in a build directory of its own (build-asan, build-tsan in the repository; -O1 with line
 # tables). In a sanitized build the largest cases shrink (tests/test_scale.h, the soak's call
 # counts in tests/meson.build), and the matrix's variants, its runs above 8 ranks, and under
-# TSan every matrix run, take the sampled rows (BRAID_TEST_SAMPLED, tests/matrix_test.cc). Any sanitizer report fails
-# the run: reports are written to files (in the child processes too, whose exit status some
-# tests expect to be non-zero) and printed at the end.
+# TSan every matrix run, take the sampled rows (BRAID_TEST_SAMPLED, tests/matrix_test.cc).
+# Any sanitizer report fails the run: reports are written to files (in the child processes
+# too, whose exit status some tests expect to be non-zero) and printed at the end.
 #   scripts/sanitize.sh [asan|tsan|all] [TEST|@SUITE|@all ...]
 #   (default: all, with the sets above; @SUITE selects a Meson suite, @all every test)
 # Environment: BRAID_SANITIZE_BUILD_PREFIX (build dirs' prefix, default <repo>/build),
