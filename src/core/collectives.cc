@@ -307,6 +307,7 @@ braidResult_t stageIn(const void* sendbuff, size_t sendBytes, void* recvbuff, si
   const braid::device::Runtime& rt = braid::device::runtime();
   st->send = sendbuff;
   st->recv = recvbuff;
+  if (rt.deviceless && rt.deviceless()) return braidSuccess;
   const bool devSend = sendBytes > 0 && rt.isDevice(sendbuff);
   const bool devRecv = recvBytes > 0 && rt.isDevice(recvbuff);
   if (!devSend && !devRecv) return braidSuccess;

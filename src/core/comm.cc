@@ -177,6 +177,7 @@ braidResult_t connectShm(braidComm* comm, int r) {
   auto conn = std::make_unique<FifoConnection>(
       "shm", peerSeg.fifo(comm->rank), peerSeg.slots(), peerSeg.slotBytes(), comm->segment->fifo(r),
       comm->segment->slots(), comm->segment->slotBytes(), peerSeg.doorbell());
+  conn->pollsCells();  // r's FifoConnection fills this rank's FIFO from r
   // The smallest step that goes single copy: from braidMemAllocHost buffers, a ring's
   // 128 KiB pieces; from other memory 1 MiB, since below it the sender, which then waits
   // for its receiver, loses more than the copy saves (2 thread ranks, 128 KiB-2 MiB: 9-12

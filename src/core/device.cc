@@ -396,12 +396,13 @@ bool cudaReachPeer(const std::string& busId, std::string* why) {
   return true;
 }
 
-const Runtime kRuntime{cudaCurrentDevice, cudaIsDevice,        cudaAlloc,        cudaRelease,
-                       cudaToHost,        cudaToDevice,        cudaHostFunc,     cudaWaitValue,
-                       cudaWriteValue,    cudaAllocFlags,      cudaFreeFlags,    cudaCapturing,
-                       cudaSyncStream,    cudaCopyOnOwnStream, cudaSelectDevice, cudaDeviceSync,
-                       cudaDevReduce,     cudaDevDivide,       cudaIpcExport,    cudaIpcOpen,
-                       cudaIpcClose,      cudaBusId,           cudaReachPeer};
+const Runtime kRuntime{
+    cudaCurrentDevice, cudaIsDevice,        cudaAlloc,        cudaRelease,
+    cudaToHost,        cudaToDevice,        cudaHostFunc,     cudaWaitValue,
+    cudaWriteValue,    cudaAllocFlags,      cudaFreeFlags,    cudaCapturing,
+    cudaSyncStream,    cudaCopyOnOwnStream, cudaSelectDevice, cudaDeviceSync,
+    cudaDevReduce,     cudaDevDivide,       cudaIpcExport,    cudaIpcOpen,
+    cudaIpcClose,      cudaBusId,           cudaReachPeer,    [] { return !haveDevice(nullptr); }};
 #else
 int hostCurrentDevice(std::string* why) {
   if (why) *why = "Braid built without CUDA (meson -Dcuda=enabled needs nvcc)";
@@ -453,7 +454,8 @@ const Runtime kRuntime{
     [](const std::string&, std::string* why) {
       *why = "Braid built without CUDA";
       return false;
-    }};
+    },
+    [] { return true; }};
 #endif
 
 std::atomic<const Runtime*> g_testRuntime{nullptr};

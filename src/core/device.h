@@ -95,6 +95,10 @@ struct Runtime {
   // `busId`: the same device, or another with peer access, which this enables
   // (cudaDeviceCanAccessPeer, cudaDeviceEnablePeerAccess). *why says which, or why not.
   bool (*reachPeer)(const std::string& busId, std::string* why);
+  // True when no pointer of this process can be device memory (no CUDA device, or a build
+  // without CUDA), so that a host call skips isDevice on each buffer; null (a test's
+  // stand-in): ask isDevice.
+  bool (*deviceless)() = nullptr;
 };
 
 // The runtime in use: a test's stand-in when one is set, else CUDA's (or the host-only one).

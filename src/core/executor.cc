@@ -233,15 +233,18 @@ class Run {
         if (cur.bytesDone < total) break;
         queue.tickets[cur.index] = ticket;
       } else {
-        size_t cap = 0;
-        void* buf = conn->sendReserve(&cap);
-        if (!buf) break;
-        size_t n = std::min(cap, total - cur.bytesDone);
-        if (n && ctx_.device)  // device memory into the shared FIFO's host memory
-          BRAID_TRY(device::runtime().copyOnOwnStream(buf, src + cur.bytesDone, n));
-        else if (n)  // a barrier's buffers are null
-          std::memcpy(buf, src + cur.bytesDone, n);
-        conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
+        size_t n = 0;
+        if (ctx_.device) {  // device memory into the shared FIFO's host memory
+          size_t cap = 0;
+          void* buf = conn->sendReserve(&cap);
+          if (!buf) break;
+          n = std::min(cap, total - cur.bytesDone);
+          if (n) BRAID_TRY(device::runtime().copyOnOwnStream(buf, src + cur.bytesDone, n));
+          conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
+        } else if (!conn->sendCopy(src + cur.bytesDone, total - cur.bytesDone,
+                                   frame(ctx_.sendSeq[queue.peer]), &n)) {
+          break;  // no free slot (a barrier's buffers are null, and its pieces empty)
+        }
         cur.bytesDone += n;
         copied += n;
         progressed = true;

@@ -93,7 +93,7 @@ Fifo::CellHeader* FifoConnection::headCell(uint64_t seq, size_t bytes, const voi
                                            uint64_t memId) {
   Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
   c->seq = seq;
-  c->bytes = bytes;
+  c->bytes = static_cast<uint32_t>(bytes);  // at most slotBytes_
   c->src = src;
   c->memId = memId;
   c->memEpoch = hostmem::freeEpoch();
@@ -101,15 +101,32 @@ Fifo::CellHeader* FifoConnection::headCell(uint64_t seq, size_t bytes, const voi
 }
 
 uint64_t FifoConnection::publish() {
+  Fifo::CellHeader* c = send_->cell(static_cast<int>(sendHead_ % slots_), slotBytes_);
   const uint64_t ticket = sendHead_++;
+  // The cell's turn last: a consumer that polls cells sees the whole piece once it sees it.
+  std::atomic_ref<uint32_t>(c->turn).store(static_cast<uint32_t>(sendHead_),
+                                           std::memory_order_release);
   send_->head.store(sendHead_, std::memory_order_release);
   peerBell_->ring();
   return ticket;
 }
 
 void FifoConnection::sendCommit(size_t bytes, uint64_t seq) {
-  headCell(seq, bytes, nullptr, 0);
+  Fifo::CellHeader* c = headCell(seq, bytes, nullptr, 0);
+  // Written after the header (sendReserve's buffer): a piece that fits goes beside the flag.
+  if (bytes > 0 && c->inlined()) std::memcpy(c->in.payload, c + 1, bytes);
   publish();
+}
+
+bool FifoConnection::sendCopy(const void* src, size_t bytes, uint64_t seq, size_t* taken) {
+  size_t capacity = 0;
+  if (!sendReserve(&capacity)) return false;
+  const size_t n = std::min(capacity, bytes);
+  Fifo::CellHeader* c = headCell(seq, n, nullptr, 0);
+  if (n > 0) std::memcpy(c->data(), src, n);  // a small piece never touches the payload's lines
+  publish();
+  *taken = n;
+  return true;
 }
 
 bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
@@ -119,9 +136,9 @@ bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, ui
   hostmem::Ref ref;
   if (sharedMin_ != SIZE_MAX && consumerMaps() && hostmem::find(src, bytes, &ref)) {
     c->memId = ref.id;
-    c->memBytes = ref.bytes;
-    c->memOffset = ref.offset;
-    c->memIno = ref.ino;
+    c->in.mem.memBytes = ref.bytes;
+    c->in.mem.memOffset = ref.offset;
+    c->in.mem.memIno = ref.ino;
     c->memFd = ref.fd;
   }
   *ticket = publish();
@@ -297,9 +314,10 @@ void FifoConnection::noteEpoch(uint32_t epoch) {
 // why) when the allocation cannot be mapped.
 const char* FifoConnection::mapped(const Fifo::CellHeader& c) {
   for (const Mapping& m : maps_)
-    if (m.id == c.memId) return m.base + c.memOffset;
+    if (m.id == c.memId) return m.base + c.in.mem.memOffset;
   std::string error;
-  const hostmem::Ref ref{c.memFd, c.memId, c.memIno, c.memOffset, static_cast<size_t>(c.memBytes)};
+  const hostmem::Ref ref{c.memFd, c.memId, c.in.mem.memIno, c.in.mem.memOffset,
+                         static_cast<size_t>(c.in.mem.memBytes)};
   const char* base = hostmem::mapPeer(mapPid_, ref, &error);
   if (!base) {
     mapFailed_ = true;
@@ -307,8 +325,9 @@ const char* FifoConnection::mapped(const Fifo::CellHeader& c) {
                   error.c_str());
     return nullptr;
   }
-  maps_.push_back(Mapping{c.memId, base, static_cast<size_t>(c.memBytes), c.memFd, c.memIno});
-  return base + c.memOffset;
+  maps_.push_back(
+      Mapping{c.memId, base, static_cast<size_t>(c.in.mem.memBytes), c.memFd, c.in.mem.memIno});
+  return base + c.in.mem.memOffset;
 }
 
 void FifoConnection::pullFrom(int producerPid) {
@@ -319,11 +338,18 @@ void FifoConnection::pullFrom(int producerPid) {
 
 const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   if (mapFailed_) return nullptr;  // a piece that cannot be read: failure() says why
-  if (recvTail_ == recvHeadSeen_) {
-    recvHeadSeen_ = recv_->head.load(std::memory_order_acquire);
-    if (recvTail_ == recvHeadSeen_) return nullptr;
-  }
   Fifo::CellHeader* c = recv_->cell(static_cast<int>(recvTail_ % recvSlots_), recvSlotBytes_);
+  if (recvTail_ == recvHeadSeen_) {
+    if (pollsCells_) {  // the cell's own turn: one line to read for a small piece
+      if (std::atomic_ref<uint32_t>(c->turn).load(std::memory_order_acquire) !=
+          static_cast<uint32_t>(recvTail_ + 1))
+        return nullptr;
+      recvHeadSeen_ = recvTail_ + 1;
+    } else {
+      recvHeadSeen_ = recv_->head.load(std::memory_order_acquire);
+      if (recvTail_ == recvHeadSeen_) return nullptr;
+    }
+  }
   *bytes = c->bytes;
   *seq = c->seq;
   // An in-place piece, to a consumer that pulls: in this process's memory when the producer
@@ -333,7 +359,8 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   peekedDevice_ = false;
   if (!maps_.empty()) noteEpoch(c->memEpoch);
   const bool device = c->memId == Fifo::kDevicePiece && devMode_ != 0;
-  if (!c->src || (!device && producerPid_ == 0 && mapPid_ == 0)) return c + 1;
+  if (!c->src) return c->data();
+  if (!device && producerPid_ == 0 && mapPid_ == 0) return c + 1;
   // The producer's call failed or was aborted: its buffer may be gone or reused.
   if (recv_->producerGone.load(std::memory_order_acquire)) return nullptr;
   if (device) {

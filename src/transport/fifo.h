@@ -2,9 +2,12 @@
 //
 // A FIFO is single-producer single-consumer: a head counter (written by the producer only)
 // and a tail counter (written by the consumer only), each on its own cache line, then
-// `slots` cells of a 64-byte header {seq, bytes} and `slotBytes` of payload. Publication is
-// a release store of head, matched by an acquire load: no lock and no system call on the
-// data path.
+// `slots` cells of a 64-byte header {seq, bytes, turn, ...} and `slotBytes` of payload. A
+// piece of at most Fifo::kInlineBytes is copied into its header's line instead. Publication
+// is a release store of the cell's turn (its position + 1: a sequence number, never reset),
+// then of head; a consumer on this host waits on the next cell's turn, so that a small piece
+// arrives in one cache line, and the network proxy on head. No lock and no system call on
+// the data path.
 //
 // Between ranks of one host the FIFO lives in the receiver's shared-memory segment (shm.h)
 // and the two ranks are its two ends. Towards another host each direction has a FIFO in
@@ -45,24 +48,42 @@ struct Fifo {
   // of the producer's process: it reads the pointer itself). Written like consumerPulls.
   std::atomic<int32_t> consumerOpens;
   static constexpr int32_t kOpensHandles = 1, kSameProcess = 2;
+  // A cell's header: one cache line, which a consumer on this host (pollsCells) polls
+  // instead of head, so that a small piece reaches it in one line (NCCL's LL protocol and
+  // Open MPI's vader fast boxes put the flag beside the data for the same reason).
   struct alignas(kFifoLine) CellHeader {
     uint64_t seq;
-    uint64_t bytes;
+    uint32_t bytes;  // at most slotBytes (BRAID_CHUNKSIZE is at most 64 MiB)
+    // The cell's position in the FIFO + 1 (mod 2^32), written last, with release, once the
+    // rest of the cell is (sequence numbers, not resets: the cell's previous turn differs
+    // by `slots`). A FIFO's memory starts zeroed (a fresh shm_open'd segment), so no cell
+    // starts at the turn of position 0.
+    uint32_t turn;
+    uint32_t memEpoch;  // on every piece, in place or not
+    int32_t memFd;
     const void* src;  // in-place piece: the payload is there, not in the cell (else null)
     // An in-place piece in a braidMemAllocHost allocation, for a consumer that maps them:
     // the allocation's id (0: none), its bytes, the piece's offset in it, the memfd's inode
-    // and number in the producer. Every piece carries the producer's free epoch
-    // (hostmem::freeEpoch).
+    // (the consumer maps only that file) and, above, its number in the producer. Every
+    // piece carries the producer's free epoch (hostmem::freeEpoch).
     uint64_t memId;
-    uint64_t memBytes;
-    uint64_t memOffset;
-    uint64_t memIno;  // the memfd's inode: the consumer maps only that file
-    int32_t memFd;
-    uint32_t memEpoch;  // on every piece, in place or not
+    // A copied piece (src null) of at most kInlineBytes: its payload, here in the header's
+    // line instead of after it. An in-place piece: where its allocation is.
+    union {
+      struct {
+        uint64_t memBytes;
+        uint64_t memOffset;
+        uint64_t memIno;
+      } mem;
+      alignas(8) unsigned char payload[24];
+    } in;
+    // Where a copied piece's payload is: inline when it fits, else after the header.
+    unsigned char* data() {
+      return inlined() ? in.payload : reinterpret_cast<unsigned char*>(this + 1);
+    }
+    bool inlined() const { return src == nullptr && bytes <= sizeof(in.payload); }
   };
-  // CellHeader::memId of an in-place piece in CUDA device memory: src is the producer's
-  // pointer, and the cell's payload holds its device::IpcRef (unless the consumer is a thread
-  // of the producer's process, which reads src itself).
+  static constexpr size_t kInlineBytes = sizeof(CellHeader::in.payload);
   static constexpr uint64_t kDevicePiece = ~0ull;
   // Cell i: its header, then slotBytes of payload.
   CellHeader* cell(int i, size_t slotBytes) {
@@ -109,6 +130,7 @@ class FifoConnection : public Connection {
 
   void* sendReserve(size_t* capacity) override;
   void sendCommit(size_t bytes, uint64_t seq) override;
+  bool sendCopy(const void* src, size_t bytes, uint64_t seq, size_t* taken) override;
   const void* recvPeek(size_t* bytes, uint64_t* seq) override;
   void recvRelease() override;
   bool recvRemote() const override { return peekedRemote_ != nullptr; }
@@ -157,6 +179,11 @@ class FifoConnection : public Connection {
   // reach the producer's. Send side: every step in device memory goes in place once the
   // consumer says it reads them and (another process) the memory can be exported.
   void opensDeviceFrom(bool sameProcess);
+  // Receive side: the producer is a FifoConnection (a rank of this host), which writes each
+  // cell's turn last: wait on the next cell's turn instead of the FIFO's head, so that a
+  // piece of at most Fifo::kInlineBytes arrives in the one line it shares with its flag.
+  // Not for a FIFO the network proxy fills (its header may land before its payload).
+  void pollsCells() { pollsCells_ = true; }
 
  private:
   const char* name_;
@@ -171,6 +198,7 @@ class FifoConnection : public Connection {
   uint64_t sendTailSeen_ = 0;
   uint64_t recvTail_ = 0;
   uint64_t recvHeadSeen_ = 0;
+  bool pollsCells_ = false;
   size_t inPlaceMin_ = SIZE_MAX;  // producer side, for the network proxy
   // Producer side, single copy: the threshold offered, and the consumer's verdict, read at
   // the first send.

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace braid {
 
@@ -43,6 +44,18 @@ class Connection {
   virtual void* sendReserve(size_t* capacity) = 0;
   // Publishes `bytes` written into the reserved buffer as part of message `seq`.
   virtual void sendCommit(size_t bytes, uint64_t seq) = 0;
+  // Copies up to `bytes` at src into the next free slot and publishes them as part of
+  // message `seq` (sendReserve, memcpy, sendCommit; a connection may place small pieces
+  // better). Returns false when no slot is free; else *taken is the bytes sent (0 for 0).
+  virtual bool sendCopy(const void* src, size_t bytes, uint64_t seq, size_t* taken) {
+    size_t capacity = 0;
+    void* buf = sendReserve(&capacity);
+    if (!buf) return false;
+    *taken = bytes < capacity ? bytes : capacity;
+    if (*taken > 0) std::memcpy(buf, src, *taken);
+    sendCommit(*taken, seq);
+    return true;
+  }
 
   // Receive side. The next piece, or nullptr if none has arrived yet.
   virtual const void* recvPeek(size_t* bytes, uint64_t* seq) = 0;

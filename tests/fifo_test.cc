@@ -1,0 +1,144 @@
+// The FIFO a connection is made of (transport/fifo.h), on its own: two FifoConnections over
+// two heap FIFOs in one thread, each end read by the other. Every piece size that matters to
+// the cell's layout (empty, inline up to Fifo::kInlineBytes, just past it, a whole slot) goes
+// through several laps of the ring of cells, with the consumer waiting on the FIFO's head
+// (a FIFO the network proxy fills) and on each cell's turn (pollsCells: a rank of this host
+// fills it), and comes out with its bytes, sequence number and contents unchanged.
+#include "transport/fifo.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+namespace braid {
+namespace {
+
+constexpr int kSlots = 4;
+constexpr size_t kSlotBytes = 256;
+
+struct Pair {
+  LocalFifo aToB{kSlots, kSlotBytes};
+  LocalFifo bToA{kSlots, kSlotBytes};
+  Doorbell bellA, bellB;
+  std::unique_ptr<FifoConnection> a, b;
+  explicit Pair(bool pollsCells) {
+    a = std::make_unique<FifoConnection>("a", aToB.fifo(), kSlots, kSlotBytes, bToA.fifo(), kSlots,
+                                         kSlotBytes, &bellB);
+    b = std::make_unique<FifoConnection>("b", bToA.fifo(), kSlots, kSlotBytes, aToB.fifo(), kSlots,
+                                         kSlotBytes, &bellA);
+    if (pollsCells) {
+      a->pollsCells();
+      b->pollsCells();
+    }
+  }
+};
+
+std::vector<unsigned char> pattern(size_t bytes, unsigned seed) {
+  std::vector<unsigned char> v(bytes);
+  for (size_t i = 0; i < bytes; ++i) v[i] = static_cast<unsigned char>(seed * 31 + i * 7 + 1);
+  return v;
+}
+
+// Whether p lies in the header line of one of the FIFO's cells.
+bool inHeaderLine(Fifo* f, const void* p) {
+  for (int i = 0; i < kSlots; ++i) {
+    const char* cell = reinterpret_cast<const char*>(f->cell(i, kSlotBytes));
+    const char* at = static_cast<const char*>(p);
+    if (at >= cell && at < cell + kFifoLine) return true;
+  }
+  return false;
+}
+
+class FifoModes : public ::testing::TestWithParam<bool> {};
+
+// Sizes around the inline bound, through sendCopy (the executor's host copies) and through
+// sendReserve/sendCommit (the device path's staging), three laps of the cells each.
+TEST_P(FifoModes, PiecesKeepBytesSeqAndContents) {
+  Pair p(GetParam());
+  const std::vector<size_t> sizes = {
+      0, 1, 8, Fifo::kInlineBytes - 1, Fifo::kInlineBytes, Fifo::kInlineBytes + 1, 64, kSlotBytes};
+  unsigned n = 0;
+  for (int lap = 0; lap < 3; ++lap) {
+    for (size_t bytes : sizes) {
+      for (bool viaCommit : {false, true}) {
+        const std::vector<unsigned char> sent = pattern(bytes, n);
+        const uint64_t seq = (uint64_t{0xabcd} << 32) | n;
+        if (viaCommit) {
+          size_t cap = 0;
+          void* buf = p.a->sendReserve(&cap);
+          ASSERT_NE(buf, nullptr);
+          ASSERT_EQ(cap, kSlotBytes);
+          if (bytes) std::memcpy(buf, sent.data(), bytes);
+          p.a->sendCommit(bytes, seq);
+        } else {
+          size_t taken = 99;
+          ASSERT_TRUE(p.a->sendCopy(sent.data(), bytes, seq, &taken));
+          ASSERT_EQ(taken, bytes);
+        }
+        size_t gotBytes = 0;
+        uint64_t gotSeq = 0;
+        const void* data = p.b->recvPeek(&gotBytes, &gotSeq);
+        ASSERT_NE(data, nullptr) << "piece " << n << " of " << bytes << " bytes";
+        EXPECT_EQ(gotBytes, bytes);
+        EXPECT_EQ(gotSeq, seq);
+        EXPECT_EQ(inHeaderLine(p.aToB.fifo(), data), bytes <= Fifo::kInlineBytes)
+            << bytes << " bytes";
+        if (bytes) EXPECT_EQ(std::memcmp(data, sent.data(), bytes), 0) << bytes << " bytes";
+        p.b->recvRelease();
+        size_t none = 0;
+        EXPECT_EQ(p.b->recvPeek(&none, &gotSeq), nullptr) << "a piece after the last one sent";
+        ++n;
+      }
+    }
+  }
+}
+
+// A reserved slot is not a piece until its commit; the FIFO holds kSlots pieces, no more,
+// and takes one more for each released.
+TEST_P(FifoModes, NothingBeforeCommitAndAtMostSlotsInFlight) {
+  Pair p(GetParam());
+  size_t cap = 0, bytes = 0;
+  uint64_t seq = 0;
+  void* buf = p.a->sendReserve(&cap);
+  ASSERT_NE(buf, nullptr);
+  std::memset(buf, 7, 16);
+  EXPECT_EQ(p.b->recvPeek(&bytes, &seq), nullptr);
+  p.a->sendCommit(16, 1);
+  const std::vector<unsigned char> small = pattern(8, 3);
+  size_t taken = 0;
+  for (int i = 1; i < kSlots; ++i) ASSERT_TRUE(p.a->sendCopy(small.data(), 8, 1 + i, &taken));
+  EXPECT_FALSE(p.a->sendCopy(small.data(), 8, 99, &taken)) << "a fifth piece in four cells";
+  for (int i = 0; i < kSlots; ++i) {
+    const void* data = p.b->recvPeek(&bytes, &seq);
+    ASSERT_NE(data, nullptr);
+    EXPECT_EQ(seq, static_cast<uint64_t>(1 + i));
+    EXPECT_EQ(bytes, i == 0 ? 16u : 8u);
+    p.b->recvRelease();
+    ASSERT_TRUE(p.a->sendCopy(small.data(), 8, 10 + i, &taken)) << "after release " << i;
+  }
+}
+
+// A copy larger than a slot goes in slot-sized pieces: sendCopy takes what fits.
+TEST_P(FifoModes, CopyTakesAtMostASlot) {
+  Pair p(GetParam());
+  const std::vector<unsigned char> big = pattern(kSlotBytes * 2 + 5, 9);
+  size_t taken = 0, bytes = 0;
+  uint64_t seq = 0;
+  ASSERT_TRUE(p.a->sendCopy(big.data(), big.size(), 5, &taken));
+  EXPECT_EQ(taken, kSlotBytes);
+  const void* data = p.b->recvPeek(&bytes, &seq);
+  ASSERT_NE(data, nullptr);
+  EXPECT_EQ(bytes, kSlotBytes);
+  EXPECT_EQ(std::memcmp(data, big.data(), kSlotBytes), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Consumer, FifoModes, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "PollsCells" : "PollsHead");
+                         });
+
+}  // namespace
+}  // namespace braid
