@@ -76,9 +76,10 @@ def predicted(sim, topo, opts, sizes):
     names, result = None, {}
     for line in out.splitlines():
         f = line.split()
-        if line.startswith("#") and len(f) > 3 and f[1] == "size" and f[2] == "count":
-            names = f[3:-1]
-        elif not line.startswith("#") and names and len(f) == 2 + 2 * len(names) + 1:
+        # Header: size, count, one column per algorithm, then piece and chosen.
+        if line.startswith("#") and len(f) > 4 and f[1] == "size" and f[2] == "count":
+            names = f[3:-2]
+        elif not line.startswith("#") and names and len(f) == 2 + 2 * len(names) + 2:
             chosen = f[-1]
             i = names.index(chosen)
             result[int(f[0])] = (chosen, float(f[2 + 2 * i + 1]))

@@ -233,6 +233,59 @@ TEST(Selector, HostMemoryTieGoesToTableOrder) {
   }
 }
 
+// The grain of one call: of the chunk, its half, quarter and eighth (none under
+// kMinPieceBytes, each a whole number of elements) the least predicted, a smaller one only
+// where more than kTie faster; calls of many chunks per rank and all-to-all-v keep the chunk.
+TEST(Selector, PieceIsTheLeastPredictedGrain) {
+  int smaller = 0;
+  for (auto [h, l] : std::vector<std::pair<int, int>>{{1, 2}, {1, 8}, {2, 4}})
+    for (const AlgorithmInfo& a : algorithms()) {
+      if (a.coll == Collective::kAllToAllv || a.coll == Collective::kBarrier) continue;
+      for (size_t count : {size_t{3}, size_t{20000}, size_t{100000}, size_t{1} << 22}) {
+        const size_t elemSize = 12;  // not a power of two: pieces stay whole elements
+        Fabric f = testFabric(h, l);
+        CollArgs args;
+        args.coll = a.coll;
+        args.count = count;
+        args.nranks = f.nranks();
+        args.hostOf = h > 1 ? f.hostOf.data() : nullptr;
+        if (unsupportedReason(a, args)) continue;
+        const size_t chunk = f.chunk_bytes / elemSize * elemSize;
+        const size_t piece = choosePieceBytes(a, args, elemSize, f);
+        const std::string what = std::string(a.name) + " " + collectiveName(a.coll) + " " +
+                                 std::to_string(h) + "x" + std::to_string(l) + " count " +
+                                 std::to_string(count);
+        EXPECT_EQ(piece % elemSize, 0u) << what;
+        EXPECT_LE(piece, chunk) << what;
+        EXPECT_GE(piece, std::min(chunk, kMinPieceBytes)) << what;
+        // The same answer by hand: every candidate predicted, the rule applied.
+        const bool deep = callBytes(a.coll, count, elemSize, f.nranks()) >
+                          kPieceChoiceChunks * chunk * f.nranks();
+        Fabric g = f;
+        g.chunk_bytes = chunk;
+        size_t want = chunk;
+        double wantUs = deep ? 0 : predictCallUs(a, args, elemSize, g);
+        for (size_t p = chunk / 2; !deep && p >= kMinPieceBytes && p >= chunk / 8; p /= 2) {
+          g.chunk_bytes = p / elemSize * elemSize;
+          const double us = predictCallUs(a, args, elemSize, g);
+          if (us * (1 + kTie) < wantUs) {
+            want = g.chunk_bytes;
+            wantUs = us;
+          }
+        }
+        EXPECT_EQ(piece, want) << what;
+        smaller += piece < chunk;
+      }
+    }
+  EXPECT_GT(smaller, 0) << "no call on these layouts pipelines better in smaller pieces";
+  CollArgs v;
+  v.coll = Collective::kAllToAllv;
+  v.count = 1 << 20;
+  EXPECT_EQ(
+      choosePieceBytes(*findAlgorithm(Collective::kAllToAllv, "pairwise"), v, 4, testFabric(1, 4)),
+      testFabric(1, 4).chunk_bytes);
+}
+
 // braidCommPredict on a live communicator: a time for every algorithm that can run the
 // call, the selector's pick among them, clear errors otherwise.
 TEST(Selector, CommPredict) {

@@ -363,6 +363,18 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
       publishRefusalLocked(comm, static_cast<uint32_t>((userCall ? *userCall : args).coll) + 1);
       return res;
     }
+    // The grain: BRAID_CHUNKSIZE's when rank 0 set it, else the cost model's for this call
+    // (choosePieceBytes: chunkSize or a smaller one). Every rank chooses alike: for the
+    // out-of-place form, on rank 0's figures.
+    if (!comm->chunkFixed) {
+      CollArgs outOfPlace = args;
+      outOfPlace.inPlace = false;
+      const size_t piece = tuning::choosePieceBytes(*p->algo, outOfPlace, elemSize, comm->fabric);
+      args.pieceElems = std::max<size_t>(1, piece / elemSize);
+      if (piece != comm->chunkSize && comm->rank == 0)
+        BRAID_INFO("TUNING", "%s of %zu elements: %s in pieces of %zu bytes (chunk %zu)",
+                   collectiveName(args.coll), args.count, p->algo->name, piece, comm->chunkSize);
+    }
     p->algo->build(args, &p->schedule);
     p->inPlace = args.inPlace;
     compilePlan(p, elemSize);

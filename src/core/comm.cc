@@ -489,6 +489,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   const PeerCard& first = comm->peers[0];
   comm->chunkSize =
       first.chunkSizeSet || !anyNet ? first.chunkSize : std::max(first.chunkSize, kNetChunkBytes);
+  comm->chunkFixed = first.chunkSizeSet;
   const std::string backendName = rule == "ucx" ? "ucx" : "tcp";
   for (int r = 0; r < nranks; ++r) {
     if (r == rank) continue;

@@ -80,6 +80,9 @@ struct braidComm {
   int rank = 0;
   int nranks = 1;
   size_t chunkSize = 0;  // pipelining grain in bytes, the same on every rank (rank 0's)
+  // Rank 0 set BRAID_CHUNKSIZE: every call's pieces are chunkSize. Else the cost model picks
+  // each call's grain, chunkSize or smaller (tuning::choosePieceBytes).
+  bool chunkFixed = false;
   std::vector<braid::PeerCard> peers;
   std::unique_ptr<braid::ShmSegment> segment;  // my inbound FIFOs
   std::vector<std::unique_ptr<braid::ShmSegment>> peerSegments;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #if defined(__x86_64__)
@@ -104,7 +105,10 @@ const char* isaName(Isa isa) {
   }
 }
 
-bool isaSupported(Isa isa) {
+namespace {
+// Asks the CPU (cpuid: under a hypervisor each one traps to it, microseconds apiece, so
+// isaSupported keeps the answers).
+bool probeIsa(Isa isa) {
   switch (isa) {
     case Isa::kGeneric:
       return true;
@@ -116,12 +120,21 @@ bool isaSupported(Isa isa) {
       return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     }
     case Isa::kAvx512:
-      return isaSupported(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
+      return probeIsa(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 #endif
     default:
       return false;
   }
+}
+
+}  // namespace
+
+bool isaSupported(Isa isa) {
+  static const bool supported[] = {probeIsa(Isa::kGeneric), probeIsa(Isa::kAvx2),
+                                   probeIsa(Isa::kAvx512)};
+  const auto i = static_cast<size_t>(isa);
+  return i < std::size(supported) && supported[i];
 }
 
 Isa activeIsa() { return active().isa; }

@@ -94,6 +94,9 @@ struct Fifo {
   static Fifo* init(void* at);
 };
 static_assert(sizeof(Fifo::CellHeader) == kFifoLine);
+// A cell's turn is read and written through std::atomic_ref by two processes: it must be a
+// plain lock-free 32-bit word in the shared mapping.
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
 
 // Bytes a FIFO of `slots` cells of `slotBytes` (a multiple of kFifoLine) takes.
 inline size_t fifoBytesFor(int slots, size_t slotBytes) {

@@ -164,9 +164,12 @@ bool NetProxy::pass() {
     while (p.sendPosted < head) {
       Fifo::CellHeader* c = sf->cell(static_cast<int>(p.sendPosted % slots), slotBytes_);
       void** req = &p.sendReq[p.sendPosted % slots];
+      // An in-place piece goes as its header and the user's bytes; a copied one as its
+      // header and the slot's bytes after it, or the header alone when the piece rides in it.
       braidResult_t res =
           c->src ? backend_->isendGather(p.rank, c, kFifoLine, c->src, c->bytes, p.sendPosted, req)
-                 : backend_->isend(p.rank, c, kFifoLine + c->bytes, p.sendPosted, req);
+                 : backend_->isend(p.rank, c, kFifoLine + (c->inlined() ? 0 : c->bytes),
+                                   p.sendPosted, req);
       if (res != braidSuccess) {
         broke();
         break;

@@ -53,7 +53,8 @@ void usage(FILE* f) {
       "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G, T suffixes), times FACTOR (an\n"
       "                       integer >= 2) each step (default 8, 256M, 2), as nccl-tests'\n"
       "  -d DTYPE             float (default), half, bfloat16, double, int32, int8\n"
-      "  --json               one JSON array of {collective, bytes, chosen, algorithms}\n"
+      "  --json               one JSON array of {collective, bytes, chosen, piece_bytes,\n"
+      "                       algorithms}\n"
       "  --simulate           also play the schedules (at most 1024 ranks)\n");
 }
 
@@ -223,12 +224,13 @@ int main(int argc, char** argv) {
     for (const AlgorithmInfo& a : braid::algorithms())
       if (a.coll == coll) rows.push_back(&a);
     if (!json) {
-      std::printf("\n# %s, %s: predicted time (us) and busbw (GB/s) per algorithm%s\n",
-                  braid::collectiveName(coll), dtype->name,
-                  simulate ? "; sim: the schedules played" : "");
+      std::printf(
+          "\n# %s, %s: predicted time (us) and busbw (GB/s) per algorithm%s; piece: the chosen "
+          "algorithm's pipelining grain in bytes\n",
+          braid::collectiveName(coll), dtype->name, simulate ? "; sim: the schedules played" : "");
       std::printf("#%11s %12s", "size", "count");
       for (const AlgorithmInfo* a : rows) std::printf(" %*s", simulate ? 30 : 19, a->name);
-      std::printf("  %s\n", "chosen");
+      std::printf(" %10s  %s\n", "piece", "chosen");
     }
     const size_t div = braid::tuning::callBytes(coll, 1, dtype->size, n);
     int rowsPrinted = 0;
@@ -247,13 +249,18 @@ int main(int argc, char** argv) {
       int best = -1;
       const auto cands = braid::tuning::rankCandidates(args, dtype->size, fabric, &best);
       const size_t realBytes = count * div;
+      // The chosen algorithm's grain (choosePieceBytes), as a communicator without
+      // BRAID_CHUNKSIZE picks it.
+      const size_t piece =
+          best >= 0 ? braid::tuning::choosePieceBytes(*cands[best].algo, args, dtype->size, fabric)
+                    : 0;
       const double factorBus = braid::tuning::busBwFactor(coll, n);
       if (json) {
         std::printf(
             "%s\n  {\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, \"ranks\": %d, "
-            "\"hosts\": %d, \"chosen\": \"%s\", \"algorithms\": {",
+            "\"hosts\": %d, \"chosen\": \"%s\", \"piece_bytes\": %zu, \"algorithms\": {",
             firstJson ? "" : ",", braid::collectiveName(coll), realBytes, count, n, hosts,
-            best >= 0 ? cands[best].algo->name : "");
+            best >= 0 ? cands[best].algo->name : "", piece);
         firstJson = false;
       } else {
         std::printf("%12zu %12zu", realBytes, count);
@@ -301,7 +308,7 @@ int main(int argc, char** argv) {
       if (json)
         std::printf("}}");
       else
-        std::printf("  %s\n", best >= 0 ? cands[best].algo->name : "none");
+        std::printf(" %10zu  %s\n", piece, best >= 0 ? cands[best].algo->name : "none");
       if (bytes > SIZE_MAX / factor) break;
     }
     if (rowsPrinted == 0 && !json)

@@ -526,6 +526,34 @@ double predictCallUsUncached(const AlgorithmInfo& algo, const CollArgs& args, si
   return predictUs(algo, args.coll, args.count, elemSize, fabric, args.inPlace);
 }
 
+size_t choosePieceBytes(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
+                        const Fabric& fabric) {
+  const size_t chunk = std::max(fabric.chunk_bytes, elemSize) / elemSize * elemSize;
+  const int n = fabric.nranks();
+  // A call of more than kPieceChoiceChunks chunks per rank is pipelined deeply at the
+  // chunk already, and its smaller pieces would be costly to simulate: it keeps the chunk.
+  if (args.coll == Collective::kAllToAllv || n <= 1 ||
+      callBytes(args.coll, args.count, elemSize, n) > kPieceChoiceChunks * chunk * n)
+    return chunk;
+  CollArgs a = args;  // as rankCandidates sees the call
+  a.nranks = n;
+  a.hostOf = fabric.nhosts() > 1 ? fabric.hostOf.data() : nullptr;
+  a.ring = fabric.ring.empty() ? nullptr : fabric.ring.data();
+  Fabric f = fabric;
+  f.chunk_bytes = chunk;
+  size_t best = chunk;
+  double bestUs = predictCallUs(algo, a, elemSize, f);
+  for (size_t piece = chunk / 2; piece >= kMinPieceBytes && piece >= chunk / 8; piece /= 2) {
+    f.chunk_bytes = piece / elemSize * elemSize;
+    const double us = predictCallUs(algo, a, elemSize, f);
+    if (us >= 0 && us * (1 + kTie) < bestUs) {
+      best = f.chunk_bytes;
+      bestUs = us;
+    }
+  }
+  return best;
+}
+
 std::vector<Candidate> rankCandidates(const CollArgs& args, size_t elemSize, const Fabric& fabric,
                                       int* best) {
   std::vector<Candidate> out;

@@ -45,6 +45,19 @@ constexpr double kSimulateSteps = 1000000;
 double predictCallUs(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
                      const Fabric& fabric);
 
+// The pipelining grain for one call of `algo` (NCCL sizes its steps per call likewise): of
+// the fabric's chunk and its halves down to an eighth (none under kMinPieceBytes, each a
+// whole number of elements), the one with the least predictCallUs, a smaller piece only
+// where it is more than kTie faster than the best larger one (fewer steps otherwise). The
+// FIFO's slots keep their size, so a smaller piece lets no more bytes be in flight, only
+// more, smaller steps. Bytes, at least elemSize. Calls of more than kPieceChoiceChunks
+// chunks per rank (callBytes / nranks), and all-to-all-v (counts differ per rank), keep the
+// chunk.
+constexpr size_t kMinPieceBytes = 4096;
+constexpr size_t kPieceChoiceChunks = 4;
+size_t choosePieceBytes(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
+                        const Fabric& fabric);
+
 struct Candidate {
   const AlgorithmInfo* algo = nullptr;
   double predicted_us = 0;
