@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -233,15 +234,17 @@ TEST(Selector, HostMemoryTieGoesToTableOrder) {
   }
 }
 
-// The grain of one call: of the chunk, its half, quarter and eighth (none under
-// kMinPieceBytes, each a whole number of elements) the least predicted, a smaller one only
-// where more than kTie faster; calls of many chunks per rank and all-to-all-v keep the chunk.
+// The grain of one call. Candidates: the chunk, its half, quarter and eighth, none under
+// kMinPieceBytes, each a whole number of elements. The pick is one of them, predicted no
+// slower than the chunk, and none is predicted faster than it by more than kTie (a smaller
+// one is taken only for more than that). Calls of more than kPieceChoiceChunks chunks per
+// rank, all-to-all-v and barriers keep the chunk.
 TEST(Selector, PieceIsTheLeastPredictedGrain) {
   int smaller = 0;
   for (auto [h, l] : std::vector<std::pair<int, int>>{{1, 2}, {1, 8}, {2, 4}})
     for (const AlgorithmInfo& a : algorithms()) {
       if (a.coll == Collective::kAllToAllv || a.coll == Collective::kBarrier) continue;
-      for (size_t count : {size_t{3}, size_t{20000}, size_t{100000}, size_t{1} << 22}) {
+      for (size_t count : {size_t{3}, size_t{20000}, size_t{100000}}) {
         const size_t elemSize = 12;  // not a power of two: pieces stay whole elements
         Fabric f = testFabric(h, l);
         CollArgs args;
@@ -254,36 +257,41 @@ TEST(Selector, PieceIsTheLeastPredictedGrain) {
         const size_t piece = choosePieceBytes(a, args, elemSize, f);
         const std::string what = std::string(a.name) + " " + collectiveName(a.coll) + " " +
                                  std::to_string(h) + "x" + std::to_string(l) + " count " +
-                                 std::to_string(count);
-        EXPECT_EQ(piece % elemSize, 0u) << what;
-        EXPECT_LE(piece, chunk) << what;
-        EXPECT_GE(piece, std::min(chunk, kMinPieceBytes)) << what;
-        // The same answer by hand: every candidate predicted, the rule applied.
-        const bool deep = callBytes(a.coll, count, elemSize, f.nranks()) >
-                          kPieceChoiceChunks * chunk * f.nranks();
-        Fabric g = f;
-        g.chunk_bytes = chunk;
-        size_t want = chunk;
-        double wantUs = deep ? 0 : predictCallUs(a, args, elemSize, g);
-        for (size_t p = chunk / 2; !deep && p >= kMinPieceBytes && p >= chunk / 8; p /= 2) {
-          g.chunk_bytes = p / elemSize * elemSize;
-          const double us = predictCallUs(a, args, elemSize, g);
-          if (us * (1 + kTie) < wantUs) {
-            want = g.chunk_bytes;
-            wantUs = us;
-          }
-        }
-        EXPECT_EQ(piece, want) << what;
+                                 std::to_string(count) + " piece " + std::to_string(piece);
+        std::vector<size_t> candidates = {chunk};
+        for (size_t p : {chunk / 2, chunk / 4, chunk / 8})
+          if (p >= kMinPieceBytes) candidates.push_back(p / elemSize * elemSize);
+        ASSERT_NE(std::find(candidates.begin(), candidates.end(), piece), candidates.end()) << what;
+        auto predicted = [&](size_t p) {
+          Fabric g = f;
+          g.chunk_bytes = p;
+          return predictCallUs(a, args, elemSize, g);
+        };
+        const double pickUs = predicted(piece);
+        EXPECT_LE(pickUs, predicted(chunk)) << what;
+        if (piece != chunk) EXPECT_LT(pickUs * (1 + kTie), predicted(chunk)) << what;
+        for (size_t p : candidates)
+          EXPECT_GE(predicted(p) * (1 + kTie), pickUs) << what << " against " << p;
         smaller += piece < chunk;
       }
     }
   EXPECT_GT(smaller, 0) << "no call on these layouts pipelines better in smaller pieces";
+  // Just over kPieceChoiceChunks chunks per rank, all-to-all-v, and a barrier: the chunk.
+  const Fabric f = testFabric(1, 8);
+  CollArgs big;
+  big.coll = Collective::kAllReduce;
+  big.count = kPieceChoiceChunks * f.chunk_bytes * 8 / 4 + 8;  // 4 bytes a rank over
+  EXPECT_EQ(choosePieceBytes(*findAlgorithm(Collective::kAllReduce, "ring"), big, 4, f),
+            f.chunk_bytes);
   CollArgs v;
   v.coll = Collective::kAllToAllv;
-  v.count = 1 << 20;
-  EXPECT_EQ(
-      choosePieceBytes(*findAlgorithm(Collective::kAllToAllv, "pairwise"), v, 4, testFabric(1, 4)),
-      testFabric(1, 4).chunk_bytes);
+  v.count = 1 << 10;
+  EXPECT_EQ(choosePieceBytes(*findAlgorithm(Collective::kAllToAllv, "pairwise"), v, 4, f),
+            f.chunk_bytes);
+  CollArgs barrier;
+  barrier.coll = Collective::kBarrier;
+  EXPECT_EQ(choosePieceBytes(*findAlgorithm(Collective::kBarrier, "dissemination"), barrier, 1, f),
+            f.chunk_bytes);
 }
 
 // braidCommPredict on a live communicator: a time for every algorithm that can run the

@@ -93,13 +93,15 @@ const std::string& envAlgoText() {
 
 namespace {
 
-// What every rank must agree on for one call (alltoallv's counts differ per rank by design).
+// What every rank must agree on for one call (alltoallv's counts differ per rank by design),
+// with the step each rank picked (choosePieceBytes, alike on every rank by construction: a
+// disagreement is then a mismatched call, not a hang).
 uint32_t callTag(const CollArgs& a) {
   uint64_t h = 1469598103934665603ull;
-  for (uint64_t v :
-       {static_cast<uint64_t>(a.coll) + 1,
-        a.coll == Collective::kAllToAllv ? 0 : static_cast<uint64_t>(a.count),
-        static_cast<uint64_t>(a.dtype), static_cast<uint64_t>(a.op), static_cast<uint64_t>(a.root)})
+  for (uint64_t v : {static_cast<uint64_t>(a.coll) + 1,
+                     a.coll == Collective::kAllToAllv ? 0 : static_cast<uint64_t>(a.count),
+                     static_cast<uint64_t>(a.dtype), static_cast<uint64_t>(a.op),
+                     static_cast<uint64_t>(a.root), static_cast<uint64_t>(a.pieceElems)})
     h = (h ^ v) * 1099511628211ull;
   uint32_t tag = static_cast<uint32_t>(h ^ (h >> 32));
   return tag == 0 ? 1 : tag;

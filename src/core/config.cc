@@ -143,8 +143,11 @@ Config load() {
   }
   // A connection's FIFO holds buffSize / chunkSize slots: at least 2, at most 4096.
   if (const char* v = getEnv("CHUNKSIZE")) {
+    // A value refused (warned about, the default kept) counts as unset: the communicator
+    // still picks each call's step and the network's larger chunk.
+    size_t bytes = 0;
+    c.chunkSizeSet = parseByteSize(v, &bytes) && bytes >= 64 && bytes <= (64u << 20);
     c.chunkSize = parseBytes("BRAID_CHUNKSIZE", v, c.chunkSize, 64, 64u << 20);
-    c.chunkSizeSet = true;
   }
   if (const char* v = getEnv("SINGLE_COPY")) {
     using S = Config::SingleCopy;

@@ -106,8 +106,8 @@ const char* isaName(Isa isa) {
 }
 
 namespace {
-// Asks the CPU (cpuid: under a hypervisor each one traps to it, microseconds apiece, so
-// isaSupported keeps the answers).
+// Asks the CPU (__get_cpuid: under a hypervisor each one traps to it, microseconds apiece,
+// so isaSupported keeps the answers).
 bool probeIsa(Isa isa) {
   switch (isa) {
     case Isa::kGeneric:
@@ -133,6 +133,8 @@ bool probeIsa(Isa isa) {
 bool isaSupported(Isa isa) {
   static const bool supported[] = {probeIsa(Isa::kGeneric), probeIsa(Isa::kAvx2),
                                    probeIsa(Isa::kAvx512)};
+  static_assert(std::size(supported) == static_cast<size_t>(Isa::kAvx512) + 1,
+                "one answer per Isa");
   const auto i = static_cast<size_t>(isa);
   return i < std::size(supported) && supported[i];
 }

@@ -1,6 +1,7 @@
 // braid-sim: predicts, without running anything, every algorithm's time and bus bandwidth
 // for each collective and size on a machine built from a topology file replicated over
-// hosts, and prints the selector's choice.
+// hosts, and prints the selector's choice and its pipelining step (`piece`: the chunk, or
+// the smaller step tuning::choosePieceBytes picks for the call).
 //   braid-sim --topo FILE --hosts H [--ranks-per-host R] [--nic-gbps G] [--nvswitch LINKS]
 //   [--mnnvl]
 //             [--calibration FILE]

@@ -532,8 +532,10 @@ size_t choosePieceBytes(const AlgorithmInfo& algo, const CollArgs& args, size_t 
   const int n = fabric.nranks();
   // A call of more than kPieceChoiceChunks chunks per rank is pipelined deeply at the
   // chunk already, and its smaller pieces would be costly to simulate: it keeps the chunk.
-  if (args.coll == Collective::kAllToAllv || n <= 1 ||
-      callBytes(args.coll, args.count, elemSize, n) > kPieceChoiceChunks * chunk * n)
+  if (args.coll == Collective::kAllToAllv || args.coll == Collective::kBarrier || args.count == 0 ||
+      n <= 1 || chunk / 2 < kMinPieceBytes ||
+      callBytes(args.coll, args.count, elemSize, n) / static_cast<size_t>(n) >
+          kPieceChoiceChunks * chunk)
     return chunk;
   CollArgs a = args;  // as rankCandidates sees the call
   a.nranks = n;
