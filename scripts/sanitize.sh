@@ -3,8 +3,9 @@
 # and ThreadSanitizer (tsan: the tests that run ranks as threads, Meson suite 'threads'), each
 # in a build directory of its own (build-asan, build-tsan in the repository; -O1 with line
 # tables). In a sanitized build the largest cases shrink (tests/test_scale.h, the soak's call
-# counts in tests/meson.build), and the matrix's variants, its runs above 8 ranks, and under
-# TSan every matrix run, take the sampled rows (BRAID_TEST_SAMPLED, tests/matrix_test.cc).
+# counts in tests/meson.build), and the matrix takes fewer rows: every count with 4 dtypes x 3
+# ops in 'matrix' under ASan, the sampled rows in its variants, above 8 ranks, and in every
+# run under TSan (BRAID_TEST_SAMPLED, tests/meson.build; the release build runs every row).
 # Any sanitizer report fails the run: reports are written to files (in the child processes
 # too, whose exit status some tests expect to be non-zero) and printed at the end.
 #   scripts/sanitize.sh [asan|tsan|all] [TEST|@SUITE|@all ...]
@@ -112,7 +113,7 @@ run_mode() {  # MODE TEST...
   export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"
   export TSAN_OPTIONS="$TSAN_OPTIONS:print_suppressions=0"
   # Under TSan the matrix runs its sampled rows (three dtypes, three ops): the interleavings
-  # are what it checks, and the ASan run covers every row.
+  # are what it checks, and the ASan run covers every count.
   # OpenBLAS's worker threads are not instrumented and hand work over through their own
   # spinning queue, which TSan cannot see (it reports their writes to a caller's fresh
   # buffer as races); one BLAS thread per caller keeps the ranks' threads the only ones.

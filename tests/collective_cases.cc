@@ -83,7 +83,8 @@ std::string Case::describe(int nranks) const {
          (isRooted(algo->coll) ? " root " + std::to_string(root) : "");
 }
 
-std::vector<Case> matrixCases(int nranks, bool sampled) {
+std::vector<Case> matrixCases(int nranks, Rows rows) {
+  const bool sampled = rows == Rows::kSampled;
   std::vector<Case> out;
   const size_t n = static_cast<size_t>(nranks);
   std::vector<size_t> counts = {0, 1, n > 1 ? n - 1 : 2, 4097};
@@ -94,8 +95,10 @@ std::vector<Case> matrixCases(int nranks, bool sampled) {
     std::vector<braidRedOp_t> ops =
         reducing ? std::vector<braidRedOp_t>(std::begin(kOps), std::end(kOps))
                  : std::vector<braidRedOp_t>{braidSum};
-    if (sampled) {
+    const std::vector<braidRedOp_t> allOps = ops;  // the 1M+3 row rotates through these
+    if (rows != Rows::kEvery) {
       types = {braidFloat32, braidInt8, braidBfloat16};
+      if (rows == Rows::kTypes) types.push_back(braidFloat64);
       ops = reducing ? std::vector<braidRedOp_t>{braidSum, braidAvg, braidMax}
                      : std::vector<braidRedOp_t>{braidSum};
     }
@@ -131,7 +134,8 @@ std::vector<Case> matrixCases(int nranks, bool sampled) {
       bool grows = a.coll != Collective::kAllReduce && a.coll != Collective::kBroadcast &&
                    a.coll != Collective::kReduce;
       ++rotate;
-      add(kAllTypes[rotate % 12], ops[rotate % ops.size()], grows ? (big + n - 1) / n : big);
+      add(kAllTypes[rotate % std::size(kAllTypes)], allOps[rotate % allOps.size()],
+          grows ? (big + n - 1) / n : big);
     }
   }
   return out;

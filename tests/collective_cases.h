@@ -20,11 +20,21 @@ struct Case {
   std::string describe(int nranks) const;
 };
 
-// Cases for one rank count: every algorithm row x dtype x op x count x placement x root, with
-// the full dtype x op cross at counts {0, 1, nranks-1, 4097} and a rotating sample of dtypes
-// and ops at 1M+3 (and only for collectives whose buffers do not grow with nranks).
-// `sampled` keeps a smaller subset (for ranks as processes).
-std::vector<Case> matrixCases(int nranks, bool sampled);
+// Which rows of the matrix a run takes.
+enum class Rows {
+  // Every dtype x op at counts {0, 1, nranks-1, 4097}, and a rotating dtype and op at 1M+3
+  // (per rank block where buffers grow with nranks).
+  kEvery,
+  // The same 1M+3 row, and 4 dtypes (1, 2, 4 and 8 bytes) x 3 ops at the four counts: the
+  // variant runs in a release build, which add a path or a transport, not a reduction.
+  kTypes,
+  // 3 dtypes x 3 ops at counts 1 and 4097: ranks as processes, and sanitizer builds.
+  kSampled,
+};
+
+// Cases for one rank count: every algorithm row x dtype x op x count x placement x root, the
+// dtypes, ops and counts as `rows` says.
+std::vector<Case> matrixCases(int nranks, Rows rows);
 
 // Runs one case on this rank; returns "" or what went wrong (first bad element). With a
 // stream, the call is queued on it and checked after braidStreamSynchronize.

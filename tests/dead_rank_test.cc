@@ -5,12 +5,14 @@
 // killed alone).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -54,6 +56,26 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// After judging, a survivor stays until every survivor has judged (each leaves a file named
+// for its rank in BRAID_TEST_JUDGED_DIR), at most 3 s: a survivor that exits becomes, to a
+// rank still waiting, one more peer gone, and may be the one it names.
+void awaitOtherSurvivors(int rank) {
+  const char* dir = std::getenv("BRAID_TEST_JUDGED_DIR");
+  if (dir == nullptr) return;
+  const std::string mine = std::string(dir) + "/" + std::to_string(rank);
+  if (FILE* f = std::fopen(mine.c_str(), "w")) std::fclose(f);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    int judged = 0;
+    for (int r = 0; r < kRanks; ++r) {
+      struct stat st;
+      judged += stat((std::string(dir) + "/" + std::to_string(r)).c_str(), &st) == 0;
+    }
+    if (judged >= kRanks - 1 || since(t0) > 3) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 // BRAID_TEST_DIE_AT = init | inside | between: where rank BRAID_TEST_DEAD_RANK kills itself.
 int dieChild(int rank, int nranks) {
   const std::string at = std::getenv("BRAID_TEST_DIE_AT") ? std::getenv("BRAID_TEST_DIE_AT") : "";
@@ -66,7 +88,7 @@ int dieChild(int rank, int nranks) {
   braidResult_t res = braidCommInitRank(&comm, nranks, id, rank);
   if (res != braidSuccess) {
     const int verdict = judge("init", res, since(t0), braidGetLastError(nullptr));
-    std::this_thread::sleep_for(std::chrono::seconds(2));  // as below
+    awaitOtherSurvivors(rank);
     return verdict;
   }
   if (at == "init") {
@@ -97,9 +119,7 @@ int dieChild(int rank, int nranks) {
     res = once();
     if (res != braidSuccess) {
       const int verdict = judge("all-reduce", res, since(t0), braidGetLastError(comm));
-      // Stay until the other survivor has judged too: a survivor that exits becomes, to a
-      // rank still waiting, one more peer gone, and may be the one it names.
-      std::this_thread::sleep_for(std::chrono::seconds(2));
+      awaitOtherSurvivors(rank);
       braidCommDestroy(comm);
       return verdict;
     }
@@ -114,10 +134,14 @@ class DeadRank : public ::testing::TestWithParam<Fault> {};
 
 TEST_P(DeadRank, SurvivorsFailNamingItWithinTheTimeout) {
   const auto [at, dead, transport] = GetParam();
+  char judged[] = "/tmp/braid-dead-rank-XXXXXX";  // mkdtemp's template
+  ASSERT_NE(mkdtemp(judged), nullptr);
   auto results = runProcesses(
       kRanks, "die",
       {std::string("BRAID_TEST_DIE_AT=") + at, "BRAID_TEST_DEAD_RANK=" + std::to_string(dead),
-       std::string("BRAID_TRANSPORT=") + transport});
+       std::string("BRAID_TRANSPORT=") + transport,
+       std::string("BRAID_TEST_JUDGED_DIR=") + judged});
+  std::filesystem::remove_all(judged);
   for (int r = 0; r < kRanks; ++r) {
     if (r == dead)
       EXPECT_EQ(results[r].status, 128 + SIGKILL) << "rank " << r << ":\n" << results[r].output;

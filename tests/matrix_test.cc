@@ -26,8 +26,8 @@
 namespace braid::test {
 namespace {
 
-std::string runAll(braidComm_t comm, int rank, int nranks, bool sampled) {
-  for (const Case& c : matrixCases(nranks, sampled)) {
+std::string runAll(braidComm_t comm, int rank, int nranks, Rows rows) {
+  for (const Case& c : matrixCases(nranks, rows)) {
     std::string e = runCase(c, comm, rank, nranks);
     if (!e.empty()) return e;  // ranks are out of step after a failure
   }
@@ -36,22 +36,26 @@ std::string runAll(braidComm_t comm, int rank, int nranks, bool sampled) {
 
 class MatrixThreads : public ::testing::TestWithParam<int> {};
 
-// The sampled rows only: with BRAID_TEST_SAMPLED=1 (the variant runs in a sanitizer build,
-// every run under TSan: tests/meson.build, scripts/sanitize.sh), and at more than 8 ranks
-// where sizes are reduced (a sanitizer build or BRAID_TEST_REDUCED=1, tests/test_scale.h:
-// 13 and 16 threads took 131 s of the ASan matrix's 353; the release build runs every row
-// there).
-bool sampledOnly(int nranks) {
-  if (reducedSizes() && nranks > 8) return true;
+// The rows a run takes (collective_cases.h), from BRAID_TEST_SAMPLED: unset, every row;
+// "types", Rows::kTypes (the variant runs in a release build: tests/meson.build); "1",
+// Rows::kSampled (the variant runs in a sanitizer build, every run under TSan:
+// scripts/sanitize.sh). Above 8 ranks where sizes are reduced (a sanitizer build or
+// BRAID_TEST_REDUCED=1, tests/test_scale.h), kSampled too: 13 and 16 threads took 131 s of the
+// ASan matrix's 353; the release build runs every row there.
+Rows rowsFor(int nranks) {
+  if (reducedSizes() && nranks > 8) return Rows::kSampled;
   const char* v = std::getenv("BRAID_TEST_SAMPLED");
-  return v && std::strcmp(v, "1") == 0;
+  if (v == nullptr || *v == '\0') return Rows::kEvery;
+  if (std::strcmp(v, "1") == 0) return Rows::kSampled;
+  if (std::strcmp(v, "types") == 0) return Rows::kTypes;
+  std::fprintf(stderr, "BRAID_TEST_SAMPLED=%s: expected 1 or types\n", v);
+  std::exit(2);
 }
 
 TEST_P(MatrixThreads, EveryRowOfTheTable) {
   const int n = GetParam();
-  const bool sampled = sampledOnly(n);
-  auto errors =
-      runThreads(n, [n, sampled](braidComm_t c, int r) { return runAll(c, r, n, sampled); });
+  const Rows rows = rowsFor(n);
+  auto errors = runThreads(n, [n, rows](braidComm_t c, int r) { return runAll(c, r, n, rows); });
   for (const auto& e : errors) ADD_FAILURE() << e;
 }
 
@@ -107,7 +111,7 @@ TEST_P(MatrixFakeDevice, EveryRowOnDeviceBuffers) {
   const FakeCudaStats& st = fakeCudaStats();
   const uint64_t syncBefore = st.syncCopies.load(), reducesBefore = st.deviceReduces.load();
   auto errors = runThreads(n, [n](braidComm_t c, int r) {
-    std::string e = runAll(c, r, n, sampledOnly(n));
+    std::string e = runAll(c, r, n, rowsFor(n));
     return e.empty() ? ringSendRecv(c, r, n, nullptr) : e;
   });
   for (const auto& e : errors) ADD_FAILURE() << e;
@@ -134,7 +138,7 @@ TEST_P(MatrixFakeDevice, EveryRowOnACudaStream) {
     if (braidStreamCreateCuda(&s, &cuda) != braidSuccess)
       return std::string("braidStreamCreateCuda: ") + braidGetLastError(nullptr);
     std::string e;
-    for (const Case& k : matrixCases(n, sampledOnly(n))) {
+    for (const Case& k : matrixCases(n, rowsFor(n))) {
       e = runCase(k, c, r, n, s);
       if (!e.empty()) break;
     }
@@ -289,12 +293,12 @@ TEST(Matrix, EveryCollectiveHasARow) {
 
 int main(int argc, char** argv) {
   braid::test::registerChildRole("matrix", [](braidComm_t c, int r, int n) {
-    std::string e = braid::test::runAll(c, r, n, true);
+    std::string e = braid::test::runAll(c, r, n, braid::test::Rows::kSampled);
     if (!e.empty()) std::fprintf(stderr, "%s\n", e.c_str());
     return e.empty() ? 0 : 1;
   });
   braid::test::registerChildRole("matrix-device", [](braidComm_t c, int r, int n) {
-    std::string e = braid::test::runAll(c, r, n, true);
+    std::string e = braid::test::runAll(c, r, n, braid::test::Rows::kSampled);
     if (e.empty()) e = braid::test::ringSendRecv(c, r, n, nullptr);
     const braid::test::FakeCudaStats& st = braid::test::fakeCudaStats();
     if (e.empty() && braid::config().cudaIpc && (st.syncCopies != 0 || st.deviceReduces == 0))
