@@ -168,11 +168,14 @@ Config load() {
     c.singleCopyBytes =
         parseBytes("BRAID_SINGLE_COPY_BYTES", v, c.singleCopyBytes, 1, size_t{1} << 40,
                    "the default (64K for braidMemAllocHost buffers, 1M for the rest)");
-  if (const char* v = getEnv("BUFFSIZE"))
-    c.buffSize = parseBytes("BRAID_BUFFSIZE", v, c.buffSize, 128, 1u << 30);
+  const char* buff = getEnv("BUFFSIZE");
+  if (buff) c.buffSize = parseBytes("BRAID_BUFFSIZE", buff, c.buffSize, 128, 1u << 30);
+  // A buffer of fewer than 2 chunks grows to 2. Only a buffer size the user set is worth a
+  // warning: the default simply follows a large BRAID_CHUNKSIZE.
   if (c.buffSize < 2 * c.chunkSize) {
-    badValue("BRAID_BUFFSIZE", std::to_string(c.buffSize).c_str(),
-             "holds fewer than 2 chunks of BRAID_CHUNKSIZE", std::to_string(2 * c.chunkSize));
+    if (buff)
+      badValue("BRAID_BUFFSIZE", buff, "holds fewer than 2 chunks of BRAID_CHUNKSIZE",
+               std::to_string(2 * c.chunkSize));
     c.buffSize = 2 * c.chunkSize;
   }
   if (c.buffSize / c.chunkSize > 4096) c.buffSize = 4096 * c.chunkSize;
