@@ -5,7 +5,8 @@
 # tables). In a sanitized build the largest cases shrink (tests/test_scale.h, the soak's call
 # counts in tests/meson.build), and the matrix takes fewer rows: every count with 4 dtypes x 3
 # ops in 'matrix' under ASan, the sampled rows in its variants, above 8 ranks, and in every
-# run under TSan (BRAID_TEST_SAMPLED, tests/meson.build; the release build runs every row).
+# run under TSan (BRAID_TEST_SAMPLED, tests/meson.build; the release build's 'matrix' runs
+# every row).
 # Any sanitizer report fails the run: reports are written to files (in the child processes
 # too, whose exit status some tests expect to be non-zero) and printed at the end.
 #   scripts/sanitize.sh [asan|tsan|all] [TEST|@SUITE|@all ...]

@@ -26,9 +26,11 @@ enum class Rows {
   // (per rank block where buffers grow with nranks).
   kEvery,
   // The same 1M+3 row, and 4 dtypes (1, 2, 4 and 8 bytes) x 3 ops at the four counts: the
-  // variant runs in a release build, which add a path or a transport, not a reduction.
+  // variant runs in a release build (they add a path or a transport, not a reduction), and
+  // 'matrix' under ASan+UBSan.
   kTypes,
-  // 3 dtypes x 3 ops at counts 1 and 4097: ranks as processes, and sanitizer builds.
+  // 3 dtypes x 3 ops at counts 1 and 4097: ranks as processes, the variants in sanitizer
+  // builds, every run under TSan, and above 8 ranks where sizes are reduced.
   kSampled,
 };
 

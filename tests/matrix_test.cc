@@ -36,21 +36,25 @@ std::string runAll(braidComm_t comm, int rank, int nranks, Rows rows) {
 
 class MatrixThreads : public ::testing::TestWithParam<int> {};
 
-// The rows a run takes (collective_cases.h), from BRAID_TEST_SAMPLED: unset, every row;
-// "types", Rows::kTypes (the variant runs in a release build: tests/meson.build); "1",
-// Rows::kSampled (the variant runs in a sanitizer build, every run under TSan:
-// scripts/sanitize.sh). Above 8 ranks where sizes are reduced (a sanitizer build or
-// BRAID_TEST_REDUCED=1, tests/test_scale.h), kSampled too: 13 and 16 threads took 131 s of the
-// ASan matrix's 353; the release build runs every row there.
-Rows rowsFor(int nranks) {
-  if (reducedSizes() && nranks > 8) return Rows::kSampled;
-  const char* v = std::getenv("BRAID_TEST_SAMPLED");
-  if (v == nullptr || *v == '\0') return Rows::kEvery;
-  if (std::strcmp(v, "1") == 0) return Rows::kSampled;
-  if (std::strcmp(v, "types") == 0) return Rows::kTypes;
-  std::fprintf(stderr, "BRAID_TEST_SAMPLED=%s: expected 1 or types\n", v);
-  std::exit(2);
+// The rows a run takes (collective_cases.h), from BRAID_TEST_SAMPLED (tests/meson.build says
+// which run sets what): unset or "0", every row; "types", Rows::kTypes; "1", Rows::kSampled.
+// Anything else stops the program before any test runs (main reads it first).
+Rows envRows() {
+  static const Rows rows = [] {
+    const char* v = std::getenv("BRAID_TEST_SAMPLED");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return Rows::kEvery;
+    if (std::strcmp(v, "1") == 0) return Rows::kSampled;
+    if (std::strcmp(v, "types") == 0) return Rows::kTypes;
+    std::fprintf(stderr, "BRAID_TEST_SAMPLED=\"%s\": expected 0, 1 or types\n", v);
+    std::exit(2);
+  }();
+  return rows;
 }
+
+// Above 8 ranks where sizes are reduced (a sanitizer build or BRAID_TEST_REDUCED=1,
+// tests/test_scale.h), the sampled rows: 13 and 16 threads took 131 s of the ASan matrix's
+// 353; the release build runs every row there.
+Rows rowsFor(int nranks) { return reducedSizes() && nranks > 8 ? Rows::kSampled : envRows(); }
 
 TEST_P(MatrixThreads, EveryRowOfTheTable) {
   const int n = GetParam();
@@ -311,6 +315,7 @@ int main(int argc, char** argv) {
   // That role's ranks run under the stand-in runtime, set before they join the communicator.
   if (argc > 1 && std::strcmp(argv[1], "--braid-child=matrix-device") == 0)
     braid::device::setRuntimeForTesting(&braid::test::fakeCudaRuntime(true));
+  braid::test::envRows();  // a bad BRAID_TEST_SAMPLED stops here, on one thread
   int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   ::testing::InitGoogleTest(&argc, argv);

@@ -647,7 +647,7 @@ TEST(Hierarchical, EveryCollectiveHasARow) {
 
 // Every hierarchical row x layout x count {0, 1, 7, 1003} x pieceElems {3, 64, one piece}
 // x placement x op {SUM, AVG} (reducing) x every root (rooted; three under a sanitizer);
-// then two 64-rank layouts.
+// then two 64-rank layouts (one under a sanitizer).
 TEST(Hierarchical, VerifiesOnHostLayouts) {
   struct Job {
     const AlgorithmInfo* algo;
@@ -659,7 +659,7 @@ TEST(Hierarchical, VerifiesOnHostLayouts) {
   };
   const std::vector<HostLayout> layouts = hostLayouts();
   // Two larger layouts, 64 ranks, at fewer counts and roots: 8 hosts x 8 by blocks and
-  // 4 hosts x 16 round-robin.
+  // 4 hosts x 16 round-robin (the second alone under a sanitizer).
   std::vector<HostLayout> large = {{"8 hosts x 8", {}, 64}, {"round-robin 4 x 16", {}, 64}};
   for (int r = 0; r < 64; ++r) {
     large[0].hostOf.push_back(r / 8);
@@ -884,8 +884,12 @@ TEST(RingOrder, RingNeighboursComeFromTheRing) {
   Schedule s;
   findAlgorithm(Collective::kAllReduce, "ring")->build(a, &s);
   for (const Step& st : s.steps) {
-    if (st.kind == StepKind::kSend) EXPECT_EQ(st.peer, 2);
-    if (st.kind == StepKind::kRecv || st.kind == StepKind::kRecvReduce) EXPECT_EQ(st.peer, 3);
+    if (st.kind == StepKind::kSend) {
+      EXPECT_EQ(st.peer, 2);
+    }
+    if (st.kind == StepKind::kRecv || st.kind == StepKind::kRecvReduce) {
+      EXPECT_EQ(st.peer, 3);
+    }
   }
 }
 

@@ -48,11 +48,14 @@ void parseWord(const char* name, const char* v, const std::pair<const char*, E> 
 
 // A byte count (parseByteSize: "4194304", "128K", "2M", "1T"). Out of [lo, hi] or unparsable:
 // warn, keep fallback. A fallback of 0 that means "chosen by Braid" (the detected cache, the
-// default threshold) is named by zeroMeans in the warning, not as "using 0".
+// default threshold) is named by zeroMeans in the warning, not as "using 0". *taken (if
+// given) says whether the value was taken.
 size_t parseBytes(const char* name, const char* s, size_t fallback, size_t lo, size_t hi,
-                  const char* zeroMeans = nullptr) {
+                  const char* zeroMeans = nullptr, bool* taken = nullptr) {
   size_t bytes = 0;
-  if (!parseByteSize(s, &bytes) || bytes < lo || bytes > hi) {
+  const bool ok = parseByteSize(s, &bytes) && bytes >= lo && bytes <= hi;
+  if (taken) *taken = ok;
+  if (!ok) {
     badValue(
         name, s,
         ("is not a byte count in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str(),
@@ -169,11 +172,13 @@ Config load() {
         parseBytes("BRAID_SINGLE_COPY_BYTES", v, c.singleCopyBytes, 1, size_t{1} << 40,
                    "the default (64K for braidMemAllocHost buffers, 1M for the rest)");
   const char* buff = getEnv("BUFFSIZE");
-  if (buff) c.buffSize = parseBytes("BRAID_BUFFSIZE", buff, c.buffSize, 128, 1u << 30);
-  // A buffer of fewer than 2 chunks grows to 2. Only a buffer size the user set is worth a
-  // warning: the default simply follows a large BRAID_CHUNKSIZE.
+  bool buffTaken = false;
+  if (buff)
+    c.buffSize = parseBytes("BRAID_BUFFSIZE", buff, c.buffSize, 128, 1u << 30, nullptr, &buffTaken);
+  // A buffer of fewer than 2 chunks grows to 2. Only a buffer size the user set (and Braid
+  // took) is worth a warning: the default simply follows a large BRAID_CHUNKSIZE.
   if (c.buffSize < 2 * c.chunkSize) {
-    if (buff)
+    if (buffTaken)
       badValue("BRAID_BUFFSIZE", buff, "holds fewer than 2 chunks of BRAID_CHUNKSIZE",
                std::to_string(2 * c.chunkSize));
     c.buffSize = 2 * c.chunkSize;
