@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60): the topology
-# XML loaders seeded with the files in ../shared/topologies (copied into a temporary corpus; the
-# repository and ../shared are not written), the BRAID_ALGO parser, the init decoders (unique
-# id, peer cards, tuning figures and table) and the perf binaries' flags, seeded with texts
-# written here. Exits non-zero when a target crashes, leaks or times out; the reproducer
+# XML loaders, the BRAID_ALGO parser, the init decoders (unique id, peer cards, tuning figures
+# and table) and the perf binaries' flags, each from its seed corpus in tests/fuzz_corpus (and
+# the XML loaders also from the files in ../shared/topologies), copied into a temporary corpus:
+# the repository and ../shared are not written. Exits non-zero when a target crashes, leaks or times out; the reproducer
 # (crash-*, leak-*, timeout-*) is kept in the artifact directory it prints.
 #   scripts/fuzz.sh [SECONDS]
 # Environment: BRAID_FUZZ_RUNS (run that many inputs from seed 1 instead, the same every time),
@@ -27,6 +27,9 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 # shellcheck source=need_clang.sh
 . "$root/scripts/need_clang.sh"
 need_clang
+# shellcheck source=stages.sh
+. "$root/scripts/stages.sh"
+stage_begin
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$root"
 fi
@@ -36,46 +39,36 @@ if ! grep -q '^tests/fuzz_hwloc_xml:' <<<"$targets_list"; then
   echo "fuzz.sh: $build has no fuzz targets (configured without clang?); remove it or set BRAID_FUZZ_BUILD" >&2
   exit 2
 fi
+rc=0
 ninja -C "$build" tests/fuzz_topo_xml tests/fuzz_hwloc_xml tests/fuzz_algo_spec tests/fuzz_bootstrap \
-  tests/fuzz_perf_flags
+  tests/fuzz_perf_flags >"$build/fuzz-build.log" 2>&1 || rc=$?
+stage_end "fuzz build" "$rc"
+if [ "$rc" != 0 ]; then
+  tail -n 40 "$build/fuzz-build.log" >&2
+  exit "$rc"
+fi
+stage_begin
 
 work="$(mktemp -d /tmp/braid-fuzz.XXXXXX)"
 echo "fuzz.sh: corpora and artifacts in $work"
-# target:seed directory under ../shared, or :inline for the seeds written below
+# Each target starts from its seed corpus in tests/fuzz_corpus/NAME (small inputs written for
+# it: valid and nearly valid ones), and the XML loaders also from the real topology files under
+# ../shared when it is there. target:extra seed directory under ../shared ('-' for none).
 targets=("fuzz_topo_xml:topologies/nccl" "fuzz_hwloc_xml:topologies/hwloc"
-  "fuzz_algo_spec:inline" "fuzz_bootstrap:inline" "fuzz_perf_flags:inline")
-# Seeds of the targets whose inputs are short texts: valid and nearly valid ones.
-inline_seeds() {  # TARGET DIR
-  case "$1" in
-    fuzz_algo_spec)
-      printf 'ring' >"$2/1"
-      printf 'allreduce:ring@0-64K,rhd@64K-;broadcast:tree' >"$2/2"
-      printf 'allgather:bruck@1M-2G;reducescatter:ring' >"$2/3"
-      printf 'allreduce:nosuch@0-1' >"$2/4" ;;
-    fuzz_bootstrap)
-      printf 'host\nmachine/boot\n1234\n/braid-1234-00\n131072\n0\n\n2\n0\n\n\n0 1\n140000000\n0\n77\n10.0.0.1:4000\n-1\n0\n\nallreduce:ring@1M-\n' >"$2/1"
-      printf 'intra_latency_us = 1.5\nintra_bw_gbs = 10\nnics_per_host = 2\ncache_bytes = 1048576\n' >"$2/2"
-      printf 'allreduce 8 rhd;allgather 1048576 ring' >"$2/3"
-      printf '%0256d' 0 >"$2/4" ;;
-    fuzz_perf_flags)  # arguments separated by NUL bytes
-      printf -- '-b\0008\000-e\000128M\000-f\0002\000-g\0001' >"$2/1"
-      printf -- '-d\000all\000-o\000all\000-r\000all\000-c\0001\000-n\0005' >"$2/2"
-      printf -- '--minbytes\0001K\000--maxbytes\0001M\000--stepbytes\00064K' >"$2/3"
-      printf -- '-A\000ring\000-J\000/dev/null\000-z\0001\000-t\0004' >"$2/4" ;;
-  esac
-}
+  "fuzz_algo_spec:-" "fuzz_bootstrap:-" "fuzz_perf_flags:-")
 # One target: seeds its corpus, runs, writes $work/NAME/log and $work/NAME/status.
 run_target() {  # TARGET:SEEDS
   local t="$1" name seeds corpus artifacts bound rc=0
   name="${t%%:*}" seeds="$shared/${t#*:}"
   corpus="$work/$name/corpus" artifacts="$work/$name/artifacts"
   mkdir -p "$corpus" "$artifacts"
-  if [ "${t#*:}" = inline ]; then
-    inline_seeds "$name" "$corpus"
-  elif [ -d "$seeds" ]; then
-    cp "$seeds"/*.xml "$corpus"/ 2>/dev/null || true
-  else
-    echo "fuzz.sh: no seeds at $seeds, starting from an empty corpus" >&2
+  cp "$root/tests/fuzz_corpus/$name"/* "$corpus"/
+  if [ "${t#*:}" != - ]; then
+    if [ -d "$seeds" ]; then
+      cp "$seeds"/*.xml "$corpus"/ 2>/dev/null || true
+    else
+      echo "fuzz.sh: $name: no extra seeds at $seeds (BRAID_SHARED_DIR), the repository's only" >&2
+    fi
   fi
   # BRAID_FUZZ_RUNS=N: N inputs from seed 1 instead of SECONDS, the same run every time.
   if [ -n "${BRAID_FUZZ_RUNS:-}" ]; then
@@ -110,4 +103,5 @@ for t in "${targets[@]}"; do
     echo "fuzz.sh: $name ($(ls "$work/$name/corpus" | wc -l) corpus files): no crash"
   fi
 done
+stage_end fuzzing "$status"
 exit "$status"

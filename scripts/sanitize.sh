@@ -26,7 +26,18 @@ prefix="${BRAID_SANITIZE_BUILD_PREFIX:-$root/build}"
 export CC="${CC:-clang}" CXX="${CXX:-clang++}"
 # shellcheck source=need_clang.sh
 . "$root/scripts/need_clang.sh"
+# shellcheck source=stages.sh
+. "$root/scripts/stages.sh"
 need_clang
+
+# Which share of the matrix's rows runs (collective_cases.h, Rows::kShare): BRAID_TEST_SHARE
+# if set, else share K of 16 with K the commit hash modulo 16 (0 outside a git checkout).
+share_of=16 share_index=0 share_why="no commit"
+if [ -n "${BRAID_TEST_SHARE:-}" ]; then
+  share_index="${BRAID_TEST_SHARE%%/*}" share_of="${BRAID_TEST_SHARE#*/}" share_why="BRAID_TEST_SHARE"
+elif commit="$(git -C "$root" rev-parse HEAD 2>/dev/null)"; then
+  share_index=$((16#${commit:0:8} % share_of)) share_why="commit ${commit:0:12}"
+fi
 
 # The default sets: every test under ASan+UBSan; the 'threads' suite under TSan, the
 # single-copy tests included (thread ranks share one mapping of each shared-memory segment,
@@ -87,10 +98,13 @@ run_mode() {  # MODE TEST...
       ;;
     tsan) opts=(-Db_sanitize=thread -Db_lundef=false) ;;
   esac
+  stage_begin
   if [ ! -f "$dir/build.ninja" ]; then
     # -O1 with line tables: a sixth less compile time than debugoptimized, whole stacks.
+    # Without CUDA: no test can reach a GPU here, the tests' device paths run on the stand-in
+    # runtime (tests/fake_cuda.h) either way, and nvcc's kernels took 34 CPU-s of each build.
     meson setup "$dir" "$root" --buildtype=plain -Dc_args="-O1 -gline-tables-only" \
-      -Dcpp_args="-O1 -gline-tables-only" "${opts[@]}" >/dev/null
+      -Dcpp_args="-O1 -gline-tables-only" -Dcuda=disabled "${opts[@]}" >/dev/null
   fi
   local start=$SECONDS
   # An existing build directory may predate tests added since: regenerate it first, so that
@@ -101,9 +115,11 @@ run_mode() {  # MODE TEST...
   mapfile -t targets <<<"$list"
   if ! ninja -C "$dir" "${targets[@]}" >"$dir/sanitize-build.log" 2>&1; then
     tail -n 40 "$dir/sanitize-build.log" >&2
+    stage_end "$m build" 1
     return 1
   fi
   echo "sanitize.sh: $m: built ${#targets[@]} target(s) in $((SECONDS - start)) s"
+  stage_end "$m build" 0
 
   local logs
   logs="$(mktemp -d /tmp/braid-$m.XXXXXX)"
@@ -119,7 +135,12 @@ run_mode() {  # MODE TEST...
   # spinning queue, which TSan cannot see (it reports their writes to a caller's fresh
   # buffer as races); one BLAS thread per caller keeps the ranks' threads the only ones.
   if [ "$m" = tsan ]; then export BRAID_TEST_SAMPLED=1 OPENBLAS_NUM_THREADS=1; fi
+  # The matrix's share of rows (BRAID_TEST_SAMPLED=share in tests/meson.build): share K of
+  # $share_of, K from the commit hash, so that successive commits run every row.
+  export BRAID_TEST_SHARE="$share_index/$share_of"
+  echo "sanitize.sh: $m: the matrix takes row share $BRAID_TEST_SHARE ($share_why)"
   local status=0
+  stage_begin
   start=$SECONDS
   # Sanitized code runs 2-15 times slower than a release build.
   local select=()
@@ -133,6 +154,7 @@ run_mode() {  # MODE TEST...
   meson test -C "$dir" --no-rebuild --print-errorlogs --timeout-multiplier 4 "${select[@]}" ||
     status=$?
   echo "sanitize.sh: $m: tests ran in $((SECONDS - start)) s"
+  stage_end "$m tests" "$status"
   if compgen -G "$logs/report*" >/dev/null; then
     echo "sanitize.sh: $m: sanitizer reports (also in $logs):" >&2
     for f in "$logs"/report*; do
@@ -143,7 +165,8 @@ run_mode() {  # MODE TEST...
   else
     rm -rf "$logs"
   fi
-  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS BRAID_TEST_SAMPLED OPENBLAS_NUM_THREADS
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS BRAID_TEST_SAMPLED OPENBLAS_NUM_THREADS \
+    BRAID_TEST_SHARE
   return "$status"
 }
 

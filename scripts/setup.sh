@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what Braid needs on Debian 12 (only what is missing), configures Meson once and
 # builds. Idempotent: a second run installs nothing and rebuilds only what changed.
-# Usage: scripts/setup.sh [BUILD_DIR]   (default: build)
+# Usage: scripts/setup.sh [--no-build] [BUILD_DIR]   (default: build; --no-build installs
+# and configures only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build=1
+if [ "${1:-}" = --no-build ]; then build=0; shift; fi
 BUILD_DIR=${1:-build}
 PACKAGES=(g++ meson ninja-build pkg-config libgtest-dev libopenmpi-dev openmpi-bin clang-format libucx-dev libtinyxml2-dev libhwloc-dev libibverbs-dev libarchive-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist)
 missing=()
@@ -20,4 +23,4 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   echo "# configuring and building Braid in $BUILD_DIR (the first build takes 7-10 minutes on 2 cores)" >&2
   meson setup "$BUILD_DIR" --buildtype=release >/dev/null
 fi
-ninja -C "$BUILD_DIR" >/dev/null
+[ "$build" = 0 ] || ninja -C "$BUILD_DIR" >/dev/null

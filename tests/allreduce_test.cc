@@ -30,7 +30,7 @@ std::string allReduceCases(braidComm_t comm, int rank, int nranks) {
         send.resize(count * es + 1);
         recv.resize(count * es + 1);
         expect.resize(count * es + 1);
-        for (size_t i = 0; i < count; ++i) expectedAllReduce(t, op, nranks, i, &expect[i * es]);
+        expectedAllReduceRange(t, op, nranks, 0, count, expect.data());
         // Form 0: out of place, 1: in place, 2: mixed, odd ranks in place and even ranks not
         // (each rank chooses its form, as with NCCL; the algorithm must not depend on it).
         // The mixed form skips the largest count, which every form runs on one algorithm.
@@ -130,6 +130,33 @@ TEST(AllReduce, OneThreadGroupsEveryRankOnOneStream) {
   }
   EXPECT_EQ(braidStreamDestroy(s), braidSuccess);
   for (braidComm_t c : comms) EXPECT_EQ(braidCommDestroy(c), braidSuccess);
+}
+
+// The reference the cases check against, computed for one period and copied, is byte for byte
+// the element-by-element closed form, at every offset and length around the period.
+TEST(AllReduce, PeriodicReferenceIsTheElementwiseOne) {
+  for (braidDataType_t t : kHostTypes)
+    for (braidRedOp_t op : kOps)
+      for (int nranks : {1, 3, 16}) {
+        const size_t es = braidTypeSize(t);
+        for (size_t first : {size_t{0}, size_t{7}, kInputPeriod - 1, size_t{3} * 4097})
+          for (size_t count : {size_t{0}, size_t{1}, kInputPeriod - 1, kInputPeriod + 1,
+                               size_t{4} * kInputPeriod, size_t{1000} + 3}) {
+            std::vector<char> got(count * es + 1, 1), want(count * es + 1, 1);
+            expectedAllReduceRange(t, op, nranks, first, count, got.data());
+            for (size_t i = 0; i < count; ++i)
+              expectedAllReduce(t, op, nranks, first + i, &want[i * es]);
+            ASSERT_EQ(got, want) << braidTypeName(t) << " " << braidOpName(op) << " nranks "
+                                 << nranks << " first " << first << " count " << count;
+            // On one rank the all-reduce is rank 0's input: fillInput's tiling, pinned the same way.
+            if (nranks != 1) continue;
+            std::vector<char> in(count * es + 1, 1);
+            fillInput(t, op, 0, count, in.data());
+            std::vector<char> one(count * es + 1, 1);
+            for (size_t i = 0; i < count; ++i) expectedAllReduce(t, op, 1, i, &one[i * es]);
+            ASSERT_EQ(in, one) << "fillInput " << braidTypeName(t) << " " << braidOpName(op);
+          }
+      }
 }
 
 TEST(AllReduce, SegmentsUnlinkedAfterInit) {

@@ -1,5 +1,9 @@
 #include "collective_cases.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -84,7 +88,53 @@ std::string Case::describe(int nranks) const {
          (isRooted(algo->coll) ? " root " + std::to_string(root) : "");
 }
 
-std::vector<Case> matrixCases(int nranks, Rows rows) {
+bool parseRowShare(const char* text, RowShare* share) {
+  if (text == nullptr) return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long index = std::strtoul(text, &end, 10);
+  if (end == text || *end != '/' || !std::isdigit(static_cast<unsigned char>(text[0])))
+    return false;
+  const char* rest = end + 1;
+  const unsigned long of = std::strtoul(rest, &end, 10);
+  if (end == rest || *end != '\0' || !std::isdigit(static_cast<unsigned char>(rest[0])) ||
+      errno != 0 || of == 0 || of > 1024 || index >= of)
+    return false;
+  share->index = static_cast<unsigned>(index);
+  share->of = static_cast<unsigned>(of);
+  return true;
+}
+
+std::vector<Case> matrixCases(int nranks, Rows rows, RowShare share) {
+  if (rows == Rows::kShare || rows == Rows::kSampledShare) {
+    const std::vector<Case> pool =
+        matrixCases(nranks, rows == Rows::kShare ? Rows::kEvery : Rows::kSampled);
+    auto isBase = [](const Case& c) {
+      return c.count == 4097 && c.dtype == braidFloat32 && c.op == braidSum;
+    };
+    std::vector<bool> base(pool.size());
+    for (size_t i = 0; i < pool.size(); ++i) base[i] = isBase(pool[i]);
+    // An algorithm row without such a case (none today) keeps its first one.
+    for (size_t i = 0; i < pool.size(); ++i)
+      if (std::none_of(pool.begin(), pool.end(),
+                       [&](const Case& c) { return c.algo == pool[i].algo && isBase(c); }) &&
+          (i == 0 || pool[i - 1].algo != pool[i].algo))
+        base[i] = true;
+    // A row outside the base belongs to share (splitmix64 of its position among them) mod `of`:
+    // the shares split those rows, and each takes every dtype, op, placement and root alike
+    // (a plain stride matched the loops' periods: share 3 of 16 took only in-place rows).
+    auto shareOf = [&](uint64_t position) {
+      uint64_t z = position + 0x9E3779B97F4A7C15ull;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      return static_cast<unsigned>((z ^ (z >> 31)) % share.of);
+    };
+    std::vector<Case> out;
+    uint64_t position = 0;
+    for (size_t i = 0; i < pool.size(); ++i)
+      if (base[i] || shareOf(position++) == share.index) out.push_back(pool[i]);
+    return out;
+  }
   const bool sampled = rows == Rows::kSampled;
   std::vector<Case> out;
   const size_t n = static_cast<size_t>(nranks);
@@ -165,7 +215,7 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks, braid
       fillReduce(count);
       recv.assign(count * es + 1, static_cast<char>(kSentinel));
       want.assign(count * es + 1, 0);
-      for (size_t i = 0; i < count; ++i) expectedAllReduce(c.dtype, c.op, nranks, i, &want[i * es]);
+      expectedAllReduceRange(c.dtype, c.op, nranks, 0, count, want.data());
       if (c.inPlace) recv = send;
       res = finish(braidAllReduce(c.inPlace ? recv.data() : send.data(), recv.data(), count,
                                   c.dtype, c.op, comm, stream));
@@ -175,8 +225,7 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks, braid
     case Collective::kReduceScatter: {
       fillReduce(n * count);
       want.assign(count * es + 1, 0);
-      for (size_t i = 0; i < count; ++i)
-        expectedAllReduce(c.dtype, c.op, nranks, rank * count + i, &want[i * es]);
+      expectedAllReduceRange(c.dtype, c.op, nranks, rank * count, count, want.data());
       if (c.inPlace) {
         res = finish(braidReduceScatter(send.data(), send.data() + rank * count * es, count,
                                         c.dtype, c.op, comm, stream));
@@ -226,7 +275,7 @@ std::string runCase(const Case& c, braidComm_t comm, int rank, int nranks, braid
     case Collective::kReduce: {
       fillReduce(count);
       want.assign(count * es + 1, 0);
-      for (size_t i = 0; i < count; ++i) expectedAllReduce(c.dtype, c.op, nranks, i, &want[i * es]);
+      expectedAllReduceRange(c.dtype, c.op, nranks, 0, count, want.data());
       Bytes pristine = send;
       if (isRoot) {
         recv.assign(count * es + 1, static_cast<char>(kSentinel));

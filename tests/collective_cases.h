@@ -32,11 +32,28 @@ enum class Rows {
   // 3 dtypes x 3 ops at counts 1 and 4097: ranks as processes, the variants in sanitizer
   // builds, every run under TSan, and above 8 ranks where sizes are reduced.
   kSampled,
+  // A share of kEvery's rows: a base of one row per algorithm row of the table (count 4097,
+  // float32, sum where it reduces, each placement and root), and of the other rows those whose
+  // position among them is `index` modulo `of` (a RowShare). Every algorithm x collective runs
+  // on every run, and `of` successive shares run every row. The sanitizer builds take share K
+  // of 16 with K from the commit hash (scripts/sanitize.sh), so commits cover the whole matrix.
+  kShare,
+  // The same base, and a share of kSampled's other rows (the variants and the largest rank
+  // counts in the sanitizer builds, every run under TSan).
+  kSampledShare,
 };
 
+// Which share of the rows Rows::kShare and kSampledShare take: index 0 .. of - 1.
+struct RowShare {
+  unsigned index = 0;
+  unsigned of = 1;
+};
+// "K/N" (0 <= K < N <= 1024) as a share; false when it does not parse.
+bool parseRowShare(const char* text, RowShare* share);
+
 // Cases for one rank count: every algorithm row x dtype x op x count x placement x root, the
-// dtypes, ops and counts as `rows` says.
-std::vector<Case> matrixCases(int nranks, Rows rows);
+// dtypes, ops and counts as `rows` says (`share` for the two share rows).
+std::vector<Case> matrixCases(int nranks, Rows rows, RowShare share = {});
 
 // Runs one case on this rank; returns "" or what went wrong (first bad element). With a
 // stream, the call is queued on it and checked after braidStreamSynchronize.

@@ -13,7 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "collective_cases.h"
 #include "core/bootstrap.h"
@@ -26,8 +30,62 @@
 namespace braid::test {
 namespace {
 
+// The share BRAID_TEST_SHARE names ("K/N"; unset: 0/1, every row) for BRAID_TEST_SAMPLED=share.
+RowShare envShare() {
+  static const RowShare share = [] {
+    RowShare s;
+    const char* v = std::getenv("BRAID_TEST_SHARE");
+    if (v != nullptr && *v != '\0' && !parseRowShare(v, &s)) {
+      std::fprintf(stderr, "BRAID_TEST_SHARE=\"%s\": expected K/N with 0 <= K < N <= 1024\n", v);
+      std::exit(2);
+    }
+    return s;
+  }();
+  return share;
+}
+
+// The rows a run takes (collective_cases.h), from BRAID_TEST_SAMPLED (tests/meson.build says
+// which run sets what): unset or "0", every row; "types", Rows::kTypes; "1", Rows::kSampled;
+// "share" and "sampled-share", Rows::kShare and kSampledShare with BRAID_TEST_SHARE's share. Anything else stops the program before
+// any test runs (main reads it first).
+Rows envRows() {
+  static const Rows rows = [] {
+    const char* v = std::getenv("BRAID_TEST_SAMPLED");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return Rows::kEvery;
+    if (std::strcmp(v, "1") == 0) return Rows::kSampled;
+    if (std::strcmp(v, "types") == 0) return Rows::kTypes;
+    if (std::strcmp(v, "share") == 0) return Rows::kShare;
+    if (std::strcmp(v, "sampled-share") == 0) return Rows::kSampledShare;
+    std::fprintf(stderr, "BRAID_TEST_SAMPLED=\"%s\": expected 0, 1, types, share or sampled-share\n",
+                 v);
+    std::exit(2);
+  }();
+  return rows;
+}
+
+// The cases of one run, printed once per rank count and row set (which rows ran is in the
+// test's log: a share differs from commit to commit).
+std::vector<Case> casesFor(int nranks, Rows rows) {
+  static std::mutex mu;
+  static std::set<std::pair<int, int>> printed;
+  std::vector<Case> cases = matrixCases(nranks, rows, envShare());
+  std::lock_guard<std::mutex> lock(mu);
+  if (printed.insert({nranks, static_cast<int>(rows)}).second) {
+    static const char* const kNames[] = {"every row", "types", "sampled", "share",
+                                         "sampled share"};
+    const bool share = rows == Rows::kShare || rows == Rows::kSampledShare;
+    std::printf("matrix rows, nranks %d (%s", nranks, kNames[static_cast<int>(rows)]);
+    if (share) std::printf(" %u of %u", envShare().index, envShare().of);
+    std::printf("): %zu\n", cases.size());
+    if (share)
+      for (const Case& c : cases) std::printf("  %s\n", c.describe(nranks).c_str());
+    std::fflush(stdout);
+  }
+  return cases;
+}
+
 std::string runAll(braidComm_t comm, int rank, int nranks, Rows rows) {
-  for (const Case& c : matrixCases(nranks, rows)) {
+  for (const Case& c : casesFor(nranks, rows)) {
     std::string e = runCase(c, comm, rank, nranks);
     if (!e.empty()) return e;  // ranks are out of step after a failure
   }
@@ -36,25 +94,16 @@ std::string runAll(braidComm_t comm, int rank, int nranks, Rows rows) {
 
 class MatrixThreads : public ::testing::TestWithParam<int> {};
 
-// The rows a run takes (collective_cases.h), from BRAID_TEST_SAMPLED (tests/meson.build says
-// which run sets what): unset or "0", every row; "types", Rows::kTypes; "1", Rows::kSampled.
-// Anything else stops the program before any test runs (main reads it first).
-Rows envRows() {
-  static const Rows rows = [] {
-    const char* v = std::getenv("BRAID_TEST_SAMPLED");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return Rows::kEvery;
-    if (std::strcmp(v, "1") == 0) return Rows::kSampled;
-    if (std::strcmp(v, "types") == 0) return Rows::kTypes;
-    std::fprintf(stderr, "BRAID_TEST_SAMPLED=\"%s\": expected 0, 1 or types\n", v);
-    std::exit(2);
-  }();
-  return rows;
-}
-
 // Above 8 ranks where sizes are reduced (a sanitizer build or BRAID_TEST_REDUCED=1,
-// tests/test_scale.h), the sampled rows: 13 and 16 threads took 131 s of the ASan matrix's
-// 353; the release build runs every row there.
-Rows rowsFor(int nranks) { return reducedSizes() && nranks > 8 ? Rows::kSampled : envRows(); }
+// tests/test_scale.h), the sampled rows, or their share where a share is asked for: 13 and 16
+// threads took 131 s of the ASan matrix's 353 with every count; the release build runs every
+// row there.
+Rows rowsFor(int nranks) {
+  const Rows rows = envRows();
+  if (!reducedSizes() || nranks <= 8) return rows;
+  return rows == Rows::kShare || rows == Rows::kSampledShare ? Rows::kSampledShare
+                                                             : Rows::kSampled;
+}
 
 TEST_P(MatrixThreads, EveryRowOfTheTable) {
   const int n = GetParam();
@@ -142,7 +191,7 @@ TEST_P(MatrixFakeDevice, EveryRowOnACudaStream) {
     if (braidStreamCreateCuda(&s, &cuda) != braidSuccess)
       return std::string("braidStreamCreateCuda: ") + braidGetLastError(nullptr);
     std::string e;
-    for (const Case& k : matrixCases(n, rowsFor(n))) {
+    for (const Case& k : casesFor(n, rowsFor(n))) {
       e = runCase(k, c, r, n, s);
       if (!e.empty()) break;
     }
@@ -284,6 +333,44 @@ TEST(MatrixCluster, TwoHostsTwoRanksUcx) {
   EXPECT_TRUE(clusterLeftovers().empty());
 }
 
+// The shares the sanitizer builds take: each holds every algorithm row of the table, and 16
+// successive shares run every row of the full matrix (of the sampled rows for the sampled
+// share), each row outside the base in exactly one share.
+TEST(Matrix, SharesSplitEveryRow) {
+  for (const auto& [rows, pool] : {std::pair{Rows::kShare, Rows::kEvery},
+                                   std::pair{Rows::kSampledShare, Rows::kSampled}})
+    for (int n : {1, 4, 13}) {
+      const std::vector<Case> all = matrixCases(n, pool);
+      std::set<const AlgorithmInfo*> every;  // the algorithms with a row at n ranks
+      for (const Case& c : all) every.insert(c.algo);
+      if (n == 4) EXPECT_EQ(every.size(), algorithms().size());
+      std::map<std::string, int> seen;  // row -> the number of shares that took it
+      for (unsigned k = 0; k < 16; ++k) {
+        std::set<const AlgorithmInfo*> algos;
+        for (const Case& c : matrixCases(n, rows, RowShare{k, 16})) {
+          ++seen[c.describe(n)];
+          algos.insert(c.algo);
+        }
+        EXPECT_EQ(algos, every) << "share " << k << " nranks " << n;
+      }
+      size_t base = 0;
+      for (const Case& c : all) {
+        const int times = seen[c.describe(n)];
+        EXPECT_TRUE(times == 1 || times == 16) << c.describe(n) << " in " << times << " shares";
+        base += times == 16;
+      }
+      EXPECT_EQ(seen.size(), all.size()) << "nranks " << n;
+      EXPECT_GE(base, every.size());
+      EXPECT_LT(base, all.size() / 4) << "nranks " << n;
+    }
+  RowShare s;
+  EXPECT_TRUE(parseRowShare("15/16", &s));
+  EXPECT_EQ(s.index, 15u);
+  EXPECT_EQ(s.of, 16u);
+  for (const char* bad : {"16/16", "1/0", "-1/16", "1/", "/16", "1/16x", "1 /16", "", "1/2000"})
+    EXPECT_FALSE(parseRowShare(bad, &s)) << bad;
+}
+
 TEST(Matrix, EveryCollectiveHasARow) {
   for (int c = 0; c < kNumCollectives; ++c) {
     int rows = 0;
@@ -315,7 +402,9 @@ int main(int argc, char** argv) {
   // That role's ranks run under the stand-in runtime, set before they join the communicator.
   if (argc > 1 && std::strcmp(argv[1], "--braid-child=matrix-device") == 0)
     braid::device::setRuntimeForTesting(&braid::test::fakeCudaRuntime(true));
-  braid::test::envRows();  // a bad BRAID_TEST_SAMPLED stops here, on one thread
+  // A bad BRAID_TEST_SAMPLED or BRAID_TEST_SHARE stops here, on one thread.
+  braid::test::envRows();
+  braid::test::envShare();
   int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   ::testing::InitGoogleTest(&argc, argv);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -137,10 +138,31 @@ double inputValue(braidDataType_t t, braidRedOp_t op, int r, size_t i) {
   }
 }
 
+namespace {
+// Writes elements first .. first + count - 1 (es bytes each) through one(i, out) for the first
+// period, then copies that period over the rest, doubling the copied length each time.
+template <typename One>
+void fillPeriodic(size_t first, size_t count, size_t es, char* out, One one) {
+  const size_t head = std::min(count, kInputPeriod);
+  for (size_t j = 0; j < head; ++j) one(first + j, out + j * es);
+  const size_t total = count * es;
+  for (size_t have = head * es; have < total;) {
+    const size_t n = std::min(have, total - have);
+    std::memcpy(out + have, out, n);
+    have += n;
+  }
+}
+}  // namespace
+
 void fillInput(braidDataType_t t, braidRedOp_t op, int r, size_t count, void* buf) {
-  size_t s = braidTypeSize(t);
-  for (size_t i = 0; i < count; ++i)
-    store(t, inputValue(t, op, r, i), static_cast<char*>(buf) + i * s);
+  fillPeriodic(0, count, braidTypeSize(t), static_cast<char*>(buf),
+               [&](size_t i, char* out) { store(t, inputValue(t, op, r, i), out); });
+}
+
+void expectedAllReduceRange(braidDataType_t t, braidRedOp_t op, int nranks, size_t first,
+                            size_t count, void* out) {
+  fillPeriodic(first, count, braidTypeSize(t), static_cast<char*>(out),
+               [&](size_t i, char* o) { expectedAllReduce(t, op, nranks, i, o); });
 }
 
 void expectedAllReduce(braidDataType_t t, braidRedOp_t op, int nranks, size_t i, void* out) {
