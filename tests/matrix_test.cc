@@ -343,7 +343,6 @@ TEST(Matrix, SharesSplitEveryRow) {
       const std::vector<Case> all = matrixCases(n, pool);
       std::set<const AlgorithmInfo*> every;  // the algorithms with a row at n ranks
       for (const Case& c : all) every.insert(c.algo);
-      if (n == 4) EXPECT_EQ(every.size(), algorithms().size());
       std::map<std::string, int> seen;  // row -> the number of shares that took it
       for (unsigned k = 0; k < 16; ++k) {
         std::set<const AlgorithmInfo*> algos;
