@@ -16,16 +16,10 @@
 #include "core/host_mem.h"
 #include "core/stream.h"
 
+using braid::checkComm;
 using braid::fail;
 
 namespace {
-
-braidResult_t checkComm(const braidComm* comm, const char* fn) {
-  if (!comm) return fail(braidInvalidArgument, "%s: comm is NULL", fn);
-  if (comm->magic != braidComm::kMagic)
-    return fail(braidInvalidArgument, "%s: comm is not a live communicator (destroyed?)", fn);
-  return braidSuccess;
-}
 
 // Returns once the work queued on comm's streams has run. close (braidCommDestroy): then
 // closes the queue, so a captured call that a CUDA graph replays later leaves comm alone,

@@ -19,16 +19,10 @@
 #include "tuning/cost_model.h"
 
 using braid::Collective;
+using braid::checkComm;
 using braid::fail;
 
 namespace {
-
-braidResult_t checkComm(const braidComm* comm, const char* fn) {
-  if (!comm) return fail(braidInvalidArgument, "%s: comm is NULL", fn);
-  if (comm->magic != braidComm::kMagic)
-    return fail(braidInvalidArgument, "%s: comm is not a live communicator (destroyed?)", fn);
-  return braidSuccess;
-}
 
 // Keeps the message for braidGetLastError(comm) as well as the thread's.
 braidResult_t record(braidComm* comm, braidResult_t res) {

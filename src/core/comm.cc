@@ -26,6 +26,13 @@
 
 namespace braid {
 
+braidResult_t checkComm(const braidComm* comm, const char* fn) {
+  if (!comm) return fail(braidInvalidArgument, "%s: comm is NULL", fn);
+  if (comm->magic != braidComm::kMagic)
+    return fail(braidInvalidArgument, "%s: comm is not a live communicator (destroyed?)", fn);
+  return braidSuccess;
+}
+
 std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +

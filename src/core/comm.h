@@ -182,6 +182,9 @@ class InFlight {
   braidComm* comm_;
 };
 
+// braidInvalidArgument naming `fn` when comm is NULL or not a live communicator (destroyed, or
+// not one at all: its magic word does not match), else braidSuccess.
+braidResult_t checkComm(const braidComm* comm, const char* fn);
 // config may be null (the environment's settings); it has been checked.
 // True inside braidGroupStart/End on the calling thread (collectives are deferred there).
 bool insideGroup();

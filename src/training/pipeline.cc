@@ -6,16 +6,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "training/check_call.h"
+
 namespace braid::training {
 
 namespace {
-
-void check(braidResult_t r, braidComm_t comm, const std::string& what) {
-  if (r != braidSuccess) {
-    throw std::runtime_error(what + " failed: " + braidGetErrorString(r) + ": " +
-                             braidGetLastError(comm));
-  }
-}
 
 // The shape header sent before each tensor: its rank, then up to kMaxDims dimensions.
 constexpr size_t kMaxDims = 8;
@@ -82,8 +77,8 @@ ParallelLayout makeLayout(int rank, int world, int tp, int pp) {
 
 ParallelGroups::ParallelGroups(braidComm_t world, int tp, int pp) {
   int rank = 0, n = 1;
-  check(braidCommUserRank(world, &rank), world, "braidCommUserRank");
-  check(braidCommCount(world, &n), world, "braidCommCount");
+  checkCall(braidCommUserRank(world, &rank), world, "braidCommUserRank");
+  checkCall(braidCommCount(world, &n), world, "braidCommCount");
   layout_ = makeLayout(rank, n, tp, pp);
   const ParallelLayout& l = layout_;
   // Every rank runs the same splits in the same order (the sizes are the same everywhere).
@@ -101,7 +96,7 @@ braidComm_t ParallelGroups::split(braidComm_t world, int size, int color, int ke
   if (size == 1) return nullptr;
   if (size == layout_.world) return world;
   braidComm_t sub = nullptr;
-  check(braidCommSplit(world, color, key, &sub, nullptr), world, "braidCommSplit");
+  checkCall(braidCommSplit(world, color, key, &sub, nullptr), world, "braidCommSplit");
   owned_.push_back(sub);
   return sub;
 }
@@ -160,8 +155,8 @@ PipelineStage::PipelineStage(std::unique_ptr<Sequential> model, braidComm_t pp_c
     throw std::invalid_argument("--microbatches 0: at least one micro-batch per step");
   }
   if (comm_ != nullptr) {
-    check(braidCommUserRank(comm_, &stage_), comm_, "braidCommUserRank");
-    check(braidCommCount(comm_, &stages_), comm_, "braidCommCount");
+    checkCall(braidCommUserRank(comm_, &stage_), comm_, "braidCommUserRank");
+    checkCall(braidCommCount(comm_, &stages_), comm_, "braidCommCount");
   }
   cuts_ = stageCuts(*model_, stages_);
   first_ = cuts_[stage_];
@@ -231,8 +226,8 @@ void PipelineStage::sendTensor(const Tensor& t, int peer) {
   const auto t0 = Clock::now();
   int64_t h[kHeader];
   packHeader(t, h);
-  check(braidSend(h, kHeader, braidInt64, peer, comm_, nullptr), comm_, "braidSend (header)");
-  check(braidSend(t.data(), t.numel(), braidFloat32, peer, comm_, nullptr), comm_, "braidSend");
+  checkCall(braidSend(h, kHeader, braidInt64, peer, comm_, nullptr), comm_, "braidSend (header)");
+  checkCall(braidSend(t.data(), t.numel(), braidFloat32, peer, comm_, nullptr), comm_, "braidSend");
   counters_.p2p_bytes += sizeof(h) + t.numel() * sizeof(float);
   counters_.wait_seconds += since(t0);
 }
@@ -240,9 +235,9 @@ void PipelineStage::sendTensor(const Tensor& t, int peer) {
 void PipelineStage::recvTensor(Tensor& t, int peer) {
   const auto t0 = Clock::now();
   int64_t h[kHeader];
-  check(braidRecv(h, kHeader, braidInt64, peer, comm_, nullptr), comm_, "braidRecv (header)");
+  checkCall(braidRecv(h, kHeader, braidInt64, peer, comm_, nullptr), comm_, "braidRecv (header)");
   t.resize(unpackHeader(h, peer));
-  check(braidRecv(t.data(), t.numel(), braidFloat32, peer, comm_, nullptr), comm_, "braidRecv");
+  checkCall(braidRecv(t.data(), t.numel(), braidFloat32, peer, comm_, nullptr), comm_, "braidRecv");
   counters_.wait_seconds += since(t0);
 }
 
@@ -251,19 +246,19 @@ void PipelineStage::exchange(const Tensor& out, Tensor& in, int peer) {
   int64_t hs[kHeader], hr[kHeader];
   packHeader(out, hs);
   // A call refused inside the group is reported after its End, so the group always closes.
-  check(braidGroupStart(), comm_, "braidGroupStart");
+  checkCall(braidGroupStart(), comm_, "braidGroupStart");
   braidResult_t sent = braidSend(hs, kHeader, braidInt64, peer, comm_, nullptr);
   braidResult_t received = braidRecv(hr, kHeader, braidInt64, peer, comm_, nullptr);
-  check(braidGroupEnd(), comm_, "braidGroupEnd (shape headers)");
-  check(sent, comm_, "braidSend (header)");
-  check(received, comm_, "braidRecv (header)");
+  checkCall(braidGroupEnd(), comm_, "braidGroupEnd (shape headers)");
+  checkCall(sent, comm_, "braidSend (header)");
+  checkCall(received, comm_, "braidRecv (header)");
   in.resize(unpackHeader(hr, peer));
-  check(braidGroupStart(), comm_, "braidGroupStart");
+  checkCall(braidGroupStart(), comm_, "braidGroupStart");
   sent = braidSend(out.data(), out.numel(), braidFloat32, peer, comm_, nullptr);
   received = braidRecv(in.data(), in.numel(), braidFloat32, peer, comm_, nullptr);
-  check(braidGroupEnd(), comm_, "braidGroupEnd (tensors)");
-  check(sent, comm_, "braidSend");
-  check(received, comm_, "braidRecv");
+  checkCall(braidGroupEnd(), comm_, "braidGroupEnd (tensors)");
+  checkCall(sent, comm_, "braidSend");
+  checkCall(received, comm_, "braidRecv");
   counters_.p2p_bytes += sizeof(hs) + out.numel() * sizeof(float);
   counters_.wait_seconds += since(t0);
 }
@@ -439,7 +434,7 @@ const Tensor* PipelineStage::forward(const Tensor& x) {
 
 void PipelineStage::optimizerStep(Optimizer& optimizer, braidComm_t dp_comm) {
   if (dp_comm != nullptr && !grads_.empty()) {
-    check(braidAllReduce(grads_.data(), grads_.data(), grads_.size(), braidFloat32, braidAvg,
+    checkCall(braidAllReduce(grads_.data(), grads_.data(), grads_.size(), braidFloat32, braidAvg,
                          dp_comm, nullptr),
           dp_comm, "braidAllReduce (data-parallel gradients)");
   }
@@ -466,12 +461,12 @@ std::vector<float> PipelineStage::gatherParameters() {
   if (comm_ == nullptr || stages_ == 1) return values_;
   std::vector<int64_t> sizes(static_cast<size_t>(stages_));
   const int64_t mine = static_cast<int64_t>(values_.size());
-  check(braidAllGather(&mine, sizes.data(), 1, braidInt64, comm_, nullptr), comm_,
+  checkCall(braidAllGather(&mine, sizes.data(), 1, braidInt64, comm_, nullptr), comm_,
         "braidAllGather (stage sizes)");
   const size_t most = static_cast<size_t>(*std::max_element(sizes.begin(), sizes.end()));
   std::vector<float> padded(most, 0.0f), all(most * static_cast<size_t>(stages_));
   std::copy(values_.begin(), values_.end(), padded.begin());
-  check(braidAllGather(padded.data(), all.data(), most, braidFloat32, comm_, nullptr), comm_,
+  checkCall(braidAllGather(padded.data(), all.data(), most, braidFloat32, comm_, nullptr), comm_,
         "braidAllGather (stage parameters)");
   std::vector<float> out;
   for (size_t s = 0; s < static_cast<size_t>(stages_); ++s) {

@@ -5,16 +5,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "training/check_call.h"
+
 namespace braid::training {
 
 namespace {
-
-void check(braidResult_t r, braidComm_t comm, const std::string& what) {
-  if (r != braidSuccess) {
-    throw std::runtime_error(what + " failed: " + braidGetErrorString(r) + ": " +
-                             braidGetLastError(comm));
-  }
-}
 
 void checkCols(const std::string& layer, const Tensor& x, size_t want) {
   if (x.rank() < 1 || x.cols() != want) {
@@ -40,7 +35,7 @@ size_t shardOf(const std::string& name, const char* what, size_t features, int t
 // Sums buf over the tensor-parallel ranks, in place.
 void allReduceSum(float* buf, size_t n, braidComm_t comm, const std::string& layer) {
   if (comm == nullptr || n == 0) return;
-  check(braidAllReduce(buf, buf, n, braidFloat32, braidSum, comm, nullptr), comm,
+  checkCall(braidAllReduce(buf, buf, n, braidFloat32, braidSum, comm, nullptr), comm,
         layer + ": braidAllReduce");
 }
 
@@ -48,8 +43,8 @@ void allReduceSum(float* buf, size_t n, braidComm_t comm, const std::string& lay
 std::pair<int, int> tpSizeAndRank(braidComm_t tp_comm) {
   int tp = 1, tp_rank = 0;
   if (tp_comm != nullptr) {
-    check(braidCommCount(tp_comm, &tp), tp_comm, "braidCommCount");
-    check(braidCommUserRank(tp_comm, &tp_rank), tp_comm, "braidCommUserRank");
+    checkCall(braidCommCount(tp_comm, &tp), tp_comm, "braidCommCount");
+    checkCall(braidCommUserRank(tp_comm, &tp_rank), tp_comm, "braidCommUserRank");
   }
   return {tp, tp_rank};
 }
@@ -128,7 +123,7 @@ std::vector<float> gatherWhole(Sequential& model, braidComm_t tp_comm) {
       }
       // Rank r's shard [blocks, n] is at r in the gather; the whole is [blocks, tp, n].
       all.resize(p.numel * tp);
-      check(braidAllGather(p.value, all.data(), p.numel, braidFloat32, tp_comm, nullptr), tp_comm,
+      checkCall(braidAllGather(p.value, all.data(), p.numel, braidFloat32, tp_comm, nullptr), tp_comm,
             "braidAllGather (" + p.name + ")");
       const size_t n = p.numel / blocks[j];
       for (size_t b = 0; b < blocks[j]; ++b) {
