@@ -7,6 +7,7 @@
 # (crash-*, leak-*, timeout-*) is kept in the artifact directory it prints.
 #   scripts/fuzz.sh [SECONDS]
 # Environment: BRAID_FUZZ_RUNS (run that many inputs from seed 1 instead, the same every time),
+# BRAID_FUZZ_BUILD_ONLY=1 (build the targets, run nothing),
 # BRAID_FUZZ_JOBS (targets run at once, default the number of cores),
 # BRAID_FUZZ_BUILD (build dir, default build-fuzz in the repository), BRAID_SHARED_DIR
 # (default ../shared next to the repository), CC/CXX (default clang/clang++).
@@ -47,6 +48,8 @@ if [ "$rc" != 0 ]; then
   tail -n 40 "$build/fuzz-build.log" >&2
   exit "$rc"
 fi
+# BRAID_FUZZ_BUILD_ONLY=1: build the targets and stop (CI builds them beside other work).
+[ "${BRAID_FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 stage_begin
 
 work="$(mktemp -d /tmp/braid-fuzz.XXXXXX)"

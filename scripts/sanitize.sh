@@ -2,15 +2,16 @@
 # Runs the test suite under AddressSanitizer + UndefinedBehaviorSanitizer (asan: every test)
 # and ThreadSanitizer (tsan: the tests that run ranks as threads, Meson suite 'threads'), each
 # in a build directory of its own (build-asan, build-tsan in the repository; -O1 with line
-# tables). In a sanitized build the largest cases shrink (tests/test_scale.h, the soak's call
-# counts in tests/meson.build), and the matrix takes fewer rows: every count with 4 dtypes x 3
-# ops in 'matrix' under ASan, the sampled rows in its variants, above 8 ranks, and in every
-# run under TSan (BRAID_TEST_SAMPLED, tests/meson.build; the release build's 'matrix' runs
-# every row).
+# tables, without CUDA). In a sanitized build the largest cases shrink (tests/test_scale.h, the
+# soak's call counts in tests/meson.build), and the matrix takes a share of its rows: one row
+# per algorithm and a sixteenth of the others, the sixteenth chosen by the commit hash
+# (BRAID_TEST_SHARE=K/16 picks one; BRAID_TEST_SAMPLED and collective_cases.h say which rows;
+# the release build's 'matrix' runs every row).
 # Any sanitizer report fails the run: reports are written to files (in the child processes
 # too, whose exit status some tests expect to be non-zero) and printed at the end.
-#   scripts/sanitize.sh [asan|tsan|all] [TEST|@SUITE|@all ...]
-#   (default: all, with the sets above; @SUITE selects a Meson suite, @all every test)
+#   scripts/sanitize.sh [asan|tsan|all] [--build|--test] [TEST|@SUITE|@all ...]
+#   (default: all, with the sets above; @SUITE selects a Meson suite, @all every test;
+#   --build only builds what those tests need, --test only runs them)
 # Environment: BRAID_SANITIZE_BUILD_PREFIX (build dirs' prefix, default <repo>/build),
 # BRAID_SANITIZE_UBSAN=0 (asan without UBSan, in build-asan-only: a third of the build time),
 # CC/CXX (default clang/clang++, installed when missing: its UBSan compiles in a fifth of
@@ -19,8 +20,11 @@
 set -euo pipefail
 
 mode="${1:-all}"
-case "$mode" in asan | tsan | all) ;; *) echo "usage: $0 [asan|tsan|all] [TEST...]" >&2; exit 2 ;; esac
+case "$mode" in asan | tsan | all) ;; *) echo "usage: $0 [asan|tsan|all] [--build|--test] [TEST...]" >&2; exit 2 ;; esac
 shift || true
+# --build: build only; --test: run only (the build directory is built already); default both.
+steps=both
+case "${1:-}" in --build) steps=build; shift ;; --test) steps=test; shift ;; esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 prefix="${BRAID_SANITIZE_BUILD_PREFIX:-$root/build}"
 export CC="${CC:-clang}" CXX="${CXX:-clang++}"
@@ -98,6 +102,18 @@ run_mode() {  # MODE TEST...
       ;;
     tsan) opts=(-Db_sanitize=thread -Db_lundef=false) ;;
   esac
+  if [ "$steps" != test ]; then
+    build_mode "$m" "$dir" "${opts[@]}" -- "$@" || return 1
+  fi
+  [ "$steps" != build ] || return 0
+  test_mode "$m" "$dir" "$@"
+}
+
+build_mode() {  # MODE DIR MESON_OPTION... -- TEST...
+  local m="$1" dir="$2" opts=()
+  shift 2
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
   stage_begin
   if [ ! -f "$dir/build.ninja" ]; then
     # -O1 with line tables: a sixth less compile time than debugoptimized, whole stacks.
@@ -120,7 +136,11 @@ run_mode() {  # MODE TEST...
   fi
   echo "sanitize.sh: $m: built ${#targets[@]} target(s) in $((SECONDS - start)) s"
   stage_end "$m build" 0
+}
 
+test_mode() {  # MODE DIR TEST...
+  local m="$1" dir="$2" start
+  shift 2
   local logs
   logs="$(mktemp -d /tmp/braid-$m.XXXXXX)"
   local common="halt_on_error=1:print_stacktrace=1:log_path=$logs/report"
@@ -129,14 +149,13 @@ run_mode() {  # MODE TEST...
   export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
   export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"
   export TSAN_OPTIONS="$TSAN_OPTIONS:print_suppressions=0"
-  # Under TSan the matrix runs its sampled rows (three dtypes, three ops): the interleavings
-  # are what it checks, and the ASan run covers every count.
   # OpenBLAS's worker threads are not instrumented and hand work over through their own
   # spinning queue, which TSan cannot see (it reports their writes to a caller's fresh
   # buffer as races); one BLAS thread per caller keeps the ranks' threads the only ones.
-  if [ "$m" = tsan ]; then export BRAID_TEST_SAMPLED=1 OPENBLAS_NUM_THREADS=1; fi
-  # The matrix's share of rows (BRAID_TEST_SAMPLED=share in tests/meson.build): share K of
-  # $share_of, K from the commit hash, so that successive commits run every row.
+  if [ "$m" = tsan ]; then export OPENBLAS_NUM_THREADS=1; fi
+  # The matrix's share of rows (BRAID_TEST_SAMPLED=share or sampled-share, set per test in
+  # tests/meson.build): share K of $share_of, K from the commit hash, so that successive commits
+  # run every row.
   export BRAID_TEST_SHARE="$share_index/$share_of"
   echo "sanitize.sh: $m: the matrix takes row share $BRAID_TEST_SHARE ($share_why)"
   local status=0
@@ -165,8 +184,7 @@ run_mode() {  # MODE TEST...
   else
     rm -rf "$logs"
   fi
-  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS BRAID_TEST_SAMPLED OPENBLAS_NUM_THREADS \
-    BRAID_TEST_SHARE
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS OPENBLAS_NUM_THREADS BRAID_TEST_SHARE
   return "$status"
 }
 

@@ -148,7 +148,8 @@ TEST(AllReduce, PeriodicReferenceIsTheElementwiseOne) {
               expectedAllReduce(t, op, nranks, first + i, &want[i * es]);
             ASSERT_EQ(got, want) << braidTypeName(t) << " " << braidOpName(op) << " nranks "
                                  << nranks << " first " << first << " count " << count;
-            // On one rank the all-reduce is rank 0's input: fillInput's tiling, pinned the same way.
+            // On one rank the all-reduce is rank 0's input: fillInput's tiling, pinned the same
+            // way.
             if (nranks != 1) continue;
             std::vector<char> in(count * es + 1, 1);
             fillInput(t, op, 0, count, in.data());

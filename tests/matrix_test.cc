@@ -46,8 +46,8 @@ RowShare envShare() {
 
 // The rows a run takes (collective_cases.h), from BRAID_TEST_SAMPLED (tests/meson.build says
 // which run sets what): unset or "0", every row; "types", Rows::kTypes; "1", Rows::kSampled;
-// "share" and "sampled-share", Rows::kShare and kSampledShare with BRAID_TEST_SHARE's share. Anything else stops the program before
-// any test runs (main reads it first).
+// "share" and "sampled-share", Rows::kShare and kSampledShare with BRAID_TEST_SHARE's share.
+// Anything else stops the program before any test runs (main reads it first).
 Rows envRows() {
   static const Rows rows = [] {
     const char* v = std::getenv("BRAID_TEST_SAMPLED");
@@ -56,8 +56,8 @@ Rows envRows() {
     if (std::strcmp(v, "types") == 0) return Rows::kTypes;
     if (std::strcmp(v, "share") == 0) return Rows::kShare;
     if (std::strcmp(v, "sampled-share") == 0) return Rows::kSampledShare;
-    std::fprintf(stderr, "BRAID_TEST_SAMPLED=\"%s\": expected 0, 1, types, share or sampled-share\n",
-                 v);
+    std::fprintf(stderr,
+                 "BRAID_TEST_SAMPLED=\"%s\": expected 0, 1, types, share or sampled-share\n", v);
     std::exit(2);
   }();
   return rows;
@@ -71,8 +71,7 @@ std::vector<Case> casesFor(int nranks, Rows rows) {
   std::vector<Case> cases = matrixCases(nranks, rows, envShare());
   std::lock_guard<std::mutex> lock(mu);
   if (printed.insert({nranks, static_cast<int>(rows)}).second) {
-    static const char* const kNames[] = {"every row", "types", "sampled", "share",
-                                         "sampled share"};
+    static const char* const kNames[] = {"every row", "types", "sampled", "share", "sampled share"};
     const bool share = rows == Rows::kShare || rows == Rows::kSampledShare;
     std::printf("matrix rows, nranks %d (%s", nranks, kNames[static_cast<int>(rows)]);
     if (share) std::printf(" %u of %u", envShare().index, envShare().of);
@@ -101,8 +100,7 @@ class MatrixThreads : public ::testing::TestWithParam<int> {};
 Rows rowsFor(int nranks) {
   const Rows rows = envRows();
   if (!reducedSizes() || nranks <= 8) return rows;
-  return rows == Rows::kShare || rows == Rows::kSampledShare ? Rows::kSampledShare
-                                                             : Rows::kSampled;
+  return rows == Rows::kShare || rows == Rows::kSampledShare ? Rows::kSampledShare : Rows::kSampled;
 }
 
 TEST_P(MatrixThreads, EveryRowOfTheTable) {
@@ -337,8 +335,8 @@ TEST(MatrixCluster, TwoHostsTwoRanksUcx) {
 // successive shares run every row of the full matrix (of the sampled rows for the sampled
 // share), each row outside the base in exactly one share.
 TEST(Matrix, SharesSplitEveryRow) {
-  for (const auto& [rows, pool] : {std::pair{Rows::kShare, Rows::kEvery},
-                                   std::pair{Rows::kSampledShare, Rows::kSampled}})
+  for (const auto& [rows, pool] :
+       {std::pair{Rows::kShare, Rows::kEvery}, std::pair{Rows::kSampledShare, Rows::kSampled}})
     for (int n : {1, 4, 13}) {
       const std::vector<Case> all = matrixCases(n, pool);
       std::set<const AlgorithmInfo*> every;  // the algorithms with a row at n ranks

@@ -18,8 +18,8 @@
 #include "kernels/reduce.h"
 #include "tuning/cost_model.h"
 
-using braid::Collective;
 using braid::checkComm;
+using braid::Collective;
 using braid::fail;
 
 namespace {

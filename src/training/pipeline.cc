@@ -435,8 +435,8 @@ const Tensor* PipelineStage::forward(const Tensor& x) {
 void PipelineStage::optimizerStep(Optimizer& optimizer, braidComm_t dp_comm) {
   if (dp_comm != nullptr && !grads_.empty()) {
     checkCall(braidAllReduce(grads_.data(), grads_.data(), grads_.size(), braidFloat32, braidAvg,
-                         dp_comm, nullptr),
-          dp_comm, "braidAllReduce (data-parallel gradients)");
+                             dp_comm, nullptr),
+              dp_comm, "braidAllReduce (data-parallel gradients)");
   }
   if (optimizer_ != &optimizer) {
     optimizer.resize(values_.size());
@@ -462,12 +462,12 @@ std::vector<float> PipelineStage::gatherParameters() {
   std::vector<int64_t> sizes(static_cast<size_t>(stages_));
   const int64_t mine = static_cast<int64_t>(values_.size());
   checkCall(braidAllGather(&mine, sizes.data(), 1, braidInt64, comm_, nullptr), comm_,
-        "braidAllGather (stage sizes)");
+            "braidAllGather (stage sizes)");
   const size_t most = static_cast<size_t>(*std::max_element(sizes.begin(), sizes.end()));
   std::vector<float> padded(most, 0.0f), all(most * static_cast<size_t>(stages_));
   std::copy(values_.begin(), values_.end(), padded.begin());
   checkCall(braidAllGather(padded.data(), all.data(), most, braidFloat32, comm_, nullptr), comm_,
-        "braidAllGather (stage parameters)");
+            "braidAllGather (stage parameters)");
   std::vector<float> out;
   for (size_t s = 0; s < static_cast<size_t>(stages_); ++s) {
     out.insert(out.end(), all.begin() + static_cast<long>(s * most),

@@ -36,7 +36,7 @@ size_t shardOf(const std::string& name, const char* what, size_t features, int t
 void allReduceSum(float* buf, size_t n, braidComm_t comm, const std::string& layer) {
   if (comm == nullptr || n == 0) return;
   checkCall(braidAllReduce(buf, buf, n, braidFloat32, braidSum, comm, nullptr), comm,
-        layer + ": braidAllReduce");
+            layer + ": braidAllReduce");
 }
 
 // This communicator's size and rank (1 and 0 for nullptr).
@@ -123,8 +123,8 @@ std::vector<float> gatherWhole(Sequential& model, braidComm_t tp_comm) {
       }
       // Rank r's shard [blocks, n] is at r in the gather; the whole is [blocks, tp, n].
       all.resize(p.numel * tp);
-      checkCall(braidAllGather(p.value, all.data(), p.numel, braidFloat32, tp_comm, nullptr), tp_comm,
-            "braidAllGather (" + p.name + ")");
+      checkCall(braidAllGather(p.value, all.data(), p.numel, braidFloat32, tp_comm, nullptr),
+                tp_comm, "braidAllGather (" + p.name + ")");
       const size_t n = p.numel / blocks[j];
       for (size_t b = 0; b < blocks[j]; ++b) {
         for (size_t r = 0; r < tp; ++r) {
