@@ -20,7 +20,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  echo "# configuring and building Braid in $BUILD_DIR (the first build takes 7-10 minutes on 2 cores)" >&2
+  echo "# configuring Braid in $BUILD_DIR (its first build takes about 5 minutes on 2 cores)" >&2
   meson setup "$BUILD_DIR" --buildtype=release >/dev/null
 fi
 [ "$build" = 0 ] || ninja -C "$BUILD_DIR" >/dev/null
