@@ -3,8 +3,9 @@
 # XML loaders, the BRAID_ALGO parser, the init decoders (unique id, peer cards, tuning figures
 # and table) and the perf binaries' flags, each from its seed corpus in tests/fuzz_corpus (and
 # the XML loaders also from the files in ../shared/topologies), copied into a temporary corpus:
-# the repository and ../shared are not written. Exits non-zero when a target crashes, leaks or times out; the reproducer
-# (crash-*, leak-*, timeout-*) is kept in the artifact directory it prints.
+# the repository and ../shared are not written. Exits non-zero when a target crashes, leaks or
+# times out; the reproducer (crash-*, leak-*, timeout-*) is kept in the artifact directory it
+# prints.
 #   scripts/fuzz.sh [SECONDS]
 # Environment: BRAID_FUZZ_RUNS (run that many inputs from seed 1 instead, the same every time),
 # BRAID_FUZZ_BUILD_ONLY=1 (build the targets, run nothing),
