@@ -19,7 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace {
 

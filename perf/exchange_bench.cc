@@ -26,7 +26,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace {
 

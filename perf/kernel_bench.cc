@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "kernels/cuda_kernels.h"
 #include "kernels/reduce.h"
 

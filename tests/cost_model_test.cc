@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "braid/braid.h"
-#include "core/config.h"
-#include "core/error.h"
 #include "test_util.h"
 #include "tuning/simulate.h"
 #include "tuning/table.h"

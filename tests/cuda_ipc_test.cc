@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/config.h"
 #include "braid/braid.h"
-#include "core/config.h"
-#include "core/device.h"
+#include "device/device.h"
 #include "fake_cuda.h"
 #include "test_util.h"
 

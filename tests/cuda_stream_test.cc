@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/device.h"
+#include "device/device.h"
 #include "fake_cuda.h"
 #include "test_util.h"
 

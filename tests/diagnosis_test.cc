@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "test_util.h"
 
 namespace braid::test {

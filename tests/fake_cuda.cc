@@ -6,8 +6,8 @@
 #include <cstring>
 #include <map>
 
-#include "core/error.h"
-#include "core/host_mem.h"
+#include "base/error.h"
+#include "base/host_mem.h"
 #include "kernels/reduce.h"
 
 namespace braid::test {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/device.h"
+#include "device/device.h"
 
 namespace braid::test {
 

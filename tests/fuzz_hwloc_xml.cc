@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 
 // Refusals are the common case here: keep them off stderr.

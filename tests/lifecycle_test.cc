@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/host_mem.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/host_mem.h"
 #include "test_util.h"
 
 namespace braid::test {

@@ -19,10 +19,10 @@
 #include <set>
 #include <utility>
 
+#include "base/config.h"
 #include "collective_cases.h"
 #include "core/bootstrap.h"
-#include "core/config.h"
-#include "core/device.h"
+#include "device/device.h"
 #include "fake_cuda.h"
 #include "test_scale.h"
 #include "test_util.h"

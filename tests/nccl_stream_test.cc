@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/device.h"
+#include "device/device.h"
 #include "fake_cuda.h"
 
 namespace braid::test {

@@ -18,8 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "core/error.h"
-#include "core/socket.h"
+#include "base/error.h"
+#include "base/socket.h"
 
 namespace braid {
 namespace {

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "braid/braid.h"
 #include "core/comm.h"
-#include "core/error.h"
 #include "test_util.h"
 
 namespace braid {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 #include "topology_fixtures.h"
 

@@ -17,7 +17,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology_fixtures.h"
 
 namespace braid::topo {

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 #include "topology_fixtures.h"
 

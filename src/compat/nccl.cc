@@ -13,9 +13,9 @@
 #include <tuple>
 #include <utility>
 
+#include "base/error.h"
 #include "braid/braid.h"
 #include "core/comm.h"
-#include "core/error.h"
 
 static_assert(sizeof(ncclUniqueId) == sizeof(braidUniqueId), "unique ids differ in size");
 static_assert(NCCL_UNIQUE_ID_BYTES == BRAID_UNIQUE_ID_BYTES);

@@ -8,13 +8,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
+#include "base/host_mem.h"
 #include "braid/braid.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
-#include "core/device.h"
-#include "core/error.h"
-#include "core/host_mem.h"
 #include "core/stream.h"
+#include "device/device.h"
 
 using braid::checkComm;
 using braid::fail;

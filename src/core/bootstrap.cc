@@ -12,9 +12,9 @@
 #include <cstring>
 #include <thread>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/socket.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/socket.h"
 
 namespace braid {
 namespace {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "base/config.h"
+#include "base/error.h"
 #include "core/comm.h"
-#include "core/config.h"
-#include "core/device.h"
-#include "core/error.h"
 #include "core/stream.h"
+#include "device/device.h"
 #include "tuning/cost_model.h"
 
 namespace braid {
@@ -116,8 +116,8 @@ braidResult_t markBroken(braidComm* comm, braidResult_t res) {
     // reuse: its peers must not read them (nor wait for this rank any longer).
     // For network peers on this machine, which see only this rank's connections close.
     if (comm->segment)
-      comm->segment->position()->gaveUp.store(2 + std::max(comm->blamed, -1),
-                                              std::memory_order_release);
+      callPosition(*comm->segment)
+          ->gaveUp.store(2 + std::max(comm->blamed, -1), std::memory_order_release);
     for (Connection* c : comm->connPtrs)
       if (c) c->abandon(comm->blamed);
   }
@@ -130,7 +130,7 @@ class CallScope {
  public:
   // finishes false: the scope only starts the call (BRAID_CHECK's exchange before it).
   CallScope(braidComm* comm, uint32_t kind, bool finishes = true)
-      : pos_(comm->segment ? comm->segment->position() : nullptr),
+      : pos_(comm->segment ? callPosition(*comm->segment) : nullptr),
         seq_(comm->opCount),
         finishes_(finishes) {
     if (!pos_) return;
@@ -204,8 +204,8 @@ namespace {
 void publishRefusalLocked(braidComm* comm, uint32_t kind) {
   if (!comm->segment) return;
   // The message without its "rank N: " prefix: the peer's line names the rank already.
-  comm->segment->position()->publishRefusal(comm->opCount + 1, kind,
-                                            withoutRankPrefix(lastError(), comm->rank));
+  callPosition(*comm->segment)
+      ->publishRefusal(comm->opCount + 1, kind, withoutRankPrefix(lastError(), comm->rank));
 }
 }  // namespace
 

@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
 #include "braid/braid.h"
 #include "core/comm.h"
-#include "core/device.h"
-#include "core/error.h"
 #include "core/stream.h"
+#include "device/device.h"
 #include "kernels/reduce.h"
 #include "tuning/cost_model.h"
 

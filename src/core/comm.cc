@@ -13,13 +13,13 @@
 #include <mutex>
 #include <sstream>
 
+#include "base/config.h"
+#include "base/error.h"
+#include "base/host_mem.h"
+#include "base/socket.h"
 #include "core/bootstrap.h"
-#include "core/config.h"
-#include "core/device.h"
-#include "core/error.h"
-#include "core/host_mem.h"
-#include "core/socket.h"
 #include "core/stream.h"
+#include "device/device.h"
 #include "topology/placement.h"
 #include "transport/net.h"
 #include "tuning/cost_model.h"
@@ -522,7 +522,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   for (int r = 0; r < nranks; ++r)
     if (remote[r] && comm->peerSegments[r])
       if (auto* f = dynamic_cast<FifoConnection*>(comm->connections[r].get()))
-        f->watchPeer(&comm->peerSegments[r]->position()->gaveUp);
+        f->watchPeer(&callPosition(*comm->peerSegments[r])->gaveUp);
   for (auto& c : comm->connections) comm->connPtrs.push_back(c.get());
   // Hosts numbered by first appearance, for hierarchical algorithms.
   std::vector<std::string> hostNames;
@@ -556,7 +556,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
                              : "a rank has BRAID_CUDA_IPC=0 or no device, or is on another host");
   comm->peerPositions.assign(nranks, nullptr);
   for (int r = 0; r < nranks; ++r)
-    if (comm->peerSegments[r]) comm->peerPositions[r] = comm->peerSegments[r]->position();
+    if (comm->peerSegments[r]) comm->peerPositions[r] = callPosition(*comm->peerSegments[r]);
   if (comm->stallBoard) {
     comm->stallBoard->setPositions(comm->peerPositions);
   } else if (rank != 0 && !comm->peers[0].stallAddr.empty()) {

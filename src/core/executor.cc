@@ -14,10 +14,10 @@
 #include <string>
 #include <thread>
 
-#include "core/config.h"
-#include "core/device.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "core/stall.h"
+#include "device/device.h"
 #include "kernels/reduce.h"
 
 namespace braid {

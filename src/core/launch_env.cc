@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/socket.h"
 #include "braid/braid.h"
 #include "core/bootstrap.h"
-#include "core/error.h"
-#include "core/socket.h"
 
 namespace braid {
 namespace {

@@ -16,9 +16,9 @@
 #include <tuple>
 
 #include "algorithms/schedule.h"
+#include "base/error.h"
+#include "base/socket.h"
 #include "core/comm.h"
-#include "core/error.h"
-#include "core/socket.h"
 
 namespace braid {
 

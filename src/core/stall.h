@@ -30,14 +30,16 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "braid/braid.h"
+#include "transport/shm.h"
 
 namespace braid {
 
-// Where a rank is, in its own shared-memory segment (ShmSegment::position), written by the
+// Where a rank is, in its own shared-memory segment (ShmSegment::ownerArea), written by the
 // rank, read by rank 0 (the summary) and by the ranks of its host that wait on it.
 struct CallPosition {
   std::atomic<uint64_t> started{0};  // sequence number of the last call entered (0: none)
@@ -67,6 +69,12 @@ struct CallPosition {
     return number == seq ? why : "";
   }
 };
+static_assert(sizeof(CallPosition) <= ShmSegment::kOwnerAreaBytes);
+
+// The CallPosition in a segment's owner area (zeroed there when the segment is made).
+inline CallPosition* callPosition(const ShmSegment& segment) {
+  return std::launder(static_cast<CallPosition*>(segment.ownerArea()));
+}
 
 // The kind of a call in reports and positions: a Collective's value + 1, 0 for a send/recv group.
 const char* stallKindLabel(uint32_t kind);

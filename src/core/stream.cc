@@ -2,8 +2,8 @@
 
 #include <memory>
 
-#include "core/device.h"
-#include "core/error.h"
+#include "base/error.h"
+#include "device/device.h"
 
 namespace braid {
 namespace {

@@ -12,8 +12,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "kernels/reduce.h"
 
 namespace braid::kernels {

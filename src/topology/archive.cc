@@ -25,7 +25,7 @@
 #include <set>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 
 #ifdef BRAID_HAVE_LIBARCHIVE

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 
 namespace {

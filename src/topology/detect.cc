@@ -38,7 +38,7 @@
 #include <infiniband/verbs.h>
 #endif
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/text_util.h"
 #include "topology/topology.h"
 

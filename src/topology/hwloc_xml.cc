@@ -50,7 +50,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 
 namespace braid::topo {

@@ -15,7 +15,7 @@
 #include <map>
 #include <set>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 #include "topology/xml_util.h"
 

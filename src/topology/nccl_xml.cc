@@ -18,7 +18,7 @@
 #include <map>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 #include "topology/xml_util.h"
 

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace braid::topo {
 

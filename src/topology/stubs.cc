@@ -1,6 +1,6 @@
 // Fallbacks for the hwloc loader and live detection while their sources (hwloc_xml.cc,
 // detect.cc) are absent from the build; src/meson.build defines BRAID_HAVE_* for those present.
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 
 namespace braid::topo {

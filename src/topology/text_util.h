@@ -18,7 +18,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topology/topology.h"
 
 namespace braid::topo::text {

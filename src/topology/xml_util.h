@@ -17,7 +17,7 @@
 #include <string>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace braid::topo {
 

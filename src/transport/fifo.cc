@@ -16,8 +16,8 @@
 #include <new>
 #include <string>
 
-#include "core/error.h"
-#include "core/host_mem.h"
+#include "base/error.h"
+#include "base/host_mem.h"
 
 namespace braid {
 

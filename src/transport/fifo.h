@@ -21,7 +21,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/device.h"
+#include "device/device.h"
 #include "transport/transport.h"
 
 namespace braid {

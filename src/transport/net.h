@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "base/socket.h"
 #include "braid/braid.h"
-#include "core/socket.h"
 
 namespace braid {
 

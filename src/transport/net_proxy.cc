@@ -8,9 +8,9 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/socket.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/socket.h"
 
 namespace braid {
 

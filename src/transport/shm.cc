@@ -20,8 +20,8 @@
 #include <set>
 #include <string>
 
-#include "core/error.h"
-#include "core/socket.h"
+#include "base/error.h"
+#include "base/socket.h"
 
 namespace braid {
 namespace {
@@ -35,13 +35,13 @@ struct SegmentHeader {
   uint64_t slotBytes;
   uint64_t fifoBytes;
 };
-// Line 0: the header; line 1: the owner's doorbell; then its CallPosition, then the FIFOs.
+// Line 0: the header; line 1: the owner's doorbell; then its owner area (a CallPosition), then
+// the FIFOs.
 constexpr size_t kPositionOffset = 2 * kLine;
-constexpr size_t kFifosOffset =
-    kPositionOffset + (sizeof(CallPosition) + kLine - 1) / kLine * kLine;
+constexpr size_t kFifosOffset = kPositionOffset + ShmSegment::kOwnerAreaBytes;
 static_assert(sizeof(SegmentHeader) <= kLine);
 static_assert(sizeof(Doorbell) <= kLine);
-static_assert(kFifosOffset % kLine == 0);
+static_assert(ShmSegment::kOwnerAreaBytes % kLine == 0);
 // Changed with the layout (0x4d48532d44495242 had the CallPosition in line 0 and the FIFOs at
 // line 2): a segment of another build is refused rather than read at other offsets.
 constexpr uint64_t kSegMagic = 0x3253532d44495242ull;
@@ -207,7 +207,7 @@ braidResult_t ShmSegment::create(int nfifos, int slots, size_t slotBytes, int nu
   h->slots = static_cast<uint32_t>(slots);
   h->slotBytes = slotBytes;
   h->fifoBytes = fifoBytes;
-  new (static_cast<char*>(base) + kPositionOffset) CallPosition();
+  std::memset(static_cast<char*>(base) + kPositionOffset, 0, ShmSegment::kOwnerAreaBytes);
   new (static_cast<char*>(base) + kLine) Doorbell();
   for (int i = 0; i < nfifos; ++i) {
     Fifo::init(s->fifo(i));
@@ -280,9 +280,7 @@ int ShmSegment::slots() const {
 }
 size_t ShmSegment::slotBytes() const { return static_cast<SegmentHeader*>(base_)->slotBytes; }
 
-CallPosition* ShmSegment::position() const {
-  return reinterpret_cast<CallPosition*>(static_cast<char*>(base_) + kPositionOffset);
-}
+void* ShmSegment::ownerArea() const { return static_cast<char*>(base_) + kPositionOffset; }
 
 Doorbell* ShmSegment::doorbell() const {
   return reinterpret_cast<Doorbell*>(static_cast<char*>(base_) + kLine);

@@ -16,7 +16,6 @@
 #include <string>
 
 #include "braid/braid.h"
-#include "core/stall.h"
 #include "transport/fifo.h"
 #include "transport/transport.h"
 
@@ -45,9 +44,11 @@ class ShmSegment {
   size_t slotBytes() const;
   // The owner's doorbell: peers ring it when they publish to or drain from its FIFOs.
   Doorbell* doorbell() const;
-  // The owner's position (the call it is in, the last it finished), for rank 0's stall
-  // summary: the owner writes it, peers read it.
-  CallPosition* position() const;
+  // Room for what the owner's communicator publishes to the peers that map the segment
+  // (core/stall.h's CallPosition: the call it is in, the last it finished, why it refused
+  // one), kOwnerAreaBytes bytes, zero when the segment is made. The transport never reads it.
+  static constexpr size_t kOwnerAreaBytes = 320;
+  void* ownerArea() const;
   struct Mapping;  // shm.cc's, shared by the segments of one name in this process
 
  private:

@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "transport/net.h"
 
 namespace braid {

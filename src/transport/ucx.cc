@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/net.h"
 
 #ifdef BRAID_HAVE_UCX

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "topology/placement.h"
 #include "topology/topology.h"
 #include "tuning/cost_model.h"

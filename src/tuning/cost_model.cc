@@ -17,8 +17,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "tuning/simulate.h"
 
 namespace braid::tuning {

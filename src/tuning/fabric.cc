@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace braid::tuning {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace braid::tuning {
 

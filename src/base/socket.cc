@@ -1,4 +1,4 @@
-#include "core/socket.h"
+#include "base/socket.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 namespace braid {
 namespace {

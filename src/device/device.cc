@@ -1,5 +1,5 @@
 // The CUDA runtime behind device::Runtime (BRAID_HAVE_CUDA), or a host-only one.
-#include "core/device.h"
+#include "device/device.h"
 
 #include <array>
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/cuda_kernels.h"
 
 #if BRAID_HAVE_CUDA

@@ -1,4 +1,4 @@
-#include "core/config.h"
+#include "base/config.h"
 
 #include <errno.h>
 #include <strings.h>

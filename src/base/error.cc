@@ -1,4 +1,4 @@
-#include "core/error.h"
+#include "base/error.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace braid {
 namespace {

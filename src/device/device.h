@@ -3,8 +3,8 @@
 // without CUDA (or a machine without a device) has only host memory. Tests may install a
 // stand-in runtime whose "device" memory is host memory it keeps track of, so the staging
 // paths run on machines without a GPU.
-#ifndef BRAID_CORE_DEVICE_H_
-#define BRAID_CORE_DEVICE_H_
+#ifndef BRAID_DEVICE_DEVICE_H_
+#define BRAID_DEVICE_DEVICE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -128,4 +128,4 @@ void setRuntimeForTesting(const Runtime* r);
 
 }  // namespace braid::device
 
-#endif  // BRAID_CORE_DEVICE_H_
+#endif  // BRAID_DEVICE_DEVICE_H_

@@ -1,4 +1,4 @@
-#include "core/host_mem.h"
+#include "base/host_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace braid::hostmem {
 namespace {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Bus bandwidth of two builds of Braid side by side, measured in one run: all_reduce_perf on 2
+# processes (braidrun -n 2), 8 B to 256 MiB by doubling, each build ROUNDS times in turn (A, B,
+# A, B, ...), then one table: size, each build's median out-of-place time (us) and busbw
+# (GB/s), and B's busbw over A's. For refactors that must not move performance (issue 32).
+#   perf/compare_builds.sh BUILD_A BUILD_B [ROUNDS (default 3)] [-- all_reduce_perf flags]
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 BUILD_A BUILD_B [ROUNDS] [-- FLAGS]" >&2; exit 2; }
+a="$1" b="$2"
+shift 2
+rounds=3
+if [ $# -gt 0 ] && [ "$1" != -- ]; then rounds="$1"; shift; fi
+[ "${1:-}" = -- ] && shift
+flags=("$@")
+[ ${#flags[@]} -gt 0 ] || flags=(-b 8 -e 256M -f 2 -n 20 -w 5)
+for d in "$a" "$b"; do
+  for f in src/braidrun perf/all_reduce_perf; do
+    [ -x "$d/$f" ] || { echo "$0: $d/$f is not built" >&2; exit 2; }
+  done
+done
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+for ((r = 0; r < rounds; r++)); do
+  for k in a b; do
+    d="$a"
+    [ "$k" = b ] && d="$b"
+    "$d/src/braidrun" -n 2 "$d/perf/all_reduce_perf" "${flags[@]}" >"$out/$k.$r"
+  done
+done
+python3 - "$out" "$rounds" "$a" "$b" <<'PY'
+import statistics, sys, os
+out, rounds, a, b = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def table(k):
+    rows = {}
+    for r in range(rounds):
+        for line in open(os.path.join(out, f"{k}.{r}")):
+            f = line.split()
+            if f and f[0].endswith(":"):  # braidrun's rank prefix
+                f = f[1:]
+            if len(f) >= 8 and f[0].isdigit():  # size count type redop root time algbw busbw
+                rows.setdefault(int(f[0]), []).append((float(f[5]), float(f[7])))
+    return {s: (statistics.median(t for t, _ in v), statistics.median(b for _, b in v))
+            for s, v in rows.items()}
+ta, tb = table("a"), table("b")
+print(f"# A = {a}, B = {b}: medians of {rounds} runs each, alternating; out of place")
+print(f"{'size (B)':>12} {'A us':>10} {'B us':>10} {'A GB/s':>8} {'B GB/s':>8} {'B/A':>6}")
+nan = float("nan")
+for s in sorted(ta):
+    (xt, xb), (yt, yb) = ta[s], tb.get(s, (nan, nan))
+    ratio = f"{yb / xb:6.3f}" if xb > 0 else f"{'-':>6}"
+    print(f"{s:>12} {xt:>10.2f} {yt:>10.2f} {xb:>8.2f} {yb:>8.2f} {ratio}")
+PY

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The layering check: every #include "PART/..." of a source file must be an arrow that
+docs/ARCHITECTURE.md allows (its table under "## Allowed includes"). A forbidden include is
+named with its file and line, and the check exits 1; the build runs it (src/meson.build), so a
+forbidden include fails the build.
+
+  scripts/check_layers.py [--root DIR] [--stamp FILE]
+
+The table's rows are `| where | may include |`: where is a folder of the repository (src/core,
+perf) or one file (perf/kernel_bench.cc), the most specific row wins; may include lists parts
+(folders of src/, and braid for include/braid/), or "-" for nothing. A file's own folder and
+includes without a folder (a header beside it) are always allowed. The allowed arrows between
+the parts of src/ must form no cycle.
+"""
+import argparse
+import os
+import re
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/[^"]*"')
+SOURCES = (".h", ".cc", ".cu", ".cpp")
+
+
+def read_table(doc):
+    """{where: set of parts}, from the rows after the heading "## Allowed includes"."""
+    rules, inside = {}, False
+    with open(doc, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("## "):
+                inside = line.strip() == "## Allowed includes"
+                continue
+            if not inside or not line.startswith("|"):
+                continue
+            cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+            if len(cells) < 2 or cells[0] in ("where", "") or set(cells[0]) <= {"-", ":"}:
+                continue
+            allowed = {p.strip().strip("`") for p in cells[1].split(",")} - {"-", ""}
+            rules[cells[0].rstrip("/")] = allowed
+    if not rules:
+        sys.exit(f"check_layers: no table under '## Allowed includes' in {doc}")
+    return rules
+
+
+def rule_for(rel, rules):
+    """The most specific row for a file (its path relative to the root), or None."""
+    best = None
+    for where in rules:
+        if rel == where or rel.startswith(where + "/"):
+            if best is None or len(where) > len(best):
+                best = where
+    return best
+
+
+def part_of(where):
+    """The part a row names (src/core -> core), for the cycle check; None outside src/."""
+    bits = where.split("/")
+    return bits[1] if len(bits) == 2 and bits[0] == "src" else None
+
+
+def find_cycle(rules):
+    graph = {}
+    for where, allowed in rules.items():
+        part = part_of(where)
+        if part:
+            graph[part] = {a for a in allowed if a != part}
+    state = {}
+
+    def visit(p, path):
+        state[p] = 1
+        for q in sorted(graph.get(p, ())):
+            if state.get(q) == 1:
+                return path + [p, q]
+            if q in graph and not state.get(q):
+                cycle = visit(q, path + [p])
+                if cycle:
+                    return cycle
+        state[p] = 2
+        return None
+
+    for p in sorted(graph):
+        if not state.get(p):
+            cycle = visit(p, [])
+            if cycle:
+                return cycle[cycle.index(cycle[-1]):]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."))
+    ap.add_argument("--stamp", help="file written when the check passes (for the build)")
+    args = ap.parse_args()
+    root = os.path.abspath(args.root)
+    doc = os.path.join(root, "docs", "ARCHITECTURE.md")
+    rules = read_table(doc)
+    errors = []
+    cycle = find_cycle(rules)
+    if cycle:
+        errors.append(f"{doc}: the allowed arrows make a cycle: {' -> '.join(cycle)}")
+    checked = 0
+    for where in sorted(rules):
+        top = os.path.join(root, where)
+        if not os.path.exists(top):
+            errors.append(f"{doc}: no such folder or file: {where}")
+    for top in sorted({w.split("/")[0] for w in rules}):
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if not name.endswith(SOURCES):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root)
+                where = rule_for(rel, rules)
+                if where is None:
+                    continue
+                own = os.path.basename(os.path.dirname(rel))
+                allowed = rules[where]
+                checked += 1
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for number, line in enumerate(f, 1):
+                        m = INCLUDE.match(line)
+                        if not m or m.group(1) == own or m.group(1) in allowed:
+                            continue
+                        said = ", ".join(sorted(allowed)) or "nothing of Braid"
+                        errors.append(
+                            f"{rel}:{number}: includes \"{m.group(1)}/...\": {where} may include "
+                            f"{said} (docs/ARCHITECTURE.md, Allowed includes)")
+    for e in errors:
+        print(e, file=sys.stderr)
+    if errors:
+        print(f"check_layers: {len(errors)} problem(s)", file=sys.stderr)
+        return 1
+    if args.stamp:
+        with open(args.stamp, "w", encoding="utf-8") as f:
+            f.write(f"{checked} files\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
