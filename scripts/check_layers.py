@@ -24,7 +24,11 @@ SOURCES = (".h", ".cc", ".cu", ".cpp")
 def read_table(doc):
     """{where: set of parts}, from the rows after the heading "## Allowed includes"."""
     rules, inside = {}, False
-    with open(doc, encoding="utf-8") as f:
+    try:
+        f = open(doc, encoding="utf-8")
+    except OSError as e:
+        sys.exit(f"check_layers: cannot read {doc}: {e.strerror} (is --root the repository?)")
+    with f:
         for line in f:
             if line.startswith("## "):
                 inside = line.strip() == "## Allowed includes"
