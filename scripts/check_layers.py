@@ -17,15 +17,15 @@ import os
 import re
 import sys
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/[^"]*"')
-SOURCES = (".h", ".cc", ".cu", ".cpp")
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^<>"/]+)/[^<>"]*[>"]')
+SOURCES = (".h", ".hpp", ".inc", ".cc", ".cu", ".cpp")
 
 
 def read_table(doc):
     """{where: set of parts}, from the rows after the heading "## Allowed includes"."""
     rules, inside = {}, False
     try:
-        f = open(doc, encoding="utf-8")
+        f = open(doc, encoding="utf-8", errors="replace")
     except OSError as e:
         sys.exit(f"check_layers: cannot read {doc}: {e.strerror} (is --root the repository?)")
     with f:
@@ -91,13 +91,23 @@ def find_cycle(rules):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."))
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."),
+                    help="the repository (default: this script's)")
     ap.add_argument("--stamp", help="file written when the check passes (for the build)")
     args = ap.parse_args()
     root = os.path.abspath(args.root)
     doc = os.path.join(root, "docs", "ARCHITECTURE.md")
     rules = read_table(doc)
     errors = []
+    # Braid's parts: the folders of src/ and the public headers (include/braid). An include
+    # whose first folder is none of them (<sys/mman.h>, <nlohmann/json.hpp>) is not Braid's.
+    src = os.path.join(root, "src")
+    parts = {"braid"} | ({d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d))}
+                         if os.path.isdir(src) else set())
+    for where, allowed in sorted(rules.items()):
+        for a in sorted(allowed - parts):
+            errors.append(f"{doc}: row {where}: no part named {a!r} (parts: "
+                          f"{', '.join(sorted(parts))})")
     cycle = find_cycle(rules)
     if cycle:
         errors.append(f"{doc}: the allowed arrows make a cycle: {' -> '.join(cycle)}")
@@ -123,7 +133,8 @@ def main():
                 with open(path, encoding="utf-8", errors="replace") as f:
                     for number, line in enumerate(f, 1):
                         m = INCLUDE.match(line)
-                        if not m or m.group(1) == own or m.group(1) in allowed:
+                        if not m or m.group(1) not in parts or m.group(1) == own or \
+                                m.group(1) in allowed:
                             continue
                         said = ", ".join(sorted(allowed)) or "nothing of Braid"
                         errors.append(
@@ -135,8 +146,11 @@ def main():
         print(f"check_layers: {len(errors)} problem(s)", file=sys.stderr)
         return 1
     if args.stamp:
-        with open(args.stamp, "w", encoding="utf-8") as f:
-            f.write(f"{checked} files\n")
+        try:
+            with open(args.stamp, "w", encoding="utf-8") as f:
+                f.write(f"{checked} files\n")
+        except OSError as e:
+            sys.exit(f"check_layers: cannot write --stamp {args.stamp}: {e.strerror}")
     return 0
 
 
