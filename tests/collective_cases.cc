@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iterator>
 #include <new>
+#include <set>
 #include <vector>
 
 #include "test_scale.h"
@@ -113,12 +114,12 @@ std::vector<Case> matrixCases(int nranks, Rows rows, RowShare share) {
       return c.count == 4097 && c.dtype == braidFloat32 && c.op == braidSum;
     };
     std::vector<bool> base(pool.size());
-    for (size_t i = 0; i < pool.size(); ++i) base[i] = isBase(pool[i]);
+    std::set<const AlgorithmInfo*> withBase;  // one pass: the pool has thousands of rows
+    for (size_t i = 0; i < pool.size(); ++i)
+      if ((base[i] = isBase(pool[i]))) withBase.insert(pool[i].algo);
     // An algorithm row without such a case (none today) keeps its first one.
     for (size_t i = 0; i < pool.size(); ++i)
-      if (std::none_of(pool.begin(), pool.end(),
-                       [&](const Case& c) { return c.algo == pool[i].algo && isBase(c); }) &&
-          (i == 0 || pool[i - 1].algo != pool[i].algo))
+      if (!withBase.count(pool[i].algo) && (i == 0 || pool[i - 1].algo != pool[i].algo))
         base[i] = true;
     // A row outside the base belongs to share (splitmix64 of its position among them) mod `of`:
     // the shares split those rows, and each takes every dtype, op, placement and root alike

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/schedule.h"
@@ -292,6 +294,34 @@ TEST(Selector, PieceIsTheLeastPredictedGrain) {
   barrier.coll = Collective::kBarrier;
   EXPECT_EQ(choosePieceBytes(*findAlgorithm(Collective::kBarrier, "dissemination"), barrier, 1, f),
             f.chunk_bytes);
+}
+
+// Thread ranks compiling one plan ask the same question at once: one of them computes the
+// answer, the others wait for it, and every one gets the answer predictCallUs gives alone.
+TEST(Selector, ConcurrentAskersShareOnePrediction) {
+  const Fabric f = testFabric(1, 6);
+  const AlgorithmInfo& ring = *findAlgorithm(Collective::kAllReduce, "ring");
+  CollArgs args;
+  args.coll = Collective::kAllReduce;
+  args.count = 77773;  // a shape no other case asks about
+  args.nranks = f.nranks();
+  const double alone = predictCallUsUncached(ring, args, 4, f);
+  constexpr int kAskers = 8;
+  std::vector<double> answers(kAskers, -1);
+  std::atomic<int> arrived{0};
+  const uint64_t before = predictionsComputed();
+  std::vector<std::thread> askers;
+  for (int i = 0; i < kAskers; ++i)
+    askers.emplace_back([&, i] {
+      arrived.fetch_add(1);
+      while (arrived.load() < kAskers) std::this_thread::yield();
+      answers[i] = predictCallUs(ring, args, 4, f);
+    });
+  for (auto& t : askers) t.join();
+  EXPECT_EQ(predictionsComputed() - before, 1u);
+  for (double a : answers) EXPECT_EQ(a, alone);
+  EXPECT_EQ(predictCallUs(ring, args, 4, f), alone);  // kept: no computation
+  EXPECT_EQ(predictionsComputed() - before, 1u);
 }
 
 // braidCommPredict on a live communicator: a time for every algorithm that can run the

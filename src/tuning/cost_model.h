@@ -42,8 +42,17 @@ double predictUs(const AlgorithmInfo& algo, Collective coll, size_t count, size_
 constexpr int kSimulateRanks = 32;
 // ... and at most about this many steps (a few milliseconds of simulation).
 constexpr double kSimulateSteps = 1000000;
+// Kept per process (keyed by the call's shape and the fabric): concurrent askers of one
+// question (a communicator's thread ranks compiling the same plan) wait for the first one's
+// answer instead of computing it too.
 double predictCallUs(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
                      const Fabric& fabric);
+// The same answer computed afresh, nothing kept.
+double predictCallUsUncached(const AlgorithmInfo& algo, const CollArgs& args, size_t elemSize,
+                             const Fabric& fabric);
+// How many of predictCallUs's answers were computed rather than taken from what it keeps,
+// since the process started (a diagnostic count: tests check that askers share answers).
+uint64_t predictionsComputed();
 
 // The pipelining grain for one call of `algo` (NCCL sizes its steps per call likewise): of
 // the fabric's chunk and its halves down to an eighth (none under kMinPieceBytes, each a
