@@ -382,8 +382,18 @@ TEST(Idx, ReadsGzipAndNamesBadFiles) {
   const auto d = readIdx(writeGz(dir + "/img.gz", img), writeGz(dir + "/lab.gz", lab));
   EXPECT_EQ(d.count, 2u);
   EXPECT_EQ(d.features, 4u);
-  EXPECT_EQ(d.images[1], 1.0f);
-  EXPECT_EQ(d.images[2], 0.2f);
+  EXPECT_EQ(d.image(1), 1.0f);
+  EXPECT_EQ(d.image(2), 0.2f);
+  // Standardizing rewrites the value of each byte: (byte / 255 - mean) / stddev, in fp32.
+  ImageDataset s = d;
+  standardize(s, 0.25f, 0.5f);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(s.image(i), (d.image(i) - 0.25f) * (1.0f / 0.5f));
+  Tensor x;
+  std::vector<int32_t> y;
+  gatherBatch(s, {1}, 0, 1, x, y);
+  EXPECT_EQ(x.shape(), (std::vector<size_t>{1, 4}));
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(x[k], s.image(4 + k));
+  EXPECT_EQ(y, (std::vector<int32_t>{3}));
   EXPECT_EQ(d.labels, (std::vector<int32_t>{7, 3}));
 
   auto expectError = [&](const std::string& images, const std::string& labels,

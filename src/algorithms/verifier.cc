@@ -25,7 +25,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -43,21 +46,63 @@ struct RunResult {
 
 enum StepState : uint8_t { kPending, kStarted, kDone };
 
+// Sets of buffers that runs hand on to later runs: take() gives one back from an earlier run
+// (emptied, its capacity kept) or a new one; give() returns it. The pool holds as many sets as
+// ever ran at once, for the life of the process.
+template <class B>
+class KeptPool {
+ public:
+  static std::unique_ptr<B> take() {
+    std::lock_guard<std::mutex> lock(mu());
+    std::vector<std::unique_ptr<B>>& sets = pool();
+    if (sets.empty()) return std::make_unique<B>();
+    std::unique_ptr<B> b = std::move(sets.back());
+    sets.pop_back();
+    return b;
+  }
+  static void give(std::unique_ptr<B> b) {
+    std::lock_guard<std::mutex> lock(mu());
+    pool().push_back(std::move(b));
+  }
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::unique_ptr<B>>& pool() {
+    static std::vector<std::unique_ptr<B>> sets;
+    return sets;
+  }
+};
+
+// v.assign(n, x), the capacity grown by at least half when it must grow: runs of a sweep grow
+// one after another, and fitting each exactly reallocated (and faulted in) the buffer for each.
+template <class T>
+void assignGrowing(std::vector<T>& v, size_t n, const std::type_identity_t<T>& x) {
+  if (n > v.capacity()) {
+    v.clear();
+    v.reserve(std::max(n, v.capacity() + v.capacity() / 2));
+  }
+  v.assign(n, x);
+}
+
 // One symbolic run of a Program.
 class Sim {
  public:
-  // A run takes its thread's buffers from the last run, emptied with their capacity kept: a
-  // sweep verifies thousands of schedules per thread, and buffers of up to hundreds of MiB
-  // allocated afresh for each were faulted in 4 KiB at a time (under ASan+UBSan, 1.8 million
-  // page faults in the hierarchical sweep, 16 of its 41 CPU-seconds in the kernel). A thread
-  // keeps the buffers of its largest run until it exits.
-  Sim(const Program& p, size_t slots) : p_(p), slots_(static_cast<int64_t>(slots)) {
-    exchange(kept());
+  // A run takes the buffers of an earlier run, emptied with their capacity kept: a sweep
+  // verifies thousands of schedules, and buffers of up to hundreds of MiB allocated afresh for
+  // each were faulted in 4 KiB at a time (under ASan+UBSan, 1.8 million page faults in the
+  // hierarchical sweep, 16 of its 41 CPU-seconds in the kernel). The sets outlive the threads
+  // that used them (KeptPool), and grow by half again when they must grow (assignGrowing).
+  Sim(const Program& p, size_t slots)
+      : p_(p), slots_(static_cast<int64_t>(slots)), kept_(KeptPool<Buffers>::take()) {
+    exchange(*kept_);
   }
   ~Sim() {
-    Buffers& k = kept();
-    forEachBuffer(k, [](auto& mine, auto&) { mine.clear(); });
-    exchange(k);
+    forEachBuffer(*kept_, [](auto& mine, auto&) { mine.clear(); });
+    exchange(*kept_);
+    KeptPool<Buffers>::give(std::move(kept_));
   }
   Sim(const Sim&) = delete;
   Sim& operator=(const Sim&) = delete;
@@ -81,18 +126,18 @@ class Sim {
 
   void init() {
     const size_t total = p_.steps.size();
-    mem_.assign(static_cast<size_t>(p_.elems), Sym{0, 0, 0, 0, 0});
+    assignGrowing(mem_, static_cast<size_t>(p_.elems), Sym{0, 0, 0, 0, 0});
     for (int r = 0; r < p_.n; ++r) {
       const BufInfo& send = p_.buf(r, 0);
       if (send.null) continue;
       for (size_t k = 0; k < send.size; ++k) mem_[send.base + k] = p_.dataSym(r, k);
     }
-    writer_.assign(mem_.size(), -1);
-    reader_.assign(mem_.size(), -1);
-    overflow_.assign(mem_.size(), -1);
+    assignGrowing(writer_, mem_.size(), -1);
+    assignGrowing(reader_, mem_.size(), -1);
+    assignGrowing(overflow_, mem_.size(), -1);
     dyn_.resize(total);
     for (size_t g = 0; g < total; ++g) dyn_[g] = Dyn{0, kPending, p_.steps[g].ndeps};
-    payload_.assign(total, -1);
+    assignGrowing(payload_, total, -1);
     qs_.resize(p_.queues.size());
     for (size_t q = 0; q < p_.queues.size(); ++q) {
       const Queue& Q = p_.queues[q];
@@ -785,10 +830,6 @@ class Sim {
     std::vector<uint32_t> visited;
     std::vector<uint64_t> heard, setPool;
   };
-  static Buffers& kept() {
-    thread_local Buffers buffers;
-    return buffers;
-  }
   // f(this run's vector, the kept one) for each vector.
   template <class F>
   void forEachBuffer(Buffers& k, F&& f) {
@@ -803,17 +844,19 @@ class Sim {
   void exchange(Buffers& k) {
     forEachBuffer(k, [](auto& mine, auto& kept) { mine.swap(kept); });
   }
+  std::unique_ptr<Buffers> kept_;
 };
 
 // A Program's largest vectors (a step and its links per step of every rank), taken from its
 // thread's last build and given back emptied, their capacity kept, as Sim does with its own.
 class KeptProgramBuffers {
  public:
-  explicit KeptProgramBuffers(Program* p) : p_(p) { exchange(); }
+  explicit KeptProgramBuffers(Program* p) : p_(p), kept_(KeptPool<Buffers>::take()) { exchange(); }
   ~KeptProgramBuffers() {
     p_->steps.clear(), p_->deps.clear(), p_->queues.clear(), p_->qSteps.clear();
     p_->revBegin.clear(), p_->rev.clear();
     exchange();
+    KeptPool<Buffers>::give(std::move(kept_));
   }
   KeptProgramBuffers(const KeptProgramBuffers&) = delete;
   KeptProgramBuffers& operator=(const KeptProgramBuffers&) = delete;
@@ -825,11 +868,12 @@ class KeptProgramBuffers {
     std::vector<Queue> queues;
   };
   void exchange() {
-    thread_local Buffers kept;
+    Buffers& kept = *kept_;
     p_->steps.swap(kept.steps), p_->deps.swap(kept.deps), p_->queues.swap(kept.queues);
     p_->qSteps.swap(kept.qSteps), p_->revBegin.swap(kept.revBegin), p_->rev.swap(kept.rev);
   }
   Program* p_;
+  std::unique_ptr<Buffers> kept_;
 };
 
 std::string describeCall(const AlgorithmInfo& algo, int n, const CollArgs& a, bool inPlace) {

@@ -9,8 +9,7 @@ namespace braid::training {
 namespace {
 
 void uniformInit(Parameter& p, float bound, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> u(-bound, bound);
-  for (size_t i = 0; i < p.numel; ++i) p.value[i] = u(rng);
+  uniformFill(rng, -bound, bound, p.value, p.numel);
 }
 
 // Column sums of m [rows, cols] added into out [cols].

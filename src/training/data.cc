@@ -83,8 +83,8 @@ ImageDataset readIdx(const std::string& images_path, const std::string& labels_p
   ImageDataset d;
   d.count = count;
   d.features = rows * cols;
-  d.images.resize(count * d.features);
-  for (size_t i = 0; i < d.images.size(); ++i) d.images[i] = img[16 + i] / 255.0f;
+  d.pixels.assign(img.begin() + 16, img.end());
+  for (size_t b = 0; b < d.value.size(); ++b) d.value[b] = static_cast<float>(b) / 255.0f;
   d.labels.resize(count);
   for (size_t i = 0; i < count; ++i) {
     if (lab[8 + i] > 9) {
@@ -103,7 +103,7 @@ ImageDataset loadFashionMnist(const std::string& dir, bool train) {
 
 void standardize(ImageDataset& data, float mean, float stddev) {
   const float inv = 1.0f / stddev;
-  for (float& v : data.images) v = (v - mean) * inv;
+  for (float& v : data.value) v = (v - mean) * inv;
 }
 
 std::vector<size_t> distributedIndices(size_t count, int rank, int nranks, uint64_t seed,
@@ -135,8 +135,9 @@ void gatherBatch(const ImageDataset& data, const std::vector<size_t>& indices, s
   labels.resize(rows);
   for (size_t r = 0; r < rows; ++r) {
     const size_t i = indices[begin + r];
-    std::memcpy(x.data() + r * data.features, data.images.data() + i * data.features,
-                data.features * sizeof(float));
+    const uint8_t* in = data.pixels.data() + i * data.features;
+    float* out = x.data() + r * data.features;
+    for (size_t k = 0; k < data.features; ++k) out[k] = data.value[in[k]];
     labels[r] = data.labels[i];
   }
 }

@@ -27,9 +27,8 @@ Linear::Linear(size_t in, size_t out, std::string name)
 
 void Linear::initialize(std::mt19937_64& rng) {
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_));
-  std::uniform_real_distribution<float> u(-bound, bound);
-  for (size_t i = 0; i < weight_.numel; ++i) weight_.value[i] = u(rng);
-  for (size_t i = 0; i < bias_.numel; ++i) bias_.value[i] = u(rng);
+  uniformFill(rng, -bound, bound, weight_.value, weight_.numel);
+  uniformFill(rng, -bound, bound, bias_.value, bias_.numel);
 }
 
 void Linear::forward(const Tensor& x, Tensor& y) {

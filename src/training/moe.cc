@@ -93,8 +93,7 @@ std::vector<Parameter*> MoELayer::parameters() {
 
 void MoELayer::initialize(std::mt19937_64& rng) {
   const float bound = 1.0f / std::sqrt(static_cast<float>(features_));
-  std::uniform_real_distribution<float> u(-bound, bound);
-  for (size_t i = 0; i < router_.numel; ++i) router_.value[i] = u(rng);
+  uniformFill(rng, -bound, bound, router_.value, router_.numel);
   const size_t first = static_cast<size_t>(rank_) * local_experts_;
   for (size_t e = 0; e < o_.experts; ++e) {
     const uint64_t seed = rng();

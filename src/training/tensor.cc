@@ -133,6 +133,14 @@ const char* precisionName(Precision p) {
   }
 }
 
+void uniformFill(std::mt19937_64& rng, float lo, float hi, float* x, size_t n) {
+  const float width = hi - lo;
+  for (size_t i = 0; i < n; ++i) {
+    const float u = static_cast<float>(rng() >> 40) * 0x1p-24f;
+    x[i] = lo + width * u;
+  }
+}
+
 size_t bytesPerElement(Precision p) { return p == Precision::kFp32 ? 4 : 2; }
 
 void roundTo(Precision p, float* x, size_t n) {

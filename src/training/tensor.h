@@ -4,10 +4,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 namespace braid::training {
+
+/// Fills x[0, n) with values uniform in [lo, hi] (hi only through rounding): each is
+/// lo + (hi - lo) * u, with u the top 24 bits of one rng() draw times 2^-24 (u in
+/// [0, 1 - 2^-24], exact in fp32). Layers draw their initial weights with it (PyTorch's
+/// nn.Linear default: uniform in +-1/sqrt(fan_in)). std::uniform_real_distribution leaves the
+/// algorithm to each standard library (the same seed gives other weights under libc++), and
+/// libstdc++'s takes a long-double logarithm per draw: most of a small model's set-up time.
+void uniformFill(std::mt19937_64& rng, float lo, float hi, float* x, size_t n);
 
 /// A dense row-major fp32 tensor on the host. Shape [d0, d1, ...]; numel() elements.
 /// A 2-D tensor [rows, cols] is the usual activation layout [batch, features].
