@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -369,6 +370,26 @@ std::string writeGz(const std::string& path, const std::vector<uint8_t>& bytes) 
   gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(f);
   return path;
+}
+
+// Initial weights: uniformFill's closed form (tensor.h) gives libstdc++'s
+// std::uniform_real_distribution<float> values bit for bit, and stays in [lo, hi).
+TEST(Init, UniformFillIsTheUniformRealDistributionOfLibstdcxx) {
+  std::mt19937_64 mine(7), theirs(7);
+  const float lo = -0.0625f, hi = 0.0625f;
+  std::vector<float> x(200000);
+  uniformFill(mine, lo, hi, x.data(), x.size());
+  std::uniform_real_distribution<float> u(lo, hi);
+  size_t differ = 0, outside = 0;
+  for (float v : x) {
+    outside += !(v >= lo && v < hi);
+#ifdef __GLIBCXX__
+    const float want = u(theirs);
+    differ += std::memcmp(&v, &want, sizeof(float)) != 0;
+#endif
+  }
+  EXPECT_EQ(outside, 0u);
+  EXPECT_EQ(differ, 0u);
 }
 
 TEST(Idx, ReadsGzipAndNamesBadFiles) {

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "training/checked_ranges.h"
+
 namespace braid::training {
 
 LossScaler::LossScaler(LossScalerOptions options)
@@ -39,7 +41,8 @@ bool LossScaler::update(bool found_inf) {
   return true;
 }
 
-bool allFinite(const float* x, size_t n) {
+BRAID_RANGE_CHECKED bool allFinite(const float* x, size_t n) {
+  readRange(x, n);
   // x - x is 0 for finite x and NaN for inf or NaN; one flag for the whole range vectorises.
   float acc = 0.0f;
   for (size_t i = 0; i < n; ++i) acc += x[i] - x[i];

@@ -4,12 +4,17 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "training/checked_ranges.h"
+
 namespace braid::training {
 
 void Sgd::resize(size_t n) { momentum_buf_.assign(momentum_ != 0.0f ? n : 0, 0.0f); }
 
-void Sgd::update(float* param, const float* grad, size_t n, size_t state_offset) {
+BRAID_RANGE_CHECKED void Sgd::update(float* param, const float* grad, size_t n,
+                                     size_t state_offset) {
   float* buf = momentum_buf_.empty() ? nullptr : momentum_buf_.data() + state_offset;
+  readRange(grad, n), writeRange(param, n);
+  if (buf) writeRange(buf, n);
   for (size_t i = 0; i < n; ++i) {
     float g = grad[i] + weight_decay_ * param[i];
     if (buf) {
@@ -25,13 +30,15 @@ void AdamW::resize(size_t n) {
   v_.assign(n, 0.0f);
 }
 
-void AdamW::update(float* param, const float* grad, size_t n, size_t state_offset) {
+BRAID_RANGE_CHECKED void AdamW::update(float* param, const float* grad, size_t n,
+                                       size_t state_offset) {
   const float bc1 = 1.0f - std::pow(beta1_, static_cast<float>(step_));
   const float bc2 = 1.0f - std::pow(beta2_, static_cast<float>(step_));
   const float step_size = lr_ / bc1;
   const float bc2_sqrt = std::sqrt(bc2);
   float* m = m_.data() + state_offset;
   float* v = v_.data() + state_offset;
+  readRange(grad, n), writeRange(param, n), writeRange(m, n), writeRange(v, n);
   for (size_t i = 0; i < n; ++i) {
     param[i] *= 1.0f - lr_ * weight_decay_;
     m[i] = beta1_ * m[i] + (1.0f - beta1_) * grad[i];

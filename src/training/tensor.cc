@@ -2,9 +2,12 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+
+#include "training/checked_ranges.h"
 
 namespace braid::training {
 
@@ -59,11 +62,13 @@ float fromBf16(Bf16 x) {
   return f;
 }
 
-void toBf16(const float* in, Bf16* out, size_t n) {
+BRAID_RANGE_CHECKED void toBf16(const float* in, Bf16* out, size_t n) {
+  readRange(in, n), writeRange(out, n);
   for (size_t i = 0; i < n; ++i) out[i] = toBf16(in[i]);
 }
 
-void fromBf16(const Bf16* in, float* out, size_t n) {
+BRAID_RANGE_CHECKED void fromBf16(const Bf16* in, float* out, size_t n) {
+  readRange(in, n), writeRange(out, n);
   for (size_t i = 0; i < n; ++i) out[i] = fromBf16(in[i]);
 }
 
@@ -114,11 +119,13 @@ float fromFp16(Fp16 x) {
   return f;
 }
 
-void toFp16(const float* in, Fp16* out, size_t n) {
+BRAID_RANGE_CHECKED void toFp16(const float* in, Fp16* out, size_t n) {
+  readRange(in, n), writeRange(out, n);
   for (size_t i = 0; i < n; ++i) out[i] = toFp16(in[i]);
 }
 
-void fromFp16(const Fp16* in, float* out, size_t n) {
+BRAID_RANGE_CHECKED void fromFp16(const Fp16* in, float* out, size_t n) {
+  readRange(in, n), writeRange(out, n);
   for (size_t i = 0; i < n; ++i) out[i] = fromFp16(in[i]);
 }
 
@@ -133,17 +140,20 @@ const char* precisionName(Precision p) {
   }
 }
 
-void uniformFill(std::mt19937_64& rng, float lo, float hi, float* x, size_t n) {
+BRAID_RANGE_CHECKED void uniformFill(std::mt19937_64& rng, float lo, float hi, float* x, size_t n) {
+  writeRange(x, n), writeRange(&rng, 1);  // the engine's state too
   const float width = hi - lo;
+  const float below_one = std::nextafter(1.0f, 0.0f);
   for (size_t i = 0; i < n; ++i) {
-    const float u = static_cast<float>(rng() >> 40) * 0x1p-24f;
-    x[i] = lo + width * u;
+    const float u = std::min(static_cast<float>(rng()) * 0x1p-64f, below_one);
+    x[i] = u * width + lo;
   }
 }
 
 size_t bytesPerElement(Precision p) { return p == Precision::kFp32 ? 4 : 2; }
 
-void roundTo(Precision p, float* x, size_t n) {
+BRAID_RANGE_CHECKED void roundTo(Precision p, float* x, size_t n) {
+  writeRange(x, n);
   if (p == Precision::kBf16) {
     for (size_t i = 0; i < n; ++i) x[i] = fromBf16(toBf16(x[i]));
   } else if (p == Precision::kFp16) {

@@ -10,12 +10,14 @@
 
 namespace braid::training {
 
-/// Fills x[0, n) with values uniform in [lo, hi] (hi only through rounding): each is
-/// lo + (hi - lo) * u, with u the top 24 bits of one rng() draw times 2^-24 (u in
-/// [0, 1 - 2^-24], exact in fp32). Layers draw their initial weights with it (PyTorch's
-/// nn.Linear default: uniform in +-1/sqrt(fan_in)). std::uniform_real_distribution leaves the
-/// algorithm to each standard library (the same seed gives other weights under libc++), and
-/// libstdc++'s takes a long-double logarithm per draw: most of a small model's set-up time.
+/// Fills x[0, n) with values uniform in [lo, hi): each is u * (hi - lo) + lo in fp32, with u
+/// one rng() draw converted to float (round to nearest) times 2^-64, or the float just below 1
+/// where that rounds up to 1. These are the values of libstdc++'s
+/// std::uniform_real_distribution<float> over std::mt19937_64 (its generate_canonical takes
+/// one draw for 24 bits), which layers drew their initial weights with (PyTorch's nn.Linear
+/// default: uniform in +-1/sqrt(fan_in)), defined here: another standard library's gives other
+/// weights for the same seed, and libstdc++'s takes a long-double logarithm per draw, most of
+/// a small model's set-up time.
 void uniformFill(std::mt19937_64& rng, float lo, float hi, float* x, size_t n);
 
 /// A dense row-major fp32 tensor on the host. Shape [d0, d1, ...]; numel() elements.
