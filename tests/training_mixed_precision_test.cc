@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "test_scale.h"
 #include "test_util.h"
 #include "training/attention.h"
 #include "training/data_parallel.h"
@@ -219,9 +220,10 @@ struct RunConfig {
   bool recompute = false;
   std::string optimizer = "sgd";
   bool fp32_wire = false;  // 16-bit compute, but gradients sent as fp32
+  size_t steps = kSteps;   // at most kSteps (the data set's batches)
 };
 
-// Trains kSteps on `nranks` thread ranks; returns rank 0's final fp32 master parameters.
+// Trains c.steps on `nranks` thread ranks; returns rank 0's final fp32 master parameters.
 std::vector<float> train(int nranks, const RunConfig& c, long* skipped = nullptr) {
   std::vector<std::vector<float>> result(nranks);
   std::vector<long> skips(nranks);
@@ -246,7 +248,7 @@ std::vector<float> train(int nranks, const RunConfig& c, long* skipped = nullptr
       Tensor x;
       std::vector<int32_t> y;
       const size_t local = kGlobalBatch / static_cast<size_t>(nranks);
-      for (size_t s = 0; s < kSteps; ++s) {
+      for (size_t s = 0; s < c.steps; ++s) {
         data().batch(s * kGlobalBatch + static_cast<size_t>(rank) * local, local, x, y);
         engine.step(x, y, loss);
       }
@@ -395,7 +397,10 @@ TEST(MixedPrecision, TwentyStepsAgainstOneRank) {
   // a rounding can flip its 16-bit working copy by u |w|, far more than one update), so the
   // trajectories drift apart chaotically; this reports the distance relative to the distance
   // training moved, next to the distance to fp32 training, and checks only that every rank
-  // agrees and nothing overflows at the default loss scale.
+  // agrees and nothing overflows at the default loss scale. Under a sanitizer
+  // (test_scale.h) the runs take 5 steps: every step runs the same code, and the 20 runs of
+  // 20 steps were the training tests' longest case there (22 s under TSan).
+  const size_t steps = test::reducedSizes() ? 5 : kSteps;
   auto start = makeMlp();
   start->initialize(kSeed);
   const std::vector<float> p0 = start->flatValues();
@@ -410,10 +415,11 @@ TEST(MixedPrecision, TwentyStepsAgainstOneRank) {
   for (const char* optimizer : {"sgd", "adamw"}) {
     RunConfig f;
     f.optimizer = optimizer;
+    f.steps = steps;
     const std::vector<float> fp32 = train(1, f);
     const std::vector<float> fp32_4 = train(4, f);
-    printf("[mixed parity] fp32 %s, 20 steps, 4 ranks: %.3g of the distance moved\n", optimizer,
-           distance(fp32_4, fp32));
+    printf("[mixed parity] fp32 %s, %zu steps, 4 ranks: %.3g of the distance moved\n", optimizer,
+           steps, distance(fp32_4, fp32));
     for (Precision p : {Precision::kBf16, Precision::kFp16}) {
       RunConfig c = f;
       c.precision = p;
@@ -423,15 +429,15 @@ TEST(MixedPrecision, TwentyStepsAgainstOneRank) {
       RunConfig w = c;
       w.fp32_wire = true;
       printf(
-          "[mixed parity] %s %s, 20 steps, 1 rank, gradients sent as fp32 instead: %.3g of "
+          "[mixed parity] %s %s, %zu steps, 1 rank, gradients sent as fp32 instead: %.3g of "
           "the distance moved\n",
-          precisionName(p), optimizer, distance(train(1, w), ref));
+          precisionName(p), optimizer, steps, distance(train(1, w), ref));
       for (int nranks : {2, 4}) {
         const std::vector<float> got = train(nranks, c);
         printf(
-            "[mixed parity] %s %s, 20 steps, %d ranks: %.3g of the distance moved from the "
+            "[mixed parity] %s %s, %zu steps, %d ranks: %.3g of the distance moved from the "
             "one-rank run at %s; one rank at %s is %.3g from fp32\n",
-            precisionName(p), optimizer, nranks, distance(got, ref), precisionName(p),
+            precisionName(p), optimizer, steps, nranks, distance(got, ref), precisionName(p),
             precisionName(p), distance(ref, fp32));
       }
     }
