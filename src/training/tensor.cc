@@ -153,7 +153,7 @@ BRAID_RANGE_CHECKED void uniformFill(std::mt19937_64& rng, float lo, float hi, f
 size_t bytesPerElement(Precision p) { return p == Precision::kFp32 ? 4 : 2; }
 
 BRAID_RANGE_CHECKED void roundTo(Precision p, float* x, size_t n) {
-  writeRange(x, n);
+  if (p != Precision::kFp32) writeRange(x, n);  // fp32: x is not touched
   if (p == Precision::kBf16) {
     for (size_t i = 0; i < n; ++i) x[i] = fromBf16(toBf16(x[i]));
   } else if (p == Precision::kFp16) {
