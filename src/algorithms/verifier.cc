@@ -818,7 +818,7 @@ class Sim {
   std::vector<uint64_t> heard_, setPool_;
   std::vector<int32_t> stepSet_, refs_, freeSets_;
 
-  // The vectors above, as a thread keeps them between runs.
+  // The vectors above, as KeptPool keeps them between runs.
   struct Buffers {
     std::vector<Sym> mem, tmp, arena;
     std::vector<Dyn> dyn;
@@ -847,8 +847,8 @@ class Sim {
   std::unique_ptr<Buffers> kept_;
 };
 
-// A Program's largest vectors (a step and its links per step of every rank), taken from its
-// thread's last build and given back emptied, their capacity kept, as Sim does with its own.
+// A Program's largest vectors (a step and its links per step of every rank), taken from an
+// earlier build (KeptPool) and given back emptied, their capacity kept, as Sim does with its own.
 class KeptProgramBuffers {
  public:
   explicit KeptProgramBuffers(Program* p) : p_(p), kept_(KeptPool<Buffers>::take()) { exchange(); }
