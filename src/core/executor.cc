@@ -24,6 +24,8 @@ namespace braid {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// The longest a waiting rank yields its core before it sleeps on the doorbell (waitForProgress).
+constexpr auto kYieldFor = std::chrono::microseconds(200);
 
 using Cursor = Plan::Cursor;
 
@@ -95,21 +97,27 @@ class Run {
   // we wait for needs this core, so hand it over at once with sched_yield, many times, before
   // sleeping: a yield gives the core to a runnable peer without the futex round trip of a
   // sleep (4 ranks on 2 cores, 8-byte all-reduce: 44 us sleeping at once, 7 us after up to
-  // 1,000 yields; perf/compare_peers.sh 4). Fails on the timeout or a lost peer. Never inlined, so
+  // 1,000 yields; perf/compare_peers.sh 4), for at most kYieldFor: a peer still silent after
+  // that has work of its own or waits itself, and polling it spends CPU that others need (CI's
+  // ASan+UBSan run: allreduce_test 61 CPU-s to 45, matrix_tcp 45 to 37; the 8-byte latency at
+  // 4 ranks on 2 cores stayed 14-18 us). Fails on the timeout or a lost peer. Never inlined, so
   // that profiles (perf/callgrind_allreduce.sh) tell the time a rank waits from the time it works.
   [[gnu::noinline]] braidResult_t waitForProgress() {
     const double timeout = ctx_.timeoutSec > 0 ? ctx_.timeoutSec : config().timeoutSec;
     const double stallWarn = ctx_.stallWarnSec >= 0 ? ctx_.stallWarnSec : config().stallWarnSec;
     const unsigned spins = ctx_.oversubscribed ? 32 : 4096;
-    const unsigned yields = ctx_.oversubscribed ? 1000 : 64;
+    unsigned yieldsEnd = spins + (ctx_.oversubscribed ? 1000 : 64);
     Clock::time_point idleSince{}, lastLivenessCheck{};
     for (unsigned idle = 1;; ++idle) {
       if (ctx_.aborted && ctx_.aborted->load(std::memory_order_relaxed))
         return fail(braidInvalidUsage, "%s #%llu: aborted (braidCommAbort)", ctx_.what,
                     static_cast<unsigned long long>(ctx_.opCount));
       if (idle == spins) idleSince = lastLivenessCheck = Clock::now();
-      if (idle >= spins && idle < spins + yields) {
+      if (idle >= spins && idle < yieldsEnd) {
         sched_yield();
+        // Yields while the peer answers soon; one that is slow to (its own work, its own
+        // wait) is slept on instead of polled.
+        if (Clock::now() - idleSince > kYieldFor) yieldsEnd = idle + 1;
       } else if (idle >= spins) {
         if (ctx_.doorbell) {
           uint32_t seen = ctx_.doorbell->read();
