@@ -8,7 +8,8 @@
 // writeRange check a whole range as the sanitizers check memcpy's (ASan: every byte is
 // addressable, else the usual report; TSan: the range races with no other thread's access).
 // What is not checked then: an access of the loop outside the ranges it names, so a marked
-// function indexes only [0, n) of each. Without a sanitizer these are nothing.
+// function indexes only [0, n) of each, and the scalars it reads (an optimizer's learning
+// rate, its step count) are unchecked too. Without a sanitizer these are nothing.
 #pragma once
 
 #include <cstddef>

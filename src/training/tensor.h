@@ -10,7 +10,8 @@
 
 namespace braid::training {
 
-/// Fills x[0, n) with values uniform in [lo, hi): each is u * (hi - lo) + lo in fp32, with u
+/// Fills x[0, n) with values uniform in [lo, hi] (hi itself only where the fp32 arithmetic
+/// rounds up to it, as libstdc++'s can): each is u * (hi - lo) + lo in fp32, with u
 /// one rng() draw converted to float (round to nearest) times 2^-64, or the float just below 1
 /// where that rounds up to 1. These are the values of libstdc++'s
 /// std::uniform_real_distribution<float> over std::mt19937_64 (its generate_canonical takes
