@@ -97,10 +97,11 @@ class Run {
   // we wait for needs this core, so hand it over at once with sched_yield, many times, before
   // sleeping: a yield gives the core to a runnable peer without the futex round trip of a
   // sleep (4 ranks on 2 cores, 8-byte all-reduce: 44 us sleeping at once, 7 us after up to
-  // 1,000 yields; perf/compare_peers.sh 4), for at most kYieldFor: a peer still silent after
-  // that has work of its own or waits itself, and polling it spends CPU that others need (CI's
-  // ASan+UBSan run: allreduce_test 61 CPU-s to 45, matrix_tcp 45 to 37; the 8-byte latency at
-  // 4 ranks on 2 cores stayed 14-18 us). Fails on the timeout or a lost peer. Never inlined, so
+  // 1,000 yields; perf/compare_peers.sh 4). Oversubscribed or not, a rank yields for at most
+  // kYieldFor: a peer still silent after that has work of its own or waits itself, and polling
+  // it spends CPU that others need (CI's ASan+UBSan run: allreduce_test 61 CPU-s to 45,
+  // matrix_tcp 45 to 37; the 8-byte latency at 4 ranks on 2 cores stayed 14-18 us). Fails on
+  // the timeout or a lost peer. Never inlined, so
   // that profiles (perf/callgrind_allreduce.sh) tell the time a rank waits from the time it works.
   [[gnu::noinline]] braidResult_t waitForProgress() {
     const double timeout = ctx_.timeoutSec > 0 ? ctx_.timeoutSec : config().timeoutSec;

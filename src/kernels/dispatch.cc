@@ -1,4 +1,5 @@
-// Run-time choice among the builds of reduce.cc (one per instruction set, src/meson.build).
+// Run-time choice among the builds of reduce.cc (one per instruction set,
+// src/kernels/meson.build).
 #include <strings.h>
 
 #include <algorithm>

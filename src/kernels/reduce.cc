@@ -9,9 +9,10 @@
 // back; the fp32 step vectorises and each element is rounded once.
 #include "kernels/reduce.h"
 
-// This file is compiled once per instruction set (src/meson.build): BRAID_KERNEL_ISA names
-// the namespace of reduce(), reduceStreaming() and divide() in that build (generic, avx2, avx512),
-// and dispatch.cc picks one at run time. The conversions are defined by the generic build only.
+// This file is compiled once per instruction set (src/kernels/meson.build): BRAID_KERNEL_ISA
+// names the namespace of reduce(), reduceStreaming() and divide() in that build (generic, avx2,
+// avx512), and dispatch.cc picks one at run time. The conversions are defined by the generic
+// build only.
 #ifndef BRAID_KERNEL_ISA
 #define BRAID_KERNEL_ISA generic
 #define BRAID_KERNEL_GENERIC 1
