@@ -417,27 +417,19 @@ void combineNarrow(void* dstv, const void* av, const void* bv, size_t count, Op 
   Bits* const out = static_cast<Bits*>(dstv);
   const Bits* a = static_cast<const Bits*>(av);
   const Bits* b = static_cast<const Bits*>(bv);
+  const bool stream = kStream && out != a && out != b;
+  alignas(kLineBytes) Bits staged[kStream ? kBlock : 1];
+  // Elements [start, start + n) of the inputs into the output, through `staged` when streaming.
+  auto block = [&](size_t start, auto n) {
+    Bits* o = stream ? staged : out + start;
+    combineBlock<Codec>(o, a + start, b + start, n, op, post);
+    if (stream)
+      copyBlockStreaming(reinterpret_cast<char*>(out + start), reinterpret_cast<const char*>(o),
+                         n * sizeof(Bits));
+  };
   const size_t whole = count - count % kBlock;
-  if (kStream && out != a && out != b) {
-    alignas(kLineBytes) Bits staged[kBlock];
-    auto stream = [&](size_t start, size_t n) {
-      copyBlockStreaming(reinterpret_cast<char*>(out + start),
-                         reinterpret_cast<const char*>(staged), n * sizeof(Bits));
-    };
-    for (size_t start = 0; start < whole; start += kBlock) {
-      combineBlock<Codec>(staged, a + start, b + start, Whole{}, op, post);
-      stream(start, kBlock);
-    }
-    if (whole < count) {
-      combineBlock<Codec>(staged, a + whole, b + whole, count - whole, op, post);
-      stream(whole, count - whole);
-    }
-    return;
-  }
-  for (size_t start = 0; start < whole; start += kBlock)
-    combineBlock<Codec>(out + start, a + start, b + start, Whole{}, op, post);
-  if (whole < count)
-    combineBlock<Codec>(out + whole, a + whole, b + whole, count - whole, op, post);
+  for (size_t start = 0; start < whole; start += kBlock) block(start, Whole{});
+  if (whole < count) block(whole, count - whole);
 }
 
 bool isKnownType(braidDataType_t dtype) {
