@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -155,29 +156,58 @@ void buildDisseminationBarrier(const CollArgs& a, Schedule* out) {
   }
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+// Binomial and k-nomial trees rooted at rank 0 (the root's place does not change the cost
+// on a uniform layout; binomial.cc): from the largest level down, every rank holding the data
+// (a multiple of level x radix) serves its radix-1 children at level distances, one after
+// the other from one port.
+double knomialCost(const CostModel& m, double S, int radix, bool reduce) {
+  Pipe p(m);
+  int top = 1;
+  while (static_cast<long long>(top) * radix < m.n) top *= radix;
+  for (int lev = top; lev >= 1; lev /= radix) {
+    const Crossing c =
+        m.crossing([&](int r) { return r % (lev * radix) == 0 && r + lev < m.n ? r + lev : -1; });
+    const int children = std::min(radix - 1, (m.n - 1) / lev);
+    p.round(S, c, reduce, children);
+    p.fill -= (children - 1) * m.link(c).latency_us;  // the children's latencies overlap
+  }
+  return p.total();
+}
+double binomialBroadcastCost(const CostModel& m, double S) { return knomialCost(m, S, 2, false); }
+double binomialReduceCost(const CostModel& m, double S) { return knomialCost(m, S, 2, true); }
+double knomialBroadcastCost(const CostModel& m, double S) { return knomialCost(m, S, 4, false); }
+double knomialReduceCost(const CostModel& m, double S) { return knomialCost(m, S, 4, true); }
+
+double disseminationCost(const CostModel& m, double) {
+  Pipe p(m);
+  for (int d = 1; d < m.n; d *= 2) p.round(0, m.addCrossing(d), false);
+  return p.total();
+}
+
 }  // namespace
 
 void appendBinomialAlgorithms(std::vector<AlgorithmInfo>* table) {
   table->push_back({"binomial", Collective::kBroadcast,
                     "binomial tree from the root, pieces pipelined down log2(n) levels (MPICH "
                     "binomial bcast; Barnett et al. 1994)",
-                    buildBinomialBroadcast, nullptr});
+                    buildBinomialBroadcast, nullptr, binomialBroadcastCost});
   table->push_back({"binomial", Collective::kReduce,
                     "binomial tree into the root, smallest subtree first, pieces pipelined "
                     "(MPICH binomial reduce; Rabenseifner 2004)",
-                    buildBinomialReduce, nullptr});
+                    buildBinomialReduce, nullptr, binomialReduceCost});
   table->push_back({"knomial", Collective::kBroadcast,
                     "radix-4 k-nomial tree from the root, log4(n) levels, pieces pipelined "
                     "(UCC knomial bcast)",
-                    buildKnomialBroadcast, nullptr});
+                    buildKnomialBroadcast, nullptr, knomialBroadcastCost});
   table->push_back({"knomial", Collective::kReduce,
                     "radix-4 k-nomial tree into the root, log4(n) levels, pieces pipelined "
                     "(UCC knomial reduce)",
-                    buildKnomialReduce, nullptr});
+                    buildKnomialReduce, nullptr, knomialReduceCost});
   table->push_back({"dissemination", Collective::kBarrier,
                     "ceil(log2 n) rounds of empty messages to rank + 2^k (Hensgen, Finkel & "
                     "Manber 1988)",
-                    buildDisseminationBarrier, nullptr});
+                    buildDisseminationBarrier, nullptr, disseminationCost});
 }
 
 }  // namespace braid

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -112,17 +113,30 @@ void buildBruckAllToAll(const CollArgs& a, Schedule* out) {
     out->add(copyStep(scratchAt(tBase + block(j)), {BufferId::kRecv, block((r - j + n) % n)}, c));
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+// Bruck: ceil(log2 n) rounds to r - 2^k, doubling the blocks carried, then a local rotation.
+double bruckAllGatherCost(const CostModel& m, double b) {
+  Pipe p(m);
+  for (int d = 1; d < m.n; d *= 2) p.round(b * std::min(d, m.n - d), m.addCrossing(m.n - d), false);
+  return p.total() + m.copy(b * m.n);
+}
+double bruckAllToAllCost(const CostModel& m, double b) {
+  Pipe p(m);
+  for (int d = 1; d < m.n; d *= 2) p.round(b * m.n / 2, m.addCrossing(d), false);
+  return p.total() + 2 * m.copy(b * m.n);
+}
+
 }  // namespace
 
 void appendBruckAlgorithms(std::vector<AlgorithmInfo>* table) {
   table->push_back({"bruck", Collective::kAllGather,
                     "ceil(log2 n) rounds to rank - 2^k doubling the blocks held, any n, then a "
                     "local rotation (Bruck et al. 1997)",
-                    buildBruckAllGather, nullptr});
+                    buildBruckAllGather, nullptr, bruckAllGatherCost});
   table->push_back({"bruck", Collective::kAllToAll,
                     "index algorithm: ceil(log2 n) rounds, round k moves the blocks whose index "
                     "has bit k set, packed, to rank + 2^k (Bruck et al. 1997)",
-                    buildBruckAllToAll, nullptr});
+                    buildBruckAllToAll, nullptr, bruckAllToAllCost});
 }
 
 }  // namespace braid

@@ -4,6 +4,7 @@
 // flight at once; the root's own block is a local copy.
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -48,17 +49,27 @@ void buildDirectScatter(const CollArgs& a, Schedule* out) {
   }
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+// Gather and scatter straight to and from the root: the root's port serialises the blocks of
+// its host, its host's NICs those of the others.
+double directCost(const CostModel& m, double b) {
+  const double local = (m.L - 1) * b / m.bytesPerUs(Crossing{});
+  const double remote = m.H > 1 ? (m.n - m.L) * b / (m.f.inter.bw_gbs * m.f.nicsPerHost * 1e3) : 0;
+  const double lat = m.H > 1 ? m.f.inter.latency_us : m.f.intra.latency_us;
+  return lat + (m.n - 1) * m.f.step_overhead_us + local + remote + m.copy(b);
+}
+
 }  // namespace
 
 void appendDirectAlgorithms(std::vector<AlgorithmInfo>* table) {
   table->push_back({"direct", Collective::kGather,
                     "every rank sends its block straight to the root, one round of n-1 "
                     "messages (MPICH linear gather)",
-                    buildDirectGather, nullptr});
+                    buildDirectGather, nullptr, directCost});
   table->push_back({"direct", Collective::kScatter,
                     "the root sends each rank its block directly, one round of n-1 messages "
                     "(MPICH linear scatter)",
-                    buildDirectScatter, nullptr});
+                    buildDirectScatter, nullptr, directCost});
 }
 
 }  // namespace braid

@@ -19,6 +19,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/cost.h"
+#include "algorithms/host_layout.h"
+#include "algorithms/ring.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -35,172 +38,9 @@ void resetSchedule(Schedule* out) {
 
 BufRef plus(BufRef b, size_t off) { return {b.buf, b.offset + off}; }
 
-// ---- Host layout ---------------------------------------------------------------------
+// ---- The ring phases (ring.h) over a host and across hosts ------------------------
 
-// The rows' supports(): why hostOf cannot drive these algorithms, or nullptr. O(nranks).
-const char* supportsHierarchical(const CollArgs& a) {
-  if (!a.hostOf) return nullptr;
-  std::vector<int> size;
-  for (int r = 0; r < a.nranks; ++r) {
-    const int g = a.hostOf[r];
-    if (g < 0 || g > static_cast<int>(size.size()))
-      return "the host layout (CollArgs::hostOf) must number hosts 0, 1, ... in order of first "
-             "appearance in rank order";
-    if (g == static_cast<int>(size.size())) size.push_back(0);
-    ++size[g];
-  }
-  for (int s : size)
-    if (s != size[0])
-      return "the hierarchical algorithms need the same number of ranks on every host, and "
-             "this communicator's hosts hold different numbers of ranks; use a one-level "
-             "algorithm such as ring";
-  return nullptr;
-}
-
-struct Layout {
-  int hosts = 1;                     // H
-  int local = 1;                     // L: ranks per host
-  int host = 0;                      // this rank's host
-  int li = 0;                        // this rank's local index
-  std::vector<int> members;          // [g * L + i]: the rank of local index i on host g
-  std::vector<int> hostOf, localOf;  // per rank
-
-  int at(int g, int i) const { return members[static_cast<size_t>(g) * local + i]; }
-  // Whether host g's ranks are consecutive in rank order (at(g, i) == at(g, 0) + i).
-  bool contiguous(int g) const {
-    for (int i = 1; i < local; ++i)
-      if (at(g, i) != at(g, 0) + i) return false;
-    return true;
-  }
-};
-
-// The layout of a call that supportsHierarchical accepted.
-Layout makeLayout(const CollArgs& a) {
-  Layout l;
-  const int n = a.nranks;
-  l.hostOf.assign(n, 0);
-  if (a.hostOf) l.hostOf.assign(a.hostOf, a.hostOf + n);
-  for (int r = 0; r < n; ++r) l.hosts = std::max(l.hosts, l.hostOf[r] + 1);
-  l.local = n / l.hosts;
-  l.members.assign(n, 0);
-  l.localOf.assign(n, 0);
-  std::vector<int> fill(l.hosts, 0);
-  for (int r = 0; r < n; ++r) {
-    const int g = l.hostOf[r];
-    l.localOf[r] = fill[g]++;
-    l.members[static_cast<size_t>(g) * l.local + l.localOf[r]] = r;
-  }
-  l.host = l.hostOf[a.rank];
-  l.li = l.localOf[a.rank];
-  return l;
-}
-
-// ---- Ring phases over a group --------------------------------------------------------
-
-// One unit of a ring phase: a run of elements that travels as one message.
-struct Unit {
-  size_t len = 0;
-  // Reduce-scatter: this rank's contribution. All-gather, own block: where the data is.
-  BufRef in{kSendBuf, 0};
-  // Reduce-scatter: where the partial sum goes (without slots) and, in the own block, the
-  // result. All-gather: where the unit lands (and is forwarded from).
-  BufRef at{kRecvBuf, 0};
-  size_t slotOff = 0;  // reduce-scatter with slots: the unit's place in a slot
-  // The step that must finish first: before `in` is read (reduce-scatter; all-gather own
-  // block), or before `at` is overwritten (all-gather, other blocks). -1: none.
-  int32_t ready = -1;
-};
-
-// A ring over `ranks` (ring order), this rank at position `me`; block b is the one that
-// ends on ranks[b] (reduce-scatter) or starts there (all-gather), and consists of
-// perBlock units: units[b * perBlock + k].
-struct RingPhase {
-  std::vector<int> ranks;
-  int me = 0;
-  size_t perBlock = 0;
-  std::vector<Unit> units;
-
-  int size() const { return static_cast<int>(ranks.size()); }
-  int block(int b) const { return ((b % size()) + size()) % size(); }
-  int right() const { return ranks[block(me + 1)]; }
-  int left() const { return ranks[block(me - 1)]; }
-  Unit& unit(int b, size_t k) { return units[static_cast<size_t>(b) * perBlock + k]; }
-  const Unit& unit(int b, size_t k) const { return units[static_cast<size_t>(b) * perBlock + k]; }
-  size_t index(int b, size_t k) const { return static_cast<size_t>(b) * perBlock + k; }
-};
-
-// Ring reduce-scatter (Patarasuk & Yuan 2009, in the form of ring.cc's reduce-scatter):
-// steps s = 0 .. m-2 send block (me-s-1) to the right (at s = 0 the contribution, later
-// the partial sum received the step before) and recv-reduce block (me-s-2) from the left
-// with this rank's contribution; at s = m-2 that is block me, summed over the ring, and it
-// lands at its units' `at` (divided by `divisor` if > 1). Partial sums go to `at` when
-// slots is null (each block has its own place, so a contribution there is replaced by
-// the partial sum that includes it), else alternately to slots[0] and slots[1] at the
-// unit's slotOff. Unit by unit, so pieces pipeline. *done gets, per unit k of the own
-// block, the step leaving its result; *sent, per unit of every block, the send that read
-// it here (-1: none). Needs size() >= 2.
-void ringReduceScatter(const RingPhase& ph, const BufRef* slots, int divisor, Schedule* out,
-                       std::vector<int32_t>* done, std::vector<int32_t>* sent) {
-  const int m = ph.size();
-  const size_t U = ph.perBlock;
-  done->assign(U, -1);
-  sent->assign(static_cast<size_t>(m) * U, -1);
-  auto partial = [&](int s, const Unit& u) { return slots ? plus(slots[s % 2], u.slotOff) : u.at; };
-  std::vector<int32_t> prevRed(U, -1), curRed(U, -1), prevSend(U, -1), curSend(U, -1);
-  for (int s = 0; s + 1 < m; ++s) {
-    const bool last = s == m - 2;
-    const int sb = ph.block(ph.me - s - 1), rb = ph.block(ph.me - s - 2);
-    for (size_t k = 0; k < U; ++k) {
-      curSend[k] = curRed[k] = -1;
-      const Unit& su = ph.unit(sb, k);
-      if (su.len > 0) {
-        const BufRef src = s == 0 ? su.in : partial(s - 1, su);
-        curSend[k] = out->add(sendStep(ph.right(), src, su.len, s == 0 ? su.ready : prevRed[k]));
-        (*sent)[ph.index(sb, k)] = curSend[k];
-      }
-      const Unit& ru = ph.unit(rb, k);
-      if (ru.len > 0) {
-        Step st = makeStep(StepKind::kRecvReduce, ph.left(), ru.in, last ? ru.at : partial(s, ru),
-                           ru.len);
-        addDep(&st, ru.ready);
-        // That slot's previous partial sum is still being sent.
-        if (slots && !last) addDep(&st, prevSend[k]);
-        st.divisor = last ? divisor : 1;
-        curRed[k] = out->add(st);
-        if (last) (*done)[k] = curRed[k];
-      }
-    }
-    prevRed.swap(curRed);
-    prevSend.swap(curSend);
-  }
-}
-
-// Ring all-gather (ring.cc's): steps s = 0 .. m-2 send block (me-s) to the right (at s = 0
-// the own block from its units' `in`, later the block received the step before) and
-// receive block (me-s-1) from the left into its units' `at`. *got gets, per unit of every
-// block, the receive that brought it here (-1: none). Needs size() >= 2.
-void ringAllGather(const RingPhase& ph, Schedule* out, std::vector<int32_t>* got) {
-  const int m = ph.size();
-  const size_t U = ph.perBlock;
-  got->assign(static_cast<size_t>(m) * U, -1);
-  for (int s = 0; s + 1 < m; ++s) {
-    const int sb = ph.block(ph.me - s), rb = ph.block(ph.me - s - 1);
-    for (size_t k = 0; k < U; ++k) {
-      const Unit& su = ph.unit(sb, k);
-      if (su.len > 0) {
-        if (s == 0)
-          out->add(sendStep(ph.right(), su.in, su.len, su.ready));
-        else
-          out->add(sendStep(ph.right(), su.at, su.len, (*got)[ph.index(sb, k)]));
-      }
-      const Unit& ru = ph.unit(rb, k);
-      if (ru.len > 0)
-        (*got)[ph.index(rb, k)] = out->add(recvStep(ph.left(), ru.at, ru.len, ru.ready));
-    }
-  }
-}
-
-RingPhase localRing(const Layout& lay, size_t perBlock) {
+RingPhase localRing(const HostLayout& lay, size_t perBlock) {
   RingPhase ph;
   for (int i = 0; i < lay.local; ++i) ph.ranks.push_back(lay.at(lay.host, i));
   ph.me = lay.li;
@@ -209,28 +49,13 @@ RingPhase localRing(const Layout& lay, size_t perBlock) {
   return ph;
 }
 
-RingPhase crossRing(const Layout& lay, size_t perBlock) {
+RingPhase crossRing(const HostLayout& lay, size_t perBlock) {
   RingPhase ph;
   for (int g = 0; g < lay.hosts; ++g) ph.ranks.push_back(lay.at(g, lay.li));
   ph.me = lay.host;
   ph.perBlock = perBlock;
   ph.units.resize(static_cast<size_t>(lay.hosts) * perBlock);
   return ph;
-}
-
-// Piece p of a block of `elems` cut into `pieces`: [*off, *off + *len).
-void pieceOf(size_t elems, size_t pieces, size_t p, size_t* off, size_t* len) {
-  *off = partStart(elems, pieces, p);
-  *len = partStart(elems, pieces, p + 1) - *off;
-}
-
-// Which of those pieces holds element e (< elems).
-size_t pieceHolding(size_t elems, size_t pieces, size_t e) {
-  size_t p =
-      std::min(pieces - 1, static_cast<size_t>(static_cast<unsigned __int128>(e) * pieces / elems));
-  while (p + 1 < pieces && partStart(elems, pieces, p + 1) <= e) ++p;
-  while (p > 0 && partStart(elems, pieces, p) > e) --p;
-  return p;
 }
 
 void selfCopy(size_t count, Schedule* out) {
@@ -267,7 +92,7 @@ void buildHierarchicalAllReduce(const CollArgs& a, Schedule* out) {
   const size_t count = a.count;
   if (count == 0) return;
   if (a.nranks == 1) return selfCopy(count, out);
-  const Layout lay = makeLayout(a);
+  const HostLayout lay = makeLayout(a);
   const int H = lay.hosts, L = lay.local;
   const int divisor = a.op == braidAvg ? a.nranks : 1;
   constexpr size_t kMaxGroups = 8, kMinPiecesPerChunk = 2;
@@ -304,7 +129,7 @@ void buildHierarchicalAllReduce(const CollArgs& a, Schedule* out) {
     RingPhase ph = localRing(lay, gr.U);
     for (int i = 0; i < L; ++i)
       for (size_t k = 0; k < gr.U; ++k) {
-        Unit& u = ph.unit(i, k);
+        RingUnit& u = ph.unit(i, k);
         size_t off;
         unitRange(gr, i, k, &off, &u.len);
         u.in = {kSendBuf, off};
@@ -319,7 +144,7 @@ void buildHierarchicalAllReduce(const CollArgs& a, Schedule* out) {
     RingPhase ph = crossRing(lay, P);
     for (int c = 0; c < H; ++c)
       for (size_t p = 0; p < P; ++p) {
-        Unit& u = ph.unit(c, p);
+        RingUnit& u = ph.unit(c, p);
         size_t off;
         unitRange(gr, lay.li, c * P + p, &off, &u.len);
         u.in = {L > 1 ? kRecvBuf : kSendBuf, off};
@@ -330,7 +155,7 @@ void buildHierarchicalAllReduce(const CollArgs& a, Schedule* out) {
     ringReduceScatter(ph, nullptr, divisor, out, &done, &sent2);
     for (int c = 0; c < H; ++c)
       for (size_t p = 0; p < P; ++p) {
-        Unit& u = ph.unit(c, p);
+        RingUnit& u = ph.unit(c, p);
         u.in = u.at;
         // Own chunk: its result. Others: the receive must not overwrite the value before
         // the reduce-scatter's send of it has read it.
@@ -347,7 +172,7 @@ void buildHierarchicalAllReduce(const CollArgs& a, Schedule* out) {
     RingPhase ph = localRing(lay, gr.U);
     for (int i = 0; i < L; ++i)
       for (size_t k = 0; k < gr.U; ++k) {
-        Unit& u = ph.unit(i, k);
+        RingUnit& u = ph.unit(i, k);
         size_t off;
         unitRange(gr, i, k, &off, &u.len);
         u.in = u.at = {kRecvBuf, off};
@@ -385,7 +210,7 @@ void buildHierarchicalReduceScatter(const CollArgs& a, Schedule* out) {
   const size_t count = a.count;
   if (count == 0) return;
   if (a.nranks == 1) return selfCopy(count, out);
-  const Layout lay = makeLayout(a);
+  const HostLayout lay = makeLayout(a);
   const int H = lay.hosts, L = lay.local;
   const int divisor = a.op == braidAvg ? a.nranks : 1;
   const size_t P = piecesFor(count, a.pieceElems);
@@ -401,7 +226,7 @@ void buildHierarchicalReduceScatter(const CollArgs& a, Schedule* out) {
     for (int j = 0; j < L; ++j)
       for (int g = 0; g < H; ++g)
         for (size_t p = 0; p < P; ++p) {
-          Unit& u = ph.unit(j, g * P + p);
+          RingUnit& u = ph.unit(j, g * P + p);
           size_t off;
           pieceOf(count, P, p, &off, &u.len);
           u.in = {kSendBuf, static_cast<size_t>(lay.at(g, j)) * count + off};
@@ -417,7 +242,7 @@ void buildHierarchicalReduceScatter(const CollArgs& a, Schedule* out) {
     RingPhase ph = crossRing(lay, P);
     for (int g = 0; g < H; ++g)
       for (size_t p = 0; p < P; ++p) {
-        Unit& u = ph.unit(g, p);
+        RingUnit& u = ph.unit(g, p);
         size_t off;
         pieceOf(count, P, p, &off, &u.len);
         u.in = L > 1 ? BufRef{kScratchBuf, staging + g * count + off}
@@ -448,7 +273,7 @@ void buildHierarchicalAllGather(const CollArgs& a, Schedule* out) {
   if (count == 0) return;
   out->add(copyStep({kSendBuf, 0}, {kRecvBuf, static_cast<size_t>(a.rank) * count}, count));
   if (a.nranks == 1) return;
-  const Layout lay = makeLayout(a);
+  const HostLayout lay = makeLayout(a);
   const int H = lay.hosts, L = lay.local;
   const size_t P = piecesFor(count, a.pieceElems);
   std::vector<int32_t> got1(static_cast<size_t>(H) * P, -1);
@@ -457,7 +282,7 @@ void buildHierarchicalAllGather(const CollArgs& a, Schedule* out) {
     RingPhase ph = crossRing(lay, P);
     for (int g = 0; g < H; ++g)
       for (size_t p = 0; p < P; ++p) {
-        Unit& u = ph.unit(g, p);
+        RingUnit& u = ph.unit(g, p);
         size_t off;
         pieceOf(count, P, p, &off, &u.len);
         u.at = {kRecvBuf, static_cast<size_t>(lay.at(g, lay.li)) * count + off};
@@ -472,7 +297,7 @@ void buildHierarchicalAllGather(const CollArgs& a, Schedule* out) {
       for (int d = 0; d < H; ++d) {
         const int g = (lay.host - d + H) % H;
         for (size_t p = 0; p < P; ++p) {
-          Unit& u = ph.unit(j, d * P + p);
+          RingUnit& u = ph.unit(j, d * P + p);
           size_t off;
           pieceOf(count, P, p, &off, &u.len);
           u.at = {kRecvBuf, static_cast<size_t>(lay.at(g, j)) * count + off};
@@ -498,7 +323,7 @@ struct Chains {
   bool leader = false;
 };
 
-Chains makeChains(const CollArgs& a, const Layout& lay) {
+Chains makeChains(const CollArgs& a, const HostLayout& lay) {
   const int H = lay.hosts, L = lay.local;
   const int rootHost = lay.hostOf[a.root], rootLi = lay.localOf[a.root];
   const int t = (lay.host - rootHost + H) % H, q = (lay.li - rootLi + L) % L;
@@ -522,7 +347,7 @@ void buildHierarchicalBroadcast(const CollArgs& a, Schedule* out) {
   const size_t count = a.count;
   if (count == 0) return;
   if (a.nranks == 1) return selfCopy(count, out);
-  const Layout lay = makeLayout(a);
+  const HostLayout lay = makeLayout(a);
   const Chains ch = makeChains(a, lay);
   const size_t P = piecesFor(count, a.pieceElems);
   for (size_t p = 0; p < P; ++p) {
@@ -553,7 +378,7 @@ void buildHierarchicalReduce(const CollArgs& a, Schedule* out) {
   const size_t count = a.count;
   if (count == 0) return;
   if (a.nranks == 1) return selfCopy(count, out);
-  const Layout lay = makeLayout(a);
+  const HostLayout lay = makeLayout(a);
   const Chains ch = makeChains(a, lay);
   const bool root = a.rank == a.root;
   const int parent = ch.localPrev >= 0 ? ch.localPrev : ch.crossPrev;
@@ -622,7 +447,7 @@ void buildHierarchicalAllToAll(const CollArgs& a, Schedule* out) {
   resetSchedule(out);
   const size_t count = a.count;
   if (count == 0) return;
-  const Layout lay = makeLayout(a);
+  const HostLayout lay = makeLayout(a);
   const int H = lay.hosts, L = lay.local, h = lay.host, li = lay.li;
   const size_t block = count, region = static_cast<size_t>(L) * count;  // one host's L blocks
   auto blockOf = [&](int rank) { return static_cast<size_t>(rank) * count; };
@@ -717,6 +542,61 @@ void buildHierarchicalAllToAll(const CollArgs& a, Schedule* out) {
   }
 }
 
+// ---- Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h) ----
+
+// With one host, or one rank per host, a two-level algorithm is its one-level form: that
+// algorithm's cost (its row in the table).
+double oneLevelCost(Collective c, const char* name, const CostModel& m, double bytes) {
+  return findAlgorithm(c, name)->cost(m, bytes);
+}
+// Closed forms: phases within hosts (L ranks) and across them (H
+// hosts, all L local ranks at once, each with its own flow through the host's NICs).
+double hierAllReduceCost(const CostModel& m, double S) {
+  if (m.H <= 1 || m.L <= 1) return oneLevelCost(Collective::kAllReduce, "ring", m, S);
+  const Crossing in{}, out = m.anyCross(m.L);
+  const double shard = S / m.L, piece = shard / m.H;
+  return Pipe(m)
+      .round(shard, in, true, m.L - 1)
+      .round(piece, out, true, m.H - 1)
+      .round(piece, out, false, m.H - 1)
+      .round(shard, in, false, m.L - 1)
+      .total();
+}
+double hierReduceScatterCost(const CostModel& m, double b) {
+  if (m.H <= 1 || m.L <= 1) return oneLevelCost(Collective::kReduceScatter, "ring", m, b);
+  return Pipe(m)
+      .round(b * m.H, Crossing{}, true, m.L - 1)
+      .round(b, m.anyCross(m.L), true, m.H - 1)
+      .total();
+}
+double hierAllGatherCost(const CostModel& m, double b) {
+  if (m.H <= 1 || m.L <= 1) return oneLevelCost(Collective::kAllGather, "ring", m, b);
+  return m.copy(b) + Pipe(m)
+                         .round(b, m.anyCross(m.L), false, m.H - 1)
+                         .round(b * m.H, Crossing{}, false, m.L - 1)
+                         .total();
+}
+// Rooted: a chain across hosts from the root's host, then a chain within each host, pipelined
+// together; a host's leader forwards each piece twice (the next host, its own chain).
+double hierRootedCost(const CostModel& m, double S, bool reduce) {
+  if (m.H <= 1 || m.L <= 1)
+    return m.chain(S, m.n - 1, m.anyCross(1), m.pieceService(S, 1, reduce), reduce);
+  // The leader's two sends go out on different resources (NIC, port): the slower one paces.
+  const double per = m.pieceService(S, 1, reduce);
+  return m.chain(S, m.H - 1, m.anyCross(1), per, reduce) +
+         m.chain(S, m.L - 1, Crossing{}, 0, reduce);
+}
+double hierBroadcastCost(const CostModel& m, double S) { return hierRootedCost(m, S, false); }
+double hierReduceCost(const CostModel& m, double S) { return hierRootedCost(m, S, true); }
+double hierAllToAllCost(const CostModel& m, double b) {
+  if (m.H <= 1 || m.L <= 1) return oneLevelCost(Collective::kAllToAll, "pairwise", m, b);
+  return Pipe(m)
+      .round(b * m.H, Crossing{}, false, m.L - 1)
+      .round(b * m.L, m.anyCross(m.L), false, m.H - 1)
+      .round(b * m.H, Crossing{}, false, m.L - 1)
+      .total();
+}
+
 }  // namespace
 
 void appendHierarchicalAlgorithms(std::vector<AlgorithmInfo>* table) {
@@ -724,28 +604,28 @@ void appendHierarchicalAlgorithms(std::vector<AlgorithmInfo>* table) {
                     "two-level: ring reduce-scatter within each host, ring all-reduce of each "
                     "shard across hosts (all local ranks at once), ring all-gather within each "
                     "host (Jia et al. 2018; Horovod, NCCL multi-node)",
-                    buildHierarchicalAllReduce, supportsHierarchical});
+                    buildHierarchicalAllReduce, supportsHierarchical, hierAllReduceCost});
   table->push_back({"hierarchical", Collective::kReduceScatter,
                     "two-level: ring reduce-scatter within each host of the blocks for each "
                     "local index, then ring reduce-scatter across hosts",
-                    buildHierarchicalReduceScatter, supportsHierarchical});
+                    buildHierarchicalReduceScatter, supportsHierarchical, hierReduceScatterCost});
   table->push_back({"hierarchical", Collective::kAllGather,
                     "two-level: ring all-gather across hosts among ranks of one local index, "
                     "then ring all-gather within each host",
-                    buildHierarchicalAllGather, supportsHierarchical});
+                    buildHierarchicalAllGather, supportsHierarchical, hierAllGatherCost});
   table->push_back({"hierarchical", Collective::kBroadcast,
                     "two-level pipelined chains: root to one rank per host, then down each "
                     "host (MPICH's SMP-aware broadcast)",
-                    buildHierarchicalBroadcast, supportsHierarchical});
+                    buildHierarchicalBroadcast, supportsHierarchical, hierBroadcastCost});
   table->push_back({"hierarchical", Collective::kReduce,
                     "two-level pipelined chains: up each host to its leader, then across "
                     "hosts to the root (MPICH's SMP-aware reduce)",
-                    buildHierarchicalReduce, supportsHierarchical});
+                    buildHierarchicalReduce, supportsHierarchical, hierReduceCost});
   table->push_back({"hierarchical", Collective::kAllToAll,
                     "node-aware: local exchange gathers what each host sends to local index i "
                     "at its rank i, then one aggregated message per host pair and local index "
                     "(DeepSpeed-MoE, Tutel)",
-                    buildHierarchicalAllToAll, supportsHierarchical});
+                    buildHierarchicalAllToAll, supportsHierarchical, hierAllToAllCost});
 }
 
 }  // namespace braid

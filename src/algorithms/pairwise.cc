@@ -3,6 +3,7 @@
 // MPICH's MPIR_Alltoall_intra_pairwise, here with per-peer counts for all-to-all-v too).
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -70,17 +71,29 @@ const char* supportsAllToAllv(const CollArgs& a) {
   return nullptr;
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+// Pairwise exchange: n-1 rounds of one block; on a uniform layout L-1 of them stay on the
+// host and n-L cross it with all L local ranks sending at once.
+double pairwiseCost(const CostModel& m, double b) {
+  const int crossRounds = m.H > 1 ? m.n - m.L : 0;
+  return Pipe(m)
+             .round(b, Crossing{}, false, m.n - 1 - crossRounds)
+             .round(b, m.anyCross(m.L), false, crossRounds)
+             .total() +
+         m.copy(b);
+}
+
 }  // namespace
 
 void appendPairwiseAlgorithms(std::vector<AlgorithmInfo>* table) {
   table->push_back({"pairwise", Collective::kAllToAll,
                     "n-1 steps, step k sends to rank + k and receives from rank - k, one "
                     "exchange at a time (Thakur, Rabenseifner & Gropp 2005)",
-                    buildPairwiseAllToAll, nullptr});
+                    buildPairwiseAllToAll, nullptr, pairwiseCost});
   table->push_back({"pairwise", Collective::kAllToAllv,
                     "n-1 steps, step k sends to rank + k and receives from rank - k, zero "
                     "counts skipped (Thakur, Rabenseifner & Gropp 2005)",
-                    buildPairwiseAllToAllv, supportsAllToAllv});
+                    buildPairwiseAllToAllv, supportsAllToAllv, pairwiseCost});
 }
 
 }  // namespace braid

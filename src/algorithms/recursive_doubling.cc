@@ -5,6 +5,7 @@
 // bit i: few messages, so it is the choice for short vectors where latency dominates.
 #include <algorithm>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -241,6 +242,24 @@ void buildRecursiveDoublingAllGather(const CollArgs& a, Schedule* out) {
   }
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+double rdAllReduceCost(const CostModel& m, double S) {
+  Pipe p(m);
+  foldRounds(m, S, &p);
+  int rounds = 0;
+  for (int d = 1; d < pow2Below(m.n); d *= 2, ++rounds) p.round(S, m.xorCrossing(d), true);
+  // Rounds alternate between the output and scratch, ending in the output; where the input
+  // is the output (in place, or a folded rank's) the first round writes scratch, so an odd
+  // count ends with a copy (recursive_doubling.cc).
+  if (rounds % 2 && (m.inPlace || pow2Below(m.n) != m.n)) p.fill += m.copy(S);
+  return p.total();
+}
+double rdAllGatherCost(const CostModel& m, double b) {
+  Pipe p(m);
+  for (int d = 1; d < m.n; d *= 2) p.round(b * d, m.xorCrossing(d), false);
+  return p.total() + m.copy(b);
+}
+
 }  // namespace
 
 void appendRecursiveDoublingAlgorithms(std::vector<AlgorithmInfo>* table) {
@@ -248,12 +267,12 @@ void appendRecursiveDoublingAlgorithms(std::vector<AlgorithmInfo>* table) {
                     "recursive doubling: log2(n) rounds exchanging the whole vector with rank "
                     "^ 2^i, non-powers of two folded in first (MPICH; Thakur, Rabenseifner & "
                     "Gropp 2005); for short vectors",
-                    buildRecursiveDoublingAllReduce, nullptr});
+                    buildRecursiveDoublingAllReduce, nullptr, rdAllReduceCost});
   table->push_back({"recursive_doubling", Collective::kAllGather,
                     "recursive doubling: log2(n) rounds exchanging doubling runs of blocks with "
                     "rank ^ 2^i, MPICH's missing-subtree handling for any n (Thakur, "
                     "Rabenseifner & Gropp 2005); for short vectors",
-                    buildRecursiveDoublingAllGather, nullptr});
+                    buildRecursiveDoublingAllGather, nullptr, rdAllGatherCost});
 }
 
 }  // namespace braid

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <optional>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -299,6 +300,36 @@ void buildRhdReduceScatter(const CollArgs& a, Schedule* out) {
   if (r < 2 * l.rem) sendRun(r - 1, BufferId::kScratch, 0, own - count, own, std::nullopt, wrote);
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+// Rabenseifner: reduce-scatter by recursive halving from the nearest partner out (mask 1, 2,
+// ..), then all-gather by recursive doubling back (rhd.cc): the far rounds carry the least.
+double rhdAllReduceCost(const CostModel& m, double S) {
+  Pipe p(m);
+  foldRounds(m, S, &p);
+  const int p2 = pow2Below(m.n);
+  double bytes = S;
+  for (int d = 1; d < p2; d *= 2) {
+    bytes /= 2;
+    p.round(bytes, m.xorCrossing(d), true);
+  }
+  for (int d = p2 / 2; d >= 1; d /= 2) {
+    p.round(bytes, m.xorCrossing(d), false);
+    bytes *= 2;
+  }
+  return p.total();
+}
+double rhdReduceScatterCost(const CostModel& m, double b) {
+  const int p2 = pow2Below(m.n);
+  double bytes = b * m.n;
+  Pipe p(m);
+  if (p2 != m.n) p.round(bytes, m.addCrossing(p2), true).round(b, m.addCrossing(p2), false);
+  for (int d = p2 / 2; d >= 1; d /= 2) {
+    bytes /= 2;
+    p.round(bytes, m.xorCrossing(d), true);
+  }
+  return p.total();
+}
+
 }  // namespace
 
 void appendRhdAlgorithms(std::vector<AlgorithmInfo>* table) {
@@ -306,11 +337,11 @@ void appendRhdAlgorithms(std::vector<AlgorithmInfo>* table) {
                     "Rabenseifner: recursive-halving reduce-scatter then recursive-doubling "
                     "all-gather, non-powers of two folded in first (MPICH; Thakur, "
                     "Rabenseifner & Gropp 2005)",
-                    buildRhdAllReduce, nullptr});
+                    buildRhdAllReduce, nullptr, rhdAllReduceCost});
   table->push_back({"rhd", Collective::kReduceScatter,
                     "recursive halving, non-powers of two folded in first (MPICH; Thakur, "
                     "Rabenseifner & Gropp 2005)",
-                    buildRhdReduceScatter, nullptr});
+                    buildRhdReduceScatter, nullptr, rhdReduceScatterCost});
 }
 
 }  // namespace braid

@@ -5,14 +5,92 @@
 // that NCCL's ring broadcast uses. In the comments below r is a rank's position on the ring, r+1
 // the next position, and "block b" of a reduce-scatter or all-gather the block of the rank at
 // position b.
+#include "algorithms/ring.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
+
+// Ring reduce-scatter (Patarasuk & Yuan 2009, in the form of ring.cc's reduce-scatter):
+// steps s = 0 .. m-2 send block (me-s-1) to the right (at s = 0 the contribution, later
+// the partial sum received the step before) and recv-reduce block (me-s-2) from the left
+// with this rank's contribution; at s = m-2 that is block me, summed over the ring, and it
+// lands at its units' `at` (divided by `divisor` if > 1). Partial sums go to `at` when
+// slots is null (each block has its own place, so a contribution there is replaced by
+// the partial sum that includes it), else alternately to slots[0] and slots[1] at the
+// unit's slotOff. Unit by unit, so pieces pipeline. *done gets, per unit k of the own
+// block, the step leaving its result; *sent, per unit of every block, the send that read
+// it here (-1: none). Needs size() >= 2.
+void ringReduceScatter(const RingPhase& ph, const BufRef* slots, int divisor, Schedule* out,
+                       std::vector<int32_t>* done, std::vector<int32_t>* sent) {
+  const int m = ph.size();
+  const size_t U = ph.perBlock;
+  done->assign(U, -1);
+  sent->assign(static_cast<size_t>(m) * U, -1);
+  auto partial = [&](int s, const RingUnit& u) {
+    return slots ? BufRef{slots[s % 2].buf, slots[s % 2].offset + u.slotOff} : u.at;
+  };
+  std::vector<int32_t> prevRed(U, -1), curRed(U, -1), prevSend(U, -1), curSend(U, -1);
+  for (int s = 0; s + 1 < m; ++s) {
+    const bool last = s == m - 2;
+    const int sb = ph.block(ph.me - s - 1), rb = ph.block(ph.me - s - 2);
+    for (size_t k = 0; k < U; ++k) {
+      curSend[k] = curRed[k] = -1;
+      const RingUnit& su = ph.unit(sb, k);
+      if (su.len > 0) {
+        const BufRef src = s == 0 ? su.in : partial(s - 1, su);
+        curSend[k] = out->add(sendStep(ph.right(), src, su.len, s == 0 ? su.ready : prevRed[k]));
+        (*sent)[ph.index(sb, k)] = curSend[k];
+      }
+      const RingUnit& ru = ph.unit(rb, k);
+      if (ru.len > 0) {
+        Step st = makeStep(StepKind::kRecvReduce, ph.left(), ru.in, last ? ru.at : partial(s, ru),
+                           ru.len);
+        addDep(&st, ru.ready);
+        // That slot's previous partial sum is still being sent.
+        if (slots && !last) addDep(&st, prevSend[k]);
+        st.divisor = last ? divisor : 1;
+        curRed[k] = out->add(st);
+        if (last) (*done)[k] = curRed[k];
+      }
+    }
+    prevRed.swap(curRed);
+    prevSend.swap(curSend);
+  }
+}
+
+// Ring all-gather (ring.cc's): steps s = 0 .. m-2 send block (me-s) to the right (at s = 0
+// the own block from its units' `in`, later the block received the step before) and
+// receive block (me-s-1) from the left into its units' `at`. *got gets, per unit of every
+// block, the receive that brought it here (-1: none). Needs size() >= 2.
+void ringAllGather(const RingPhase& ph, Schedule* out, std::vector<int32_t>* got) {
+  const int m = ph.size();
+  const size_t U = ph.perBlock;
+  got->assign(static_cast<size_t>(m) * U, -1);
+  for (int s = 0; s + 1 < m; ++s) {
+    const int sb = ph.block(ph.me - s), rb = ph.block(ph.me - s - 1);
+    for (size_t k = 0; k < U; ++k) {
+      const RingUnit& su = ph.unit(sb, k);
+      if (su.len > 0) {
+        if (s == 0) {
+          const int32_t sent = out->add(sendStep(ph.right(), su.in, su.len, su.ready));
+          if (ph.copyOwn) out->add(copyStep(su.in, su.at, su.len, sent));
+        } else {
+          out->add(sendStep(ph.right(), su.at, su.len, (*got)[ph.index(sb, k)]));
+        }
+      }
+      const RingUnit& ru = ph.unit(rb, k);
+      if (ru.len > 0)
+        (*got)[ph.index(rb, k)] = out->add(recvStep(ph.left(), ru.at, ru.len, ru.ready));
+    }
+  }
+}
 
 namespace {
 
@@ -33,6 +111,24 @@ void resetSchedule(Schedule* out) {
 void addSelfCopy(size_t count, size_t dstOffset, Schedule* out) {
   out->add(
       makeStep(StepKind::kCopy, -1, {BufferId::kSend, 0}, {BufferId::kRecv, dstOffset}, count));
+}
+
+// The communicator's ring as a ring phase (ring.h) over blocks of `count` elements, the block
+// at position b that of the rank there, each cut into `pieces` units; a unit's slotOff is its
+// offset in the block. The callers set where the units are read and land.
+RingPhase blockRing(const RingPlace& place, size_t count, size_t pieces) {
+  RingPhase ph;
+  for (int b = 0; b < place.n; ++b) ph.ranks.push_back(place.rankAt(b));
+  ph.me = place.pos;
+  ph.perBlock = pieces;
+  ph.units.resize(static_cast<size_t>(place.n) * pieces);
+  for (int b = 0; b < place.n; ++b)
+    for (size_t p = 0; p < pieces; ++p) {
+      RingUnit& u = ph.unit(b, p);
+      u.slotOff = partStart(count, pieces, p);
+      u.len = partStart(count, pieces, p + 1) - u.slotOff;
+    }
+  return ph;
 }
 
 // Ring all-reduce (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for
@@ -134,46 +230,24 @@ void buildRingAllReduce(const CollArgs& a, Schedule* out) {
 void buildRingReduceScatter(const CollArgs& a, Schedule* out) {
   resetSchedule(out);
   const RingPlace place(a);
-  const int n = a.nranks, r = place.pos;
+  const int n = a.nranks;
   const size_t count = a.count;
   if (count == 0) return;
   if (n == 1) {
     addSelfCopy(count, 0, out);
     return;
   }
-  const int right = place.right(), left = place.left();
-  // The block of the rank at ring position b.
-  auto block = [&](int b) { return static_cast<size_t>(place.rankAt(b)); };
-  const size_t pieces = piecesFor(count, a.pieceElems);
-  out->scratchElems = count * static_cast<size_t>(std::min(n - 2, 2));
-  auto slot = [&](int s) { return BufRef{BufferId::kScratch, static_cast<size_t>(s % 2) * count}; };
-  // Per piece: the recv-reduce and the send of the previous step.
-  std::vector<int32_t> prevReduce(pieces, -1), prevSend(pieces, -1);
-  std::vector<int32_t> curReduce(pieces, -1), curSend(pieces, -1);
-  for (int s = 0; s < n - 1; ++s) {
-    const bool last = s == n - 2;
-    const size_t sb = block(r - s - 1), rb = block(r - s - 2);
-    for (size_t p = 0; p < pieces; ++p) {
-      const size_t off = partStart(count, pieces, p);
-      const size_t len = partStart(count, pieces, p + 1) - off;
-      curSend[p] = curReduce[p] = -1;
-      if (len == 0) continue;
-      BufRef src = s == 0 ? BufRef{BufferId::kSend, sb * count + off}
-                          : BufRef{slot(s - 1).buf, slot(s - 1).offset + off};
-      Step snd = makeStep(StepKind::kSend, right, src, {}, len);
-      snd.deps[0] = prevReduce[p];  // the partial sum being forwarded
-      curSend[p] = out->add(snd);
-      BufRef dst =
-          last ? BufRef{BufferId::kRecv, off} : BufRef{BufferId::kScratch, slot(s).offset + off};
-      Step red =
-          makeStep(StepKind::kRecvReduce, left, {BufferId::kSend, rb * count + off}, dst, len);
-      if (!last) red.deps[0] = prevSend[p];  // that slot's previous content is still unsent
-      red.divisor = (last && a.op == braidAvg) ? n : 1;
-      curReduce[p] = out->add(red);
+  RingPhase ph = blockRing(place, count, piecesFor(count, a.pieceElems));
+  for (int b = 0; b < n; ++b)
+    for (size_t p = 0; p < ph.perBlock; ++p) {
+      RingUnit& u = ph.unit(b, p);
+      u.in = {BufferId::kSend, static_cast<size_t>(place.rankAt(b)) * count + u.slotOff};
+      u.at = {BufferId::kRecv, u.slotOff};  // read for the own block only
     }
-    prevReduce.swap(curReduce);
-    prevSend.swap(curSend);
-  }
+  out->scratchElems = count * static_cast<size_t>(std::min(n - 2, 2));
+  const BufRef slots[2] = {{BufferId::kScratch, 0}, {BufferId::kScratch, count}};
+  std::vector<int32_t> done, sent;
+  ringReduceScatter(ph, slots, a.op == braidAvg ? n : 1, out, &done, &sent);
 }
 
 // Ring all-gather (the second half of the ring all-reduce above; NCCL's ring all-gather).
@@ -188,39 +262,23 @@ void buildRingReduceScatter(const CollArgs& a, Schedule* out) {
 void buildRingAllGather(const CollArgs& a, Schedule* out) {
   resetSchedule(out);
   const RingPlace place(a);
-  const int n = a.nranks, r = place.pos;
+  const int n = a.nranks;
   const size_t count = a.count;
   if (count == 0) return;
   if (n == 1) {
     addSelfCopy(count, 0, out);
     return;
   }
-  const int right = place.right(), left = place.left();
-  // The block of the rank at ring position b.
-  auto block = [&](int b) { return static_cast<size_t>(place.rankAt(b)); };
-  const size_t pieces = piecesFor(count, a.pieceElems);
-  std::vector<int32_t> prevRecv(pieces, -1);
-  for (int s = 0; s < n - 1; ++s) {
-    const size_t sb = block(r - s), rb = block(r - s - 1);
-    for (size_t p = 0; p < pieces; ++p) {
-      const size_t off = partStart(count, pieces, p);
-      const size_t len = partStart(count, pieces, p + 1) - off;
-      if (len == 0) continue;
-      BufRef src =
-          s == 0 ? BufRef{BufferId::kSend, off} : BufRef{BufferId::kRecv, sb * count + off};
-      Step snd = makeStep(StepKind::kSend, right, src, {}, len);
-      snd.deps[0] = prevRecv[p];
-      const int32_t sent = out->add(snd);
-      if (s == 0) {
-        Step cp = makeStep(StepKind::kCopy, -1, {BufferId::kSend, off},
-                           {BufferId::kRecv, static_cast<size_t>(a.rank) * count + off}, len);
-        cp.deps[0] = sent;
-        out->add(cp);
-      }
-      prevRecv[p] =
-          out->add(makeStep(StepKind::kRecv, left, {}, {BufferId::kRecv, rb * count + off}, len));
+  RingPhase ph = blockRing(place, count, piecesFor(count, a.pieceElems));
+  ph.copyOwn = true;
+  for (int b = 0; b < n; ++b)
+    for (size_t p = 0; p < ph.perBlock; ++p) {
+      RingUnit& u = ph.unit(b, p);
+      u.in = {BufferId::kSend, u.slotOff};  // read for the own block only
+      u.at = {BufferId::kRecv, static_cast<size_t>(place.rankAt(b)) * count + u.slotOff};
     }
-  }
+  std::vector<int32_t> got;
+  ringAllGather(ph, out, &got);
 }
 
 // Ring broadcast: a pipelined chain (the ring broadcast of NCCL; for long messages its time
@@ -267,25 +325,41 @@ void buildRingBroadcast(const CollArgs& a, Schedule* out) {
   }
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+double ringAllReduceCost(const CostModel& m, double S) {
+  const Crossing c = m.ringCrossing();
+  return Pipe(m).round(S / m.n, c, true, m.n - 1).round(S / m.n, c, false, m.n - 1).total();
+}
+double ringReduceScatterCost(const CostModel& m, double b) {
+  return Pipe(m).round(b, m.ringCrossing(), true, m.n - 1).total();
+}
+double ringAllGatherCost(const CostModel& m, double b) {
+  return Pipe(m).round(b, m.ringCrossing(), false, m.n - 1).total();  // the copy overlaps
+}
+double ringBroadcastCost(const CostModel& m, double S) {  // the root's copy overlaps the sends
+  const Crossing c = m.ringCrossing();
+  return m.chain(S, m.n - 1, c, m.pieceService(S, c.flows, false), false);
+}
+
 }  // namespace
 
 void appendRingAlgorithms(std::vector<AlgorithmInfo>* table) {
   table->push_back({"ring", Collective::kAllReduce,
                     "ring reduce-scatter then ring all-gather, chunked and pipelined; sends "
                     "2(n-1)/n of the vector, the bandwidth optimum (Patarasuk & Yuan 2009)",
-                    buildRingAllReduce, nullptr});
+                    buildRingAllReduce, nullptr, ringAllReduceCost});
   table->push_back({"ring", Collective::kReduceScatter,
                     "ring reduce-scatter, pipelined in pieces; sends (n-1)/n of the input, the "
                     "bandwidth optimum (Patarasuk & Yuan 2009, NCCL's ring)",
-                    buildRingReduceScatter, nullptr});
+                    buildRingReduceScatter, nullptr, ringReduceScatterCost});
   table->push_back({"ring", Collective::kAllGather,
                     "ring all-gather, pipelined in pieces; sends (n-1)/n of the output, the "
                     "bandwidth optimum (Patarasuk & Yuan 2009, NCCL's ring)",
-                    buildRingAllGather, nullptr});
+                    buildRingAllGather, nullptr, ringAllGatherCost});
   table->push_back({"ring", Collective::kBroadcast,
                     "pipelined chain from the root around the ring, in pieces (NCCL's ring "
                     "broadcast); time near count / bandwidth for long messages",
-                    buildRingBroadcast, nullptr});
+                    buildRingBroadcast, nullptr, ringBroadcastCost});
 }
 
 }  // namespace braid

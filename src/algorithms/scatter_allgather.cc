@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -105,6 +106,20 @@ void buildScatterAllGatherBroadcast(const CollArgs& a, Schedule* out) {
   }
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+// van de Geijn: binomial scatter of n blocks, then ring all-gather of the blocks.
+double scatterAllGatherCost(const CostModel& m, double S) {
+  Pipe p(m);
+  double bytes = S;
+  for (int span = pow2Below(m.n) / 2; span >= 1; span /= 2) {
+    bytes /= 2;
+    const Crossing c = m.crossing([&](int r) { return r % (2 * span) == 0 ? r + span : -1; });
+    p.round(bytes, c, false);
+  }
+  p.round(S / m.n, m.ringCrossing(), false, m.n - 1);
+  return p.total();
+}
+
 }  // namespace
 
 void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table) {
@@ -112,7 +127,7 @@ void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table) {
                     "binomial scatter of n chunks from the root, then ring all-gather; each "
                     "rank receives (n-1)/n of the vector once (Barnett et al. 1994, van de "
                     "Geijn; MPICH scatter_ring_allgather)",
-                    buildScatterAllGatherBroadcast, nullptr});
+                    buildScatterAllGatherBroadcast, nullptr, scatterAllGatherCost});
 }
 
 }  // namespace braid

@@ -33,6 +33,21 @@ const char* collectiveLabel(Collective c) {
   return i < kNumCollectives ? kCollectiveNames[i].label : "collective";
 }
 
+// The table of algorithms. Each algorithm's file defines its rows (builders, where they
+// apply, closed-form cost) and one function appending them: adding an algorithm is its file,
+// one line here (and one in meson.build), and its tests. The order is the order of preference
+// among equally fast candidates (tuning/cost_model.cc's rankCandidates).
+void appendRingAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendTreeAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendRecursiveDoublingAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendRhdAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendBinomialAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendBruckAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendPairwiseAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendDirectAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendHierarchicalAlgorithms(std::vector<AlgorithmInfo>* table);
+
 const std::vector<AlgorithmInfo>& algorithms() {
   static const std::vector<AlgorithmInfo> table = [] {
     std::vector<AlgorithmInfo> t;

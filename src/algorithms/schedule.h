@@ -268,6 +268,21 @@ inline size_t partStart(size_t count, size_t parts, size_t p) {
   return static_cast<size_t>(static_cast<unsigned __int128>(count) * p / parts);
 }
 
+// Part p of `elems` cut into `pieces` parts (partStart): [*off, *off + *len).
+inline void pieceOf(size_t elems, size_t pieces, size_t p, size_t* off, size_t* len) {
+  *off = partStart(elems, pieces, p);
+  *len = partStart(elems, pieces, p + 1) - *off;
+}
+
+// Which of those parts holds element e (< elems).
+inline size_t pieceHolding(size_t elems, size_t pieces, size_t e) {
+  size_t p =
+      std::min(pieces - 1, static_cast<size_t>(static_cast<unsigned __int128>(e) * pieces / elems));
+  while (p + 1 < pieces && partStart(elems, pieces, p + 1) <= e) ++p;
+  while (p > 0 && partStart(elems, pieces, p) > e) --p;
+  return p;
+}
+
 // The algorithm table: one row per (algorithm, collective). The executor, the perf
 // binaries (-A), the verifier and the generated tests all read it, so adding an algorithm
 // is one file and one row per collective it implements.
@@ -280,12 +295,17 @@ using BuildFn = void (*)(const CollArgs& args, Schedule* out);
 void buildOnRing(BuildFn build, const CollArgs& args, Schedule* out);
 // nullptr when the algorithm can run this call, else why not (a sentence for the user).
 using SupportsFn = const char* (*)(const CollArgs& args);
+// The algorithm's closed-form time of one call, microseconds, on m's fabric for a vector of
+// `bytes` = count * elemSize (algorithms/cost.h; compared by tuning/cost_model.h).
+struct CostModel;
+using CostFn = double (*)(const CostModel& m, double bytes);
 struct AlgorithmInfo {
   const char* name;  // what BRAID_ALGO and -A take: "ring", "tree", "rhd", ...
   Collective coll;
   const char* description;  // one line, with the paper or library it follows
   BuildFn build;
-  SupportsFn supports;  // nullptr: every call
+  SupportsFn supports;    // nullptr: every call
+  CostFn cost = nullptr;  // no closed form: the selector passes it over
 };
 const std::vector<AlgorithmInfo>& algorithms();
 // The row named `name` for `coll`, or nullptr.
@@ -296,17 +316,5 @@ const AlgorithmInfo* defaultAlgorithm(const CollArgs& args, size_t elemSize);
 inline const char* unsupportedReason(const AlgorithmInfo& algo, const CollArgs& args) {
   return algo.supports ? algo.supports(args) : nullptr;
 }
-
-// Each algorithm family's file appends its rows (one per collective it implements).
-void appendRingAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendTreeAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendRecursiveDoublingAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendRhdAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendBinomialAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendBruckAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendPairwiseAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendDirectAlgorithms(std::vector<AlgorithmInfo>* table);
-void appendHierarchicalAlgorithms(std::vector<AlgorithmInfo>* table);
 
 }  // namespace braid

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "algorithms/cost.h"
 #include "algorithms/schedule.h"
 
 namespace braid {
@@ -273,6 +274,35 @@ void buildTreeBroadcast(const CollArgs& a, Schedule* out) {
   buildOnRing(buildTreeBroadcastAt, a, out);
 }
 
+// Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
+// Double binary tree over ring positions (Sanders, Speck & Träff 2009; tree.cc): each tree
+// carries half the vector; a rank is inner in one tree (two children) and a leaf in the
+// other. Per piece index a rank sends 4 pieces in all-reduce (up once in each tree, down to
+// two children in one), 2 in broadcast and reduce. A piece's path from a leaf to the root
+// crosses about log2(hosts) host boundaries of the tree's depth.
+int treeDepthCost(const CostModel& m) { return std::max(1, ceilLog(m.n + 1, 2) - 1); }
+Crossing treeCrossingCost(const CostModel& m) {
+  Crossing c = m.anyCross(1);
+  if (c.cross) c.fraction = std::min(1.0, ceilLog(m.H, 2) / static_cast<double>(treeDepthCost(m)));
+  return c;
+}
+double treeAllReduceCost(const CostModel& m, double S) {
+  const Crossing c = treeCrossingCost(m);
+  const int d = treeDepthCost(m);
+  // Per piece index: four transfers on a rank's port, or on its host's NICs across hosts
+  // (the reductions of an inner node's two children run on their own queues).
+  const double per = 4 * m.pieceService(S / 2, 1, false);
+  return m.chain(S / 2, d, c, per, true) + m.chain(S / 2, d, c, 0, false);
+}
+double treeBroadcastCost(const CostModel& m, double S) {
+  return m.chain(S / 2, treeDepthCost(m), treeCrossingCost(m), 2 * m.pieceService(S / 2, 2, false),
+                 false);
+}
+double treeReduceCost(const CostModel& m, double S) {
+  return m.chain(S / 2, treeDepthCost(m), treeCrossingCost(m), 2 * m.pieceService(S / 2, 1, true),
+                 true);
+}
+
 }  // namespace
 
 void appendTreeAlgorithms(std::vector<AlgorithmInfo>* table) {
@@ -280,15 +310,15 @@ void appendTreeAlgorithms(std::vector<AlgorithmInfo>* table) {
                     "double binary tree: each half of the vector is reduced up one of two "
                     "complementary trees and broadcast back down, pipelined in pieces "
                     "(Sanders, Speck & Traff 2009; NCCL 2.4)",
-                    buildTreeAllReduce, nullptr});
+                    buildTreeAllReduce, nullptr, treeAllReduceCost});
   table->push_back({"tree", Collective::kBroadcast,
                     "double binary tree rooted at the root, each tree carrying half of the "
                     "vector, pipelined in pieces (Sanders, Speck & Traff 2009)",
-                    buildTreeBroadcast, nullptr});
+                    buildTreeBroadcast, nullptr, treeBroadcastCost});
   table->push_back({"tree", Collective::kReduce,
                     "double binary tree rooted at the root, each tree reducing half of the "
                     "vector, pipelined in pieces (Sanders, Speck & Traff 2009)",
-                    buildTreeReduce, nullptr});
+                    buildTreeReduce, nullptr, treeReduceCost});
 }
 
 }  // namespace braid

@@ -2,7 +2,8 @@
 // model predicts every algorithm's time on a Fabric from closed forms of the algorithm's
 // schedule (rounds, bytes per round, which rounds cross hosts and how many flows share a NIC;
 // the alpha-beta-gamma model of Thakur, Rabenseifner & Gropp 2005, with NCCL's per-hop view of
-// the network); the selector takes the least. The closed forms are checked against the
+// the network), each written in its algorithm's file (AlgorithmInfo::cost, over
+// algorithms/cost.h); the selector takes the least. The closed forms are checked against the
 // schedule simulator (simulate.h), which plays the schedules themselves.
 //
 // BRAID_ALGO overrides the selector per collective and size range:
