@@ -31,7 +31,7 @@ rm -f "$OUT"/callgrind.out.*
 # so printed twice the cost.
 count() {  # ITERS -> instructions inside braidAllReduce on rank 0
   rm -f "$OUT"/callgrind.out.*
-  "$BUILD/src/braidrun" -n 2 --no-prefix -- sh -c '
+  "$BUILD/tools/braidrun" -n 2 --no-prefix -- sh -c '
     if [ "$BRAID_RANK" = 0 ]; then
       exec valgrind --tool=callgrind --callgrind-out-file='"$OUT"'/callgrind.out.%p \
         --collect-atstart=no --toggle-collect=braidAllReduce \

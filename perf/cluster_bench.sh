@@ -31,7 +31,7 @@ trap 'scripts/cluster.sh down >/dev/null 2>&1 || true' EXIT
 
 # busbw (GB/s) of the out-of-place column of the last data row of an nccl-tests table.
 busbw() { awk '$1 ~ /^[0-9]+$/ && NF >= 13 { b = $8 } END { print b }'; }
-run() { "$BUILD/src/braidrun" --no-prefix --hosts "$1" -- "${@:2}" | grep -v '^#  Rank'; }
+run() { "$BUILD/tools/braidrun" --no-prefix --hosts "$1" -- "${@:2}" | grep -v '^#  Rank'; }
 
 scripts/cluster.sh up 2 --rate "$RATE" >/dev/null
 echo "# 1. all-reduce, 2 hosts x 2 ranks, host links at $RATE, $SIZE float sum"

@@ -13,9 +13,16 @@ if [ $# -gt 0 ] && [ "$1" != -- ]; then rounds="$1"; shift; fi
 [ "${1:-}" = -- ] && shift
 flags=("$@")
 [ ${#flags[@]} -gt 0 ] || flags=(-b 8 -e 256M -f 2 -n 20 -w 5)
+# A build's braidrun: tools/braidrun, or src/braidrun in a build of a commit from before the
+# tools moved to tools/ (either build may be such an older one).
+braidrun_of() {
+  local r="$1/tools/braidrun"
+  [ -x "$r" ] || [ ! -x "$1/src/braidrun" ] || r="$1/src/braidrun"
+  echo "$r"
+}
 for d in "$a" "$b"; do
-  for f in src/braidrun perf/all_reduce_perf; do
-    [ -x "$d/$f" ] || { echo "$0: $d/$f is not built" >&2; exit 2; }
+  for f in "$(braidrun_of "$d")" "$d/perf/all_reduce_perf"; do
+    [ -x "$f" ] || { echo "$0: $f is not built" >&2; exit 2; }
   done
 done
 out="$(mktemp -d)"
@@ -24,7 +31,7 @@ for ((r = 0; r < rounds; r++)); do
   for k in a b; do
     d="$a"
     [ "$k" = b ] && d="$b"
-    "$d/src/braidrun" -n 2 "$d/perf/all_reduce_perf" "${flags[@]}" >"$out/$k.$r"
+    "$(braidrun_of "$d")" -n 2 "$d/perf/all_reduce_perf" "${flags[@]}" >"$out/$k.$r"
   done
 done
 python3 - "$out" "$rounds" "$a" "$b" <<'PY'

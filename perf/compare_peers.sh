@@ -103,7 +103,7 @@ add_band "$SPLIT" $((MAXB + 1)) 11 5 20
 # Braid on heap buffers (-M host, what a program that mallocs gets) or on buffers from
 # braidMemAllocHost (-M shared: the ranks read each other's pieces in place).
 run_braid() {  # MEMORY FROM TO ITERS WARMUP OUTFILE (appended to)
-  "$BUILD/src/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" -b "$2" \
+  "$BUILD/tools/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" -b "$2" \
     -e "$3" -f 2 -n "$4" -w "$5" >>"$6"
 }
 run_mpi() {  # FROM TO ARG

@@ -67,7 +67,7 @@ else
 fi
 
 step "build"
-targets=(tests/cuda_kernels_test tests/cuda_elementwise_test perf/kernel_bench src/braidrun perf/all_reduce_perf
+targets=(tests/cuda_kernels_test tests/cuda_elementwise_test perf/kernel_bench tools/braidrun perf/all_reduce_perf
          perf/all_gather_perf perf/reduce_scatter_perf perf/alltoall_perf)
 check build 300 ninja -C "$build" "${targets[@]}" || exit 1
 
@@ -83,7 +83,7 @@ check kernel_bench 120 "$build/perf/kernel_bench" --bytes 1G --iters 20 --dtype 
 for n in 2 4; do
   for bin in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
     step "$bin on $n ranks"
-    check "$bin -n $n" 90 "$build/src/braidrun" -n "$n" -- "$build/perf/$bin" \
+    check "$bin -n $n" 90 "$build/tools/braidrun" -n "$n" -- "$build/perf/$bin" \
       -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
   done
 done
@@ -92,7 +92,7 @@ step "all_reduce_perf on 2 thread ranks (device to device within one process)"
 check "all_reduce_perf -t 2" 90 "$build/perf/all_reduce_perf" -t 2 \
   -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
 step "all_reduce_perf on 2 ranks staged through host memory (BRAID_CUDA_IPC=0)"
-check "all_reduce_perf staged" 90 env BRAID_CUDA_IPC=0 "$build/src/braidrun" -n 2 -- \
+check "all_reduce_perf staged" 90 env BRAID_CUDA_IPC=0 "$build/tools/braidrun" -n 2 -- \
   "$build/perf/all_reduce_perf" -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
 
 step "done"

@@ -21,10 +21,10 @@ for bin in "$BUILD"/perf/*_perf; do
     for n in "${RANKS[@]}"; do
       runs=$((runs + 1))
       # shellcheck disable=SC2086
-      out=$(timeout 300 "$BUILD/src/braidrun" -n "$n" --no-prefix "$bin" -A "$algo" $SIZES -n 2 -w 1 2>&1)
+      out=$(timeout 300 "$BUILD/tools/braidrun" -n "$n" --no-prefix "$bin" -A "$algo" $SIZES -n 2 -w 1 2>&1)
       rc=$?
       if [ "$name" = sendrecv_perf ] || [ "$name" = hypercube_perf ]; then
-        out=$(timeout 300 "$BUILD/src/braidrun" -n "$n" --no-prefix "$bin" $SIZES -n 2 -w 1 2>&1); rc=$?
+        out=$(timeout 300 "$BUILD/tools/braidrun" -n "$n" --no-prefix "$bin" $SIZES -n 2 -w 1 2>&1); rc=$?
       fi
       if [ $rc -eq 0 ] && { grep -q 'Out of bounds values : 0 OK' <<<"$out" || grep -q 'skipping' <<<"$out"; }; then
         result=ok

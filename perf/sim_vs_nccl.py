@@ -88,7 +88,7 @@ def predicted(sim, topo, opts, sizes):
 
 def main():
     parser = argparse.ArgumentParser(description="braid-sim against NCCL's nccl-tests logs")
-    parser.add_argument("braid_sim", help="the braid-sim binary (build/src/braid-sim)")
+    parser.add_argument("braid_sim", help="the braid-sim binary (build/tools/braid-sim)")
     parser.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     args = parser.parse_args()
     sim, jsonPath = args.braid_sim, args.json

@@ -32,13 +32,13 @@ OUT_ABS=$(cd "$OUT" && pwd)  # OUT may be relative (to the repository) or absolu
 tune() {  # NAME LAUNCH...
   local name=$1; shift
   echo "# $name: calibrating"
-  "$@" "$BUILD/perf/braid-tune" --calibrate "$OUT/$name-calibration.txt" | sed 's/^/#   /'
+  "$@" "$BUILD/tools/braid-tune" --calibrate "$OUT/$name-calibration.txt" | sed 's/^/#   /'
   echo "# $name: tuning $MIN .. $MAX"
-  BRAID_TUNE_FILE=$OUT_ABS/$name-calibration.txt "$@" "$BUILD/perf/braid-tune" -b "$MIN" -e "$MAX" -f 2 -w 1 \
+  BRAID_TUNE_FILE=$OUT_ABS/$name-calibration.txt "$@" "$BUILD/tools/braid-tune" -b "$MIN" -e "$MAX" -f 2 -w 1 \
     --json "$OUT/$name.json" --png "$OUT/$name.png" | tee "$OUT/$name.txt" | grep '^#'
 }
 if [[ $WHAT == local || $WHAT == both ]]; then
-  tune "local-$RANKS" "$BUILD/src/braidrun" --no-prefix -n "$RANKS" --
+  tune "local-$RANKS" "$BUILD/tools/braidrun" --no-prefix -n "$RANKS" --
 fi
 if [[ $WHAT == cluster || $WHAT == both ]]; then
   if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
@@ -49,5 +49,5 @@ if [[ $WHAT == cluster || $WHAT == both ]]; then
   flock -w 600 9 || { echo "tune_bench: the emulated cluster stayed busy for 10 minutes" >&2; exit 1; }
   trap 'scripts/cluster.sh down >/dev/null 2>&1 || true' EXIT
   scripts/cluster.sh up 2 --rate "$RATE" >/dev/null
-  tune "cluster-2x2-$RATE" "$BUILD/src/braidrun" --no-prefix --hosts braid-h0:2,braid-h1:2 --
+  tune "cluster-2x2-$RATE" "$BUILD/tools/braidrun" --no-prefix --hosts braid-h0:2,braid-h1:2 --
 fi

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
-exec build/src/braidrun -n "${NRANKS:-4}" build/perf/all_reduce_perf -b 8 -e 128M -f 2 "$@"
+exec build/tools/braidrun -n "${NRANKS:-4}" build/perf/all_reduce_perf -b 8 -e 128M -f 2 "$@"

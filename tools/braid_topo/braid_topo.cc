@@ -5,13 +5,14 @@
 //   braid-topo --json             one JSON object instead of the text tree and matrix
 //   braid-topo --dump OUT         also write the model as NCCL topology XML to OUT
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
 
-#include "base/error.h"
+#include "braid/braid.h"
 #include "topology/topology.h"
 
 namespace {
@@ -72,14 +73,15 @@ int main(int argc, char** argv) {
                      : !fsroot.empty() ? braid::topo::detectSystemAt(fsroot, &sys)
                                        : braid::topo::detectSystem(&sys);
   if (rc != braidSuccess) {
-    std::fprintf(stderr, "braid-topo: %s (%s)\n", braid::lastError(), braidGetErrorString(rc));
+    std::fprintf(stderr, "braid-topo: %s (%s)\n", braidGetLastError(nullptr),
+                 braidGetErrorString(rc));
     return 1;
   }
   if (!dump.empty()) {
     std::string xml;
     rc = braid::topo::dumpNcclTopoXml(sys, &xml);
     if (rc != braidSuccess) {
-      std::fprintf(stderr, "braid-topo: %s\n", braid::lastError());
+      std::fprintf(stderr, "braid-topo: %s\n", braidGetLastError(nullptr));
       return 1;
     }
     std::ofstream out(dump, std::ios::binary);

@@ -4,14 +4,14 @@
 # all-to-all-v bytes per step against 4 x tokens x top-k x dim x 4 B, and the parameter
 # server (1 server, 3 workers; BSP and SSP s=2) against all-reduce DDP on the same MLP, global
 # batch and epochs. Prints markdown tables.
-# usage: src/training/moe_ps_report.sh BUILD_DIR [EPOCHS [moe|ps|all]]
+# usage: tools/braid_train/moe_ps_report.sh BUILD_DIR [EPOCHS [moe|ps|all]]
 set -eu
 B=${1:?usage: $0 BUILD_DIR [EPOCHS [moe|ps|all]]}
 EPOCHS=${2:-5}
 PART=${3:-all}
 case "$PART" in moe | ps | all) ;; *) echo "$0: part '$PART': expected moe, ps or all" >&2; exit 2 ;; esac
-TRAIN="$B/src/training/braid-train"
-RUN="$B/src/braidrun"
+TRAIN="$B/tools/braid-train"
+RUN="$B/tools/braidrun"
 [ -x "$TRAIN" ] || { echo "$0: $TRAIN not built" >&2; exit 2; }
 [ -x "$RUN" ] || { echo "$0: $RUN not built" >&2; exit 2; }
 OUT=$(mktemp -d)

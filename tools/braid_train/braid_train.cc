@@ -29,10 +29,10 @@
 #endif
 
 #include "braid/braid.h"
+#include "train_loops.h"
+#include "train_options.h"
 #include "training/data.h"
 #include "training/optimizer.h"
-#include "training/train_loops.h"
-#include "training/train_options.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "braid/braid.h"
+#include "train_options.h"
 #include "training/data.h"
-#include "training/train_options.h"
 
 namespace braid::training::cli {
 

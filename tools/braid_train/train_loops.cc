@@ -1,4 +1,4 @@
-#include "training/train_loops.h"
+#include "train_loops.h"
 
 #include <algorithm>
 #include <cerrno>

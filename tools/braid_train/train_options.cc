@@ -1,4 +1,4 @@
-#include "training/train_options.h"
+#include "train_options.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -4,12 +4,12 @@
 # (bf16, fp16 with loss scaling), activation memory with and without recomputation, and step
 # time with and without overlapping the gradient collectives with backward. Prints markdown
 # tables.
-# usage: src/training/training_report.sh BUILD_DIR [EPOCHS]
+# usage: tools/braid_train/training_report.sh BUILD_DIR [EPOCHS]
 set -eu
 B=${1:?usage: $0 BUILD_DIR [EPOCHS]}
 EPOCHS=${2:-8}
-TRAIN="$B/src/training/braid-train"
-RUN="$B/src/braidrun"
+TRAIN="$B/tools/braid-train"
+RUN="$B/tools/braidrun"
 [ -x "$TRAIN" ] || { echo "$0: $TRAIN not built" >&2; exit 2; }
 [ -x "$RUN" ] || { echo "$0: $RUN not built" >&2; exit 2; }
 OUT=$(mktemp -d)
