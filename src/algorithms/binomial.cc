@@ -1,5 +1,5 @@
 // Tree collectives rooted at any rank: binomial (radix 2) and k-nomial (radix 4) broadcast
-// and reduce, and the dissemination barrier.
+// and reduce.
 #include <algorithm>
 #include <vector>
 
@@ -134,28 +134,6 @@ void buildKnomialReduce(const CollArgs& a, Schedule* out) {
   buildTreeReduce(a, kKnomialRadix, out);
 }
 
-// Dissemination barrier (Hensgen, Finkel & Manber, "Two algorithms for barrier
-// synchronization", IJPP 1988).
-//
-// Round k = 0, 1, ... while 2^k < n: rank r sends an empty message to r + 2^k and receives
-// one from r - 2^k (mod n). Round k's send waits for round k-1's receive and send, hence for
-// every earlier receive, so after round k rank r knows that ranks r - 2^(k+1) + 1 .. r have
-// entered; after ceil(log2 n) rounds it knows all have. No rank leaves earlier, since a
-// schedule ends only when all its steps have run. One rank needs no steps.
-void buildDisseminationBarrier(const CollArgs& a, Schedule* out) {
-  out->steps.clear();
-  out->scratchElems = 0;
-  const int n = a.nranks, r = a.rank;
-  int32_t prevSend = -1, prevRecv = -1;
-  for (int64_t dist = 1; dist < n; dist *= 2) {
-    const int to = static_cast<int>((r + dist) % n), from = static_cast<int>((r - dist + n) % n);
-    Step s = sendStep(to, {BufferId::kSend, 0}, 0, prevRecv);
-    s.deps[1] = prevSend;
-    prevSend = out->add(s);
-    prevRecv = out->add(recvStep(from, {BufferId::kRecv, 0}, 0));
-  }
-}
-
 // Closed forms (AlgorithmInfo::cost, in the terms of algorithms/cost.h).
 // Binomial and k-nomial trees rooted at rank 0 (the root's place does not change the cost
 // on a uniform layout; binomial.cc): from the largest level down, every rank holding the data
@@ -179,12 +157,6 @@ double binomialReduceCost(const CostModel& m, double S) { return knomialCost(m, 
 double knomialBroadcastCost(const CostModel& m, double S) { return knomialCost(m, S, 4, false); }
 double knomialReduceCost(const CostModel& m, double S) { return knomialCost(m, S, 4, true); }
 
-double disseminationCost(const CostModel& m, double) {
-  Pipe p(m);
-  for (int d = 1; d < m.n; d *= 2) p.round(0, m.addCrossing(d), false);
-  return p.total();
-}
-
 }  // namespace
 
 void appendBinomialAlgorithms(std::vector<AlgorithmInfo>* table) {
@@ -204,10 +176,6 @@ void appendBinomialAlgorithms(std::vector<AlgorithmInfo>* table) {
                     "radix-4 k-nomial tree into the root, log4(n) levels, pieces pipelined "
                     "(UCC knomial reduce)",
                     buildKnomialReduce, nullptr, knomialReduceCost});
-  table->push_back({"dissemination", Collective::kBarrier,
-                    "ceil(log2 n) rounds of empty messages to rank + 2^k (Hensgen, Finkel & "
-                    "Manber 1988)",
-                    buildDisseminationBarrier, nullptr, disseminationCost});
 }
 
 }  // namespace braid

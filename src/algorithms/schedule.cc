@@ -42,6 +42,7 @@ void appendTreeAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendRecursiveDoublingAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendRhdAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendBinomialAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendDisseminationAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendBruckAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendPairwiseAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table);
@@ -56,6 +57,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
     appendRecursiveDoublingAlgorithms(&t);
     appendRhdAlgorithms(&t);
     appendBinomialAlgorithms(&t);
+    appendDisseminationAlgorithms(&t);
     appendBruckAlgorithms(&t);
     appendPairwiseAlgorithms(&t);
     appendScatterAllGatherAlgorithms(&t);
