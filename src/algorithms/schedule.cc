@@ -48,6 +48,7 @@ void appendPairwiseAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendScatterAllGatherAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendDirectAlgorithms(std::vector<AlgorithmInfo>* table);
 void appendHierarchicalAlgorithms(std::vector<AlgorithmInfo>* table);
+void appendLinearAlgorithms(std::vector<AlgorithmInfo>* table);
 
 const std::vector<AlgorithmInfo>& algorithms() {
   static const std::vector<AlgorithmInfo> table = [] {
@@ -63,6 +64,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
     appendScatterAllGatherAlgorithms(&t);
     appendDirectAlgorithms(&t);
     appendHierarchicalAlgorithms(&t);
+    appendLinearAlgorithms(&t);
     return t;
   }();
   return table;
