@@ -505,7 +505,7 @@ TEST(HwlocXmlErrors, CutAndCorruptedFilesNeverCrash) {
   }
 }
 
-// ---- fuzz regressions (tests/fuzz_hwloc_xml.cc): each input through the target's entry ----
+// ---- fuzz regressions (tests/fuzz/fuzz_hwloc_xml.cc): each input through the target's entry ----
 
 // What fuzz_hwloc_xml does with an input: load, or be refused with braidInvalidArgument; a
 // model that loads routes, rings, prints and dumps NCCL XML that loads back.
@@ -723,7 +723,7 @@ TEST(Detect, ThisMachine) {
   }
 }
 
-// Run by the topology_detect_fake_nvml test with tests/fake_nvml.cc as libnvidia-ml.so.1.
+// Run by the topology_detect_fake_nvml test with fake_nvml.cc as libnvidia-ml.so.1.
 TEST(DetectFakeNvml, GpusAndNvLinks) {
   if (!getenv("BRAID_TEST_FAKE_NVML")) GTEST_SKIP() << "runs under topology_detect_fake_nvml";
   System sys;
