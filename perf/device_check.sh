@@ -2,7 +2,7 @@
 # Device checks for a machine with a CUDA GPU (issue 10), in one run of under 8 minutes:
 #   1. configure build-cuda with -Dcuda=enabled (nvcc from PATH or /usr/local/cuda/bin) and
 #      build what the checks run;
-#   2. tests/cuda_kernels_test: the CUDA kernels bit for bit against the host kernels, every
+#   2. tests/kernels/cuda_kernels_test: the CUDA kernels bit for bit against the host kernels, every
 #      dtype and op, and an all-reduce on 2 thread ranks ordered on each rank's CUDA stream
 #      (braidStreamCreateCuda), eagerly and captured into a graph replayed 3 times (here it
 #      must pass, not skip); cuda_elementwise_test, the kernels' arithmetic compiled for the
@@ -67,15 +67,15 @@ else
 fi
 
 step "build"
-targets=(tests/cuda_kernels_test tests/cuda_elementwise_test perf/kernel_bench tools/braidrun perf/all_reduce_perf
+targets=(tests/kernels/cuda_kernels_test tests/kernels/cuda_elementwise_test perf/kernel_bench tools/braidrun perf/all_reduce_perf
          perf/all_gather_perf perf/reduce_scatter_perf perf/alltoall_perf)
 check build 300 ninja -C "$build" "${targets[@]}" || exit 1
 
 step "cuda_kernels_test (must pass on a device, not skip)"
-check cuda_kernels_test 120 "$build/tests/cuda_kernels_test"
+check cuda_kernels_test 120 "$build/tests/kernels/cuda_kernels_test"
 
 step "cuda_elementwise_test (the kernels' arithmetic on the CPU)"
-check cuda_elementwise_test 120 "$build/tests/cuda_elementwise_test"
+check cuda_elementwise_test 120 "$build/tests/kernels/cuda_elementwise_test"
 
 step "kernel_bench: 1 GiB, fp32 and bf16"
 check kernel_bench 120 "$build/perf/kernel_bench" --bytes 1G --iters 20 --dtype fp32,bf16

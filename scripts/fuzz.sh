@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60): the topology
 # XML loaders, the BRAID_ALGO parser, the init decoders (unique id, peer cards, tuning figures
-# and table) and the perf binaries' flags, each from its seed corpus in tests/fuzz_corpus (and
+# and table) and the perf binaries' flags, each from its seed corpus in tests/fuzz/corpus (and
 # the XML loaders also from the files in ../shared/topologies), copied into a temporary corpus:
 # the repository and ../shared are not written. Exits non-zero when a target crashes, leaks or
 # times out; the reproducer (crash-*, leak-*, timeout-*) is kept in the artifact directory it
@@ -37,13 +37,13 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 # grep reads a captured list: 'ninja | grep -q' fails under pipefail when grep stops reading early.
 targets_list="$(ninja -C "$build" -t targets all 2>/dev/null || true)"
-if ! grep -q '^tests/fuzz_hwloc_xml:' <<<"$targets_list"; then
+if ! grep -q '^tests/fuzz/fuzz_hwloc_xml:' <<<"$targets_list"; then
   echo "fuzz.sh: $build has no fuzz targets (configured without clang?); remove it or set BRAID_FUZZ_BUILD" >&2
   exit 2
 fi
 rc=0
-ninja -C "$build" tests/fuzz_topo_xml tests/fuzz_hwloc_xml tests/fuzz_algo_spec tests/fuzz_bootstrap \
-  tests/fuzz_perf_flags >"$build/fuzz-build.log" 2>&1 || rc=$?
+ninja -C "$build" tests/fuzz/fuzz_topo_xml tests/fuzz/fuzz_hwloc_xml tests/fuzz/fuzz_algo_spec \
+  tests/fuzz/fuzz_bootstrap tests/fuzz/fuzz_perf_flags >"$build/fuzz-build.log" 2>&1 || rc=$?
 stage_end "fuzz build" "$rc"
 if [ "$rc" != 0 ]; then
   tail -n 40 "$build/fuzz-build.log" >&2
@@ -55,7 +55,7 @@ stage_begin
 
 work="$(mktemp -d /tmp/braid-fuzz.XXXXXX)"
 echo "fuzz.sh: corpora and artifacts in $work"
-# Each target starts from its seed corpus in tests/fuzz_corpus/NAME (small inputs written for
+# Each target starts from its seed corpus in tests/fuzz/corpus/NAME (small inputs written for
 # it: valid and nearly valid ones), and the XML loaders also from the real topology files under
 # ../shared when it is there. target:extra seed directory under ../shared ('-' for none).
 targets=("fuzz_topo_xml:topologies/nccl" "fuzz_hwloc_xml:topologies/hwloc"
@@ -66,7 +66,7 @@ run_target() {  # TARGET:SEEDS
   name="${t%%:*}" seeds="$shared/${t#*:}"
   corpus="$work/$name/corpus" artifacts="$work/$name/artifacts"
   mkdir -p "$corpus" "$artifacts"
-  cp "$root/tests/fuzz_corpus/$name"/* "$corpus"/
+  cp "$root/tests/fuzz/corpus/$name"/* "$corpus"/
   if [ "${t#*:}" != - ]; then
     if [ -d "$seeds" ]; then
       cp "$seeds"/*.xml "$corpus"/ 2>/dev/null || true
@@ -80,7 +80,7 @@ run_target() {  # TARGET:SEEDS
   else
     bound=(-max_total_time="$secs" -seed=1)
   fi
-  BRAID_DEBUG=NONE "$build/tests/$name" "${bound[@]}" -timeout=10 -rss_limit_mb=4096 \
+  BRAID_DEBUG=NONE "$build/tests/fuzz/$name" "${bound[@]}" -timeout=10 -rss_limit_mb=4096 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$work/$name/log" 2>&1 || rc=$?
   echo "$rc" >"$work/$name/status"
 }

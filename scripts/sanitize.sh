@@ -3,7 +3,7 @@
 # and ThreadSanitizer (tsan: the tests that run ranks as threads, Meson suite 'threads'), each
 # in a build directory of its own (build-asan, build-tsan in the repository; -O1 with line
 # tables, without CUDA). In a sanitized build the largest cases shrink (tests/test_scale.h, the
-# soak's call counts in tests/meson.build), and the matrix takes a share of its rows: one row
+# soak's call counts in tests/cli/meson.build), and the matrix takes a share of its rows: one row
 # per algorithm and a sixteenth of the others, the sixteenth chosen by the commit hash
 # (BRAID_TEST_SHARE=K/16 picks one; BRAID_TEST_SAMPLED and collective_cases.h say which rows;
 # the release build's 'matrix' runs every row).
@@ -161,8 +161,8 @@ test_mode() {  # MODE DIR TEST...
   # buffer as races); one BLAS thread per caller keeps the ranks' threads the only ones.
   if [ "$m" = tsan ]; then export OPENBLAS_NUM_THREADS=1; fi
   # The matrix's share of rows (BRAID_TEST_SAMPLED=share or sampled-share, set per test in
-  # tests/meson.build): share K of $share_of, K from the commit hash, so that successive commits
-  # run every row.
+  # tests/core/meson.build): share K of $share_of, K from the commit hash, so that successive
+  # commits run every row.
   export BRAID_TEST_SHARE="$share_index/$share_of"
   echo "sanitize.sh: $m: the matrix takes row share $BRAID_TEST_SHARE ($share_why)"
   local status=0

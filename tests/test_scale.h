@@ -1,7 +1,7 @@
 // How big the largest test cases are. Under a sanitizer (ASan+UBSan, TSan: scripts/sanitize.sh
 // runs the whole suite so) or with BRAID_TEST_REDUCED=1, the tests that spend minutes on
 // large vectors or rank counts shrink those cases (the matrix also takes fewer rows under a
-// sanitizer: tests/meson.build says which).
+// sanitizer: tests/core/meson.build says which).
 #pragma once
 
 #include <cstdlib>

@@ -3,7 +3,7 @@
 // by the bootstrap (PeerCard::decode) and the tuning figures and measured table that travel
 // in rank 0's card (parseCalibration, MeasuredTable::decode). Any input must decode or be
 // refused, never crash or hang.
-// Build: meson with clang (tests/meson.build); run: scripts/fuzz.sh.
+// Build: meson with clang (tests/fuzz/meson.build); run: scripts/fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

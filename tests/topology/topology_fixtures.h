@@ -21,6 +21,9 @@ inline std::string sharedDir() {
 
 inline std::string topoDir() { return sharedDir() + "/topologies"; }
 
+// The NCCL topology and graph files.
+inline std::string ncclDir() { return sharedDir() + "/topologies/nccl"; }
+
 // The whole file, or "" when it cannot be read.
 inline std::string readText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

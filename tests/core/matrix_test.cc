@@ -44,7 +44,7 @@ RowShare envShare() {
   return share;
 }
 
-// The rows a run takes (collective_cases.h), from BRAID_TEST_SAMPLED (tests/meson.build says
+// The rows a run takes (collective_cases.h), from BRAID_TEST_SAMPLED (meson.build beside it says
 // which run sets what): unset or "0", every row; "types", Rows::kTypes; "1", Rows::kSampled;
 // "share" and "sampled-share", Rows::kShare and kSampledShare with BRAID_TEST_SHARE's share.
 // Anything else stops the program before any test runs (main reads it first).

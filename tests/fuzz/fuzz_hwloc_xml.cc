@@ -1,8 +1,8 @@
 // libFuzzer target for the hwloc XML loader (lstopo --of xml, v1/v2/v3): any input must load
 // (and then route, ring, print and dump as NCCL XML that loads back) or be refused with
 // braidInvalidArgument, never crash or hang.
-// Build: meson with clang (tests/meson.build adds it); run: ./fuzz_hwloc_xml CORPUS_DIR, seeding
-// CORPUS_DIR with hwloc XML files (../shared/topologies/hwloc); scripts/fuzz.sh does both.
+// Build: meson with clang (tests/fuzz/meson.build adds it); run: ./fuzz_hwloc_xml CORPUS_DIR,
+// seeding CORPUS_DIR with hwloc XML files (../shared/topologies/hwloc); scripts/fuzz.sh does both.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

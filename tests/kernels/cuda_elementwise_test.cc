@@ -2,7 +2,7 @@
 // where its add/mul/div return the GPU's canonical NaN, against the host kernels bit for bit:
 // every dtype and op, AVG's divisor, division and PreMulSum's scaling. It runs on every machine,
 // so the conversions and the NaN fix-ups the device relies on are checked without a GPU
-// (tests/cuda_kernels_test.cc runs the kernels themselves where there is one).
+// (tests/kernels/cuda_kernels_test.cc runs the kernels themselves where there is one).
 //
 // Inputs are random bits (every fp8 pair exhaustively) with infinities, zeros, NaN payloads and
 // subnormals mixed in. Where a sum or product would get two NaNs, which one it returns is open

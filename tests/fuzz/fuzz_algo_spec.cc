@@ -1,7 +1,7 @@
 // libFuzzer target for the BRAID_ALGO parser (tuning/cost_model.h parseAlgoSpec): any text
 // must parse or be refused with braidInvalidArgument and a message, never crash or hang; a
 // spec that parses must parse again from the same text to the same rules.
-// Build: meson with clang (tests/meson.build); run: scripts/fuzz.sh.
+// Build: meson with clang (tests/fuzz/meson.build); run: scripts/fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

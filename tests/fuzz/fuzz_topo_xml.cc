@@ -1,7 +1,7 @@
 // libFuzzer target for the NCCL topology XML loader: any input must load (and then route,
 // print and dump) or be refused with braidInvalidArgument, never crash or hang.
-// Build: meson with clang (tests/meson.build adds it); run: ./fuzz_topo_xml CORPUS_DIR, seeding
-// CORPUS_DIR with ../shared/topologies/nccl/*.xml.
+// Build: meson with clang (tests/fuzz/meson.build adds it); run: ./fuzz_topo_xml CORPUS_DIR,
+// seeding CORPUS_DIR with ../shared/topologies/nccl/*.xml.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
