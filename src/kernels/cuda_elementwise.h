@@ -6,8 +6,9 @@
 // A GPU returns one canonical NaN from any arithmetic that yields NaN; the host kernels return a
 // NaN operand quieted, and for an invalid operation (inf - inf, 0 * inf) the CPU's default NaN
 // (x86: negative, 0xffc00000; Arm: positive). fixNaN rewrites the one into the other. Compiled
-// for the CPU, add/mul/div here also return the canonical NaN, so tests/cuda_elementwise_test.cc
-// checks, on any machine, that these functions give the host kernels' bits on the GPU.
+// for the CPU, add/mul/div here also return the canonical NaN, so
+// tests/kernels/cuda_elementwise_test.cc checks, on any machine, that these functions give
+// the host kernels' bits on the GPU.
 #ifndef BRAID_KERNELS_CUDA_ELEMENTWISE_H_
 #define BRAID_KERNELS_CUDA_ELEMENTWISE_H_
 

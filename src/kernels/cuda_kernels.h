@@ -5,12 +5,12 @@
 // CUDA"), and deviceCount() says so.
 //
 // Results are bit-identical to braid::kernels::reduce() and divide() on the host that built
-// Braid (tests/cuda_kernels_test.cc compares every dtype and op): integers wrap modulo 2^bits;
-// fp16, bf16 and fp8 are decoded to fp32, combined in fp32 and rounded once to nearest-even,
-// with fp8 saturating; max and min propagate NaN. Where the GPU's own NaN rules differ from
-// the CPU's (a GPU returns one canonical NaN), the kernels follow the CPU's: an operation on one
-// NaN returns it quieted, and an invalid one (inf - inf, 0 * inf) the CPU's default NaN. Which
-// of two NaN operands a sum or product returns is open, as on the host.
+// Braid (tests/kernels/cuda_kernels_test.cc compares every dtype and op): integers wrap modulo
+// 2^bits; fp16, bf16 and fp8 are decoded to fp32, combined in fp32 and rounded once to
+// nearest-even, with fp8 saturating; max and min propagate NaN. Where the GPU's own NaN rules
+// differ from the CPU's (a GPU returns one canonical NaN), the kernels follow the CPU's: an
+// operation on one NaN returns it quieted, and an invalid one (inf - inf, 0 * inf) the CPU's
+// default NaN. Which of two NaN operands a sum or product returns is open, as on the host.
 //
 // Every pointer is device memory (or memory the device can address) aligned to its element
 // size. Work is enqueued on `stream`, a cudaStream_t passed as void* (nullptr: the legacy

@@ -386,7 +386,8 @@ BRAID_LOOP void combineBlock(typename Codec::Bits* o, const typename Codec::Bits
 #ifdef __F16C__
   // fp16 in whole blocks: the CPU's own conversions (F16C), 8 lanes at a time. They round
   // to nearest even, keep subnormals and quiet NaNs keeping the payload's high bits, as
-  // decodeHalf and encodeHalf do (tests/kernels_test.cc compares them bit for bit).
+  // decodeHalf and encodeHalf do (tests/kernels/kernels_conversions_test.cc compares them bit
+  // for bit).
   if constexpr (std::is_same_v<Codec, HalfCodec> && !std::is_same_v<N, size_t>) {
     for (size_t i = 0; i < n; i += 8) {
       _mm256_storeu_ps(fa + i,
