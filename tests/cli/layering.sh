@@ -6,7 +6,7 @@ root="$1"
 python3 "$root/scripts/check_layers.py" --root "$root"
 t="$(mktemp -d)"
 trap 'rm -rf "$t"' EXIT
-cp -r "$root/docs" "$root/src" "$root/perf" "$t/"
+cp -r "$root/docs" "$root/include" "$root/src" "$root/perf" "$root/tools" "$t/"
 printf '#include "base/error.h"\n#include "core/comm.h"\n' >"$t/src/transport/forbidden.cc"
 if out="$(python3 "$root/scripts/check_layers.py" --root "$t" 2>&1)"; then
   echo "layering.sh: the check passed a transport including core" >&2
@@ -15,6 +15,11 @@ fi
 want='src/transport/forbidden.cc:2: includes "core/...": src/transport may include base, braid, device'
 if ! grep -qF "$want" <<<"$out"; then
   printf 'layering.sh: expected "%s", got:\n%s\n' "$want" "$out" >&2
+  exit 1
+fi
+# The copy holds every folder the check reads: the forbidden include is its only problem.
+if ! grep -qF "check_layers: 1 problem(s)" <<<"$out"; then
+  printf 'layering.sh: expected one problem in the copy, got:\n%s\n' "$out" >&2
   exit 1
 fi
 echo "layering.sh: forbidden include named: $want"
