@@ -15,6 +15,12 @@
 namespace braid::test {
 namespace {
 
+// Instances named by their rank count ("2ranks"), so that the variants in meson.build select
+// them by name.
+std::string rankCountName(const ::testing::TestParamInfo<int>& info) {
+  return std::to_string(info.param) + "ranks";
+}
+
 const std::vector<size_t> kCounts = {0, 1, 7, 4097,
                                      reducedSizes() ? (1u << 16) + 3 : (1u << 20) + 3};
 
@@ -81,7 +87,8 @@ TEST_P(AllReduceRanks, Processes) {
   EXPECT_TRUE(shmLeftovers(results).empty()) << "a braid- segment was left in /dev/shm";
 }
 
-INSTANTIATE_TEST_SUITE_P(NRanks, AllReduceRanks, ::testing::Values(1, 2, 3, 4, 5, 7, 8));
+INSTANTIATE_TEST_SUITE_P(NRanks, AllReduceRanks, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
+                         rankCountName);
 
 TEST(AllReduce, StreamQueuesInOrder) {
   auto errors = runThreads(3, [](braidComm_t comm, int rank) -> std::string {

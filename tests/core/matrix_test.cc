@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "base/config.h"
@@ -29,6 +30,12 @@
 
 namespace braid::test {
 namespace {
+
+// Instances named by their rank count ("2ranks"), so that the variants in meson.build select
+// them by name.
+std::string rankCountName(const ::testing::TestParamInfo<int>& info) {
+  return std::to_string(info.param) + "ranks";
+}
 
 // The share BRAID_TEST_SHARE names ("K/N"; unset: 0/1, every row) for BRAID_TEST_SAMPLED=share.
 RowShare envShare() {
@@ -110,7 +117,8 @@ TEST_P(MatrixThreads, EveryRowOfTheTable) {
   for (const auto& e : errors) ADD_FAILURE() << e;
 }
 
-INSTANTIATE_TEST_SUITE_P(NRanks, MatrixThreads, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 13, 16));
+INSTANTIATE_TEST_SUITE_P(NRanks, MatrixThreads, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 13, 16),
+                         rankCountName);
 
 class MatrixProcesses : public ::testing::TestWithParam<int> {};
 
@@ -123,7 +131,7 @@ TEST_P(MatrixProcesses, SampledRows) {
   EXPECT_TRUE(shmLeftovers(results).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(NRanks, MatrixProcesses, ::testing::Values(2, 3, 5, 8));
+INSTANTIATE_TEST_SUITE_P(NRanks, MatrixProcesses, ::testing::Values(2, 3, 5, 8), rankCountName);
 
 // Device memory without a GPU: a stand-in runtime (fake_cuda.h) under which every buffer
 // counts as device memory and the staging copies are memcpy, so each row of the table runs
@@ -218,9 +226,9 @@ TEST_P(MatrixFakeDeviceProcesses, SampledRows) {
   EXPECT_TRUE(shmLeftovers(results).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(NRanks, MatrixFakeDeviceProcesses, ::testing::Values(2, 3));
+INSTANTIATE_TEST_SUITE_P(NRanks, MatrixFakeDeviceProcesses, ::testing::Values(2, 3), rankCountName);
 
-INSTANTIATE_TEST_SUITE_P(NRanks, MatrixFakeDevice, ::testing::Values(1, 2, 3, 4, 5));
+INSTANTIATE_TEST_SUITE_P(NRanks, MatrixFakeDevice, ::testing::Values(1, 2, 3, 4, 5), rankCountName);
 
 // This process's network namespace, e.g. "net:[4026531833]".
 std::string netnsId() {
