@@ -1,6 +1,8 @@
 // The schedule verifier (DESIGN.md, "algorithms are schedules"; the checks are listed in
-// verifier.h): the symbolic run of a Program, every rank's schedule as
-// verifier_program.h builds, checks and packs it, over the symbols described there.
+// verifier.h): verifySchedules, and the symbolic run of a Program, every rank's schedule as
+// verifier_program.h builds, checks and packs it, over the symbols described there. The run's
+// state, and the checks made once it has ended (outputs, leftover messages, barrier, the
+// deadlock's description), are verifier_sim.h's and verifier_checks.cc's.
 //
 // How it runs. The simulation drains a worklist of queues: a queue's head step runs once
 // its dependencies are done. A send snapshots its source elements as the message and pushes
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "algorithms/verifier_program.h"
+#include "algorithms/verifier_sim.h"
 
 namespace braid {
 namespace verify {
@@ -43,8 +46,6 @@ struct RunResult {
   Outcome outcome = Outcome::kOk;
   std::string message;
 };
-
-enum StepState : uint8_t { kPending, kStarted, kDone };
 
 // Sets of buffers that runs hand on to later runs: take() gives one back from an earlier run
 // (emptied, its capacity kept) or a new one; give() returns it. The pool holds as many sets as
@@ -88,15 +89,14 @@ void assignGrowing(std::vector<T>& v, size_t n, const std::type_identity_t<T>& x
 }
 
 // One symbolic run of a Program.
-class Sim {
+class Sim : SimState {
  public:
   // A run takes the buffers of an earlier run, emptied with their capacity kept: a sweep
   // verifies thousands of schedules, and buffers of up to hundreds of MiB allocated afresh for
   // each were faulted in 4 KiB at a time (under ASan+UBSan, 1.8 million page faults in the
   // hierarchical sweep, 16 of its 41 CPU-seconds in the kernel). The sets outlive the threads
   // that used them (KeptPool), and grow by half again when they must grow (assignGrowing).
-  Sim(const Program& p, size_t slots)
-      : p_(p), slots_(static_cast<int64_t>(slots)), kept_(KeptPool<Buffers>::take()) {
+  Sim(const Program& p, size_t slots) : SimState(p, slots), kept_(KeptPool<Buffers>::take()) {
     exchange(*kept_);
   }
   ~Sim() {
@@ -118,12 +118,6 @@ class Sim {
   }
 
  private:
-  bool fail(std::string msg) {
-    if (!failed_) error_ = std::move(msg);
-    failed_ = true;
-    return false;
-  }
-
   void init() {
     const size_t total = p_.steps.size();
     assignGrowing(mem_, static_cast<size_t>(p_.elems), Sym{0, 0, 0, 0, 0});
@@ -586,237 +580,6 @@ class Sim {
       stepSet_[g] = -1;
     }
   }
-
-  bool checkBarrier() {
-    if (!p_.barrier) return true;
-    for (int r = 0; r < p_.n; ++r)
-      for (int s = 0; s < p_.n; ++s)
-        if (!(heard_[static_cast<size_t>(r) * words_ + s / 64] >> (s % 64) & 1))
-          return fail(
-              format("rank %d may leave the barrier before rank %d enters: no chain of "
-                     "messages leads from rank %d to rank %d's last step",
-                     r, s, s, r));
-    return true;
-  }
-
-  // ---- Final checks -------------------------------------------------------------------
-
-  std::string describeDeadlock() const {
-    int stuck = 0, shown = 0;
-    std::string detail;
-    for (int r = 0; r < p_.n; ++r) {
-      int32_t g = -1;
-      for (int64_t i = p_.stepBase[r]; i < p_.stepBase[r + 1] && g < 0; ++i)
-        if (dyn_[i].state != kDone) g = static_cast<int32_t>(i);
-      if (g < 0) continue;
-      ++stuck;
-      if (shown < 5) {
-        ++shown;
-        detail += "; " + whyStuck(g);
-      }
-    }
-    return format("deadlock: %d of %d ranks cannot finish", stuck, p_.n) + detail +
-           (stuck > shown ? "; ..." : "");
-  }
-
-  // Follows what holds g back on its own rank to a step blocked on communication.
-  std::string whyStuck(int32_t g) const {
-    std::string chain;
-    for (int hops = 0; hops < 64; ++hops) {
-      const PStep& s = p_.steps[g];
-      int32_t blocker = -1;
-      for (int k = 0; k < s.ndeps && blocker < 0; ++k)
-        if (dyn_[p_.deps[s.depBegin + k]].state != kDone) blocker = p_.deps[s.depBegin + k];
-      const int32_t atHead = p_.qSteps[qs_[s.queue].head];
-      if (blocker < 0 && atHead != g) blocker = atHead;
-      if (blocker < 0) return p_.describeStep(g) + chain + " " + waitReason(g);
-      chain += format(" (holding up step %d)", p_.local(g));
-      g = blocker;
-    }
-    return p_.describeStep(g) + " is in a cycle of dependencies";
-  }
-
-  std::string waitReason(int32_t g) const {
-    const PStep& s = p_.steps[g];
-    const Queue& Q = p_.queues[s.queue];
-    if (Q.kind == kSendQ) {
-      std::string why = format("waits for room: its connection to rank %d holds %lld slots", s.peer,
-                               static_cast<long long>(qs_[s.queue].occ));
-      if (Q.partner < 0)
-        return why + format(" and rank %d posts no receive from rank %d", s.peer, s.rank);
-      const Queue& R = p_.queues[Q.partner];
-      if (qs_[Q.partner].head >= R.end)
-        return why + format(" and rank %d has received all %d messages it expects", s.peer,
-                            R.end - R.begin);
-      return why + ", drained only by " + p_.describeStep(p_.qSteps[qs_[Q.partner].head]) +
-             ", which cannot run";
-    }
-    if (Q.kind == kRecvQ) {
-      const int32_t k = qs_[s.queue].head - Q.begin;
-      if (Q.partner < 0)
-        return format(
-            "waits for a message that rank %d never sends (it posts no send to this "
-            "rank)",
-            s.peer);
-      const Queue& S = p_.queues[Q.partner];
-      if (k >= S.end - S.begin)
-        return format("waits for message %d from rank %d, which sends only %d", k + 1, s.peer,
-                      S.end - S.begin);
-      return format("waits for message %d from rank %d, whose %s has not run", k + 1, s.peer,
-                    p_.describeStep(p_.qSteps[S.begin + k]).c_str());
-    }
-    return "is ready but did not run (a verifier bug)";
-  }
-
-  bool checkLeftoverMessages() {
-    for (const Queue& Q : p_.queues) {
-      if (Q.kind != kSendQ) continue;
-      const int32_t sent = Q.end - Q.begin;
-      const int32_t received =
-          Q.partner >= 0 ? p_.queues[Q.partner].end - p_.queues[Q.partner].begin : 0;
-      if (sent > received)
-        return fail(
-            format("rank %d sends %d messages to rank %d, which receives only %d: the "
-                   "first never received is %s",
-                   Q.rank, sent, Q.peer, received,
-                   p_.describeStep(p_.qSteps[Q.begin + received]).c_str()));
-    }
-    return true;
-  }
-
-  // Compares rank r's recv[offset + k] with expect(k) for k < len.
-  template <typename Expect>
-  bool expectRange(int r, size_t offset, size_t len, Expect expect) {
-    const BufInfo& bi = p_.buf(r, 1);
-    for (size_t k = 0; k < len; ++k) {
-      const Sym& got = mem_[bi.base + static_cast<int64_t>(offset + k)];
-      const Sym want = expect(k);
-      if (same(got, want)) continue;
-      size_t wrong = 0;
-      for (size_t j = k; j < len; ++j)
-        wrong += !same(mem_[bi.base + static_cast<int64_t>(offset + j)], expect(j));
-      return fail(
-          format("wrong result: rank %d's recv[%zu] holds %s, but should hold %s (%zu "
-                 "wrong elements in rank %d's recv[%zu..%zu))",
-                 r, offset + k, p_.describeSym(got).c_str(), p_.describeSym(want).c_str(), wrong, r,
-                 offset, offset + len));
-    }
-    return true;
-  }
-
-  bool checkOutputs() {
-    const size_t c = p_.args[0].count;
-    const size_t nn = static_cast<size_t>(p_.n);
-    const int root = p_.root;
-    for (int r = 0; r < p_.n; ++r) {
-      bool ok = true;
-      switch (p_.coll) {
-        case Collective::kAllReduce:
-          ok = expectRange(r, 0, c, [&](size_t k) { return p_.fullSym(k); });
-          break;
-        case Collective::kReduceScatter:
-          ok = expectRange(r, 0, c, [&](size_t k) { return p_.fullSym(r * c + k); });
-          break;
-        case Collective::kReduce:
-          if (r == root) ok = expectRange(r, 0, c, [&](size_t k) { return p_.fullSym(k); });
-          break;
-        case Collective::kAllGather:
-          ok = expectRange(r, 0, nn * c, [&](size_t k) { return p_.dataSym(k / c, k % c); });
-          break;
-        case Collective::kBroadcast:
-          ok = expectRange(r, 0, c, [&](size_t k) { return p_.dataSym(root, k); });
-          break;
-        case Collective::kAllToAll:
-          ok =
-              expectRange(r, 0, nn * c, [&](size_t k) { return p_.dataSym(k / c, r * c + k % c); });
-          break;
-        case Collective::kAllToAllv: {
-          const CollArgs& a = p_.args[r];
-          const BufInfo& bi = p_.buf(r, 1);
-          std::vector<uint8_t> covered(bi.size, 0);
-          for (int i = 0; i < p_.n && ok; ++i) {
-            const size_t from = p_.args[i].sendDispls[r];
-            ok = expectRange(r, a.recvDispls[i], a.recvCounts[i],
-                             [&](size_t k) { return p_.dataSym(i, from + k); });
-            std::fill_n(covered.begin() + a.recvDispls[i], a.recvCounts[i], 1);
-          }
-          for (size_t k = 0; k < covered.size() && ok; ++k)
-            if (!covered[k] && mem_[bi.base + k].cnt != 0)
-              ok =
-                  fail(format("rank %d's recv[%zu] lies outside every block it receives, but "
-                              "was written (%s)",
-                              r, k, p_.describeSym(mem_[bi.base + k]).c_str()));
-          break;
-        }
-        case Collective::kGather:
-          if (r == root)
-            ok = expectRange(r, 0, nn * c, [&](size_t k) { return p_.dataSym(k / c, k % c); });
-          break;
-        case Collective::kScatter:
-          ok = expectRange(r, 0, c, [&](size_t k) { return p_.dataSym(root, r * c + k); });
-          break;
-        case Collective::kBarrier:
-          break;
-      }
-      if (!ok) return false;
-    }
-    return true;
-  }
-
-  static constexpr int kCache = 8;
-  static constexpr int64_t kMaxClockWidth = 256;
-  static constexpr size_t kClockBudget = size_t{1} << 26;  // int32 entries: 256 MB
-
-  const Program& p_;
-  const int64_t slots_;  // 0: unbounded
-  bool failed_ = false;
-  std::string error_;
-
-  std::vector<Sym> mem_, tmp_;
-  int64_t remaining_ = 0;
-  uint32_t clock_ = 0;
-  // Per step, together so that one cache line serves a step's whole state.
-  struct Dyn {
-    uint32_t doneTime;  // 0: not done; else when it finished, in completions
-    StepState state;
-    uint8_t depsLeft;
-  };
-  std::vector<Dyn> dyn_;
-  std::vector<int64_t> payload_;  // send: where its message lies in arena_; -1: none
-  // Per queue, what the simulation reads and changes, in one record.
-  struct QState {
-    int32_t head;  // into qSteps: the step at its head
-    int32_t begin, end;
-    int32_t partner;
-    QueueKind kind;
-    uint8_t inWork;  // on the worklist
-    int64_t aux;     // slots of the head message pushed (send) or drained (recv)
-    int64_t occ;     // send: slots in the connection
-  };
-  std::vector<QState> qs_;
-  std::vector<int32_t> work_;
-
-  // Messages in flight.
-  std::vector<Sym> arena_;
-  std::vector<int32_t> liveSends_;
-  size_t liveElems_ = 0;
-
-  // Races: per element, the last writer and the readers since (one inline, more pooled).
-  std::vector<int32_t> writer_, reader_, overflow_;
-  std::vector<std::pair<int32_t, int32_t>> pool_;
-  std::vector<uint32_t> visited_;
-  uint32_t stamp_ = 0;
-  std::vector<int32_t> stack_;
-  std::vector<int64_t> clockAt_;  // per step: its local clock in clocks_; -1: not computed
-  std::vector<int32_t> clocks_, clockStack_;
-  int32_t cacheOwner_ = -1;
-  int32_t cache_[kCache] = {};
-  int cacheN_ = 0, cacheNext_ = 0;
-
-  // Barrier.
-  size_t words_ = 0;
-  std::vector<uint64_t> heard_, setPool_;
-  std::vector<int32_t> stepSet_, refs_, freeSets_;
 
   // The vectors above, as KeptPool keeps them between runs.
   struct Buffers {

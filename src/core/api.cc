@@ -1,5 +1,10 @@
-// The C entry points: argument checks, then the communicator's machinery. Bad arguments
-// are refused here, before anything moves, with a message naming the argument.
+// The C entry points that make no call on data: the version and unique ids (and their text
+// form), communicators (init, split, destroy, abort, finalize, their queries and async error),
+// memory (host and device allocation, braidMemcpy, registration), error strings, and the sizes
+// and names of datatypes and ops. Bad arguments are refused here, before anything moves, with a
+// message naming the argument; the communicator's machinery is comm.cc's. Calls on data enter
+// in collectives.cc (groups: groups.cc; algorithms: algorithm_api.cc; streams: stream.cc) and
+// run in calls.cc.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

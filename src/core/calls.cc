@@ -1,7 +1,9 @@
-// Running calls on a communicator that commInit made (comm.cc): the algorithm each call
-// gets (braidCommSetAlgorithm, BRAID_ALGO / NCCL_ALGO, BRAID_TUNE_TABLE, the cost model), the
-// plans cached per call shape, the choices that depend on whether a call outgrows the cache,
-// BRAID_CHECK's comparison of the ranks' calls, and send/receive groups.
+// Running the calls that the entry points (collectives.cc, groups.cc) have checked, on a
+// communicator that commInit made (comm.cc): the algorithm each call gets (braidCommSetAlgorithm,
+// BRAID_ALGO / NCCL_ALGO, BRAID_TUNE_TABLE, the cost model), the plans cached per call shape, the
+// choices that depend on whether a call outgrows the cache, BRAID_CHECK's comparison of the
+// ranks' calls, work queued on streams, and sends and receives as one fused schedule (runP2P).
+// The executor (executor.cc) runs the plans.
 
 #include <algorithm>
 #include <atomic>

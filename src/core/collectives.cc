@@ -1,41 +1,41 @@
-// The collective and point-to-point entry points: argument checks (refused before anything
-// moves, naming the argument), PreMulSum ops, and dispatch to now / a stream / a group.
-#include <strings.h>
-
+// The collective entry points (braidAllReduce ... braidBarrier), point-to-point (braidSend,
+// braidRecv) and PreMulSum ops (braidRedOpCreatePreMulSum, braidRedOpDestroy). Each call's
+// arguments are checked in one place (checkCall: refused before anything moves, naming the
+// argument); device buffers are staged through host memory unless the call goes device to
+// device; then the call runs now, goes to a stream, or is deferred to the open group
+// (groups.cc). calls.cc runs it: the algorithm, the plan, the executor.
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <memory>
-#include <optional>
-#include <thread>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "braid/braid.h"
 #include "core/comm.h"
+#include "core/device_staging.h"
+#include "core/entry_points.h"
 #include "core/stream.h"
 #include "device/device.h"
 #include "kernels/reduce.h"
-#include "tuning/cost_model.h"
 
 using braid::checkComm;
 using braid::Collective;
+using braid::deviceDirect;
 using braid::fail;
+using braid::Pending;
+using braid::record;
+using braid::runP2PStaged;
+using braid::Staged;
+using braid::stageIn;
+using braid::stageOut;
+using braid::t_groupDepth;
+using braid::t_groupError;
+using braid::t_groupErrorMessage;
+using braid::t_groupErrorRank;
+using braid::t_pending;
 
 namespace {
-
-// Keeps the message for braidGetLastError(comm) as well as the thread's.
-braidResult_t record(braidComm* comm, braidResult_t res) {
-  if (res != braidSuccess && comm && comm->magic == braidComm::kMagic)
-    comm->lastError = braid::lastError();
-  return res;
-}
-
-// The first call of the open group that was refused (its code and message): the outermost
-// braidGroupEnd then returns it and runs nothing of the group, as ncclGroupEnd does.
-thread_local braidResult_t t_groupError = braidSuccess;
-thread_local std::string t_groupErrorMessage;
-thread_local int t_groupErrorRank = -1;  // the refusing communicator's rank, for the log line
 
 // record() for a call of `kind` (stallKindLabel) this rank refuses before it starts, its
 // arguments being wrong: the ranks of its host left waiting in it name the refusal
@@ -144,73 +144,6 @@ braidResult_t checkCall(const Call& c, const void* sendbuff, const void* recvbuf
   return braidSuccess;
 }
 
-// Deferred work of the calling thread's open group.
-struct Pending {
-  braidComm* comm;
-  braidStream_t stream;
-  bool isP2P;
-  braid::P2POp p2p;
-  std::function<braidResult_t()> work;
-};
-[[gnu::tls_model("initial-exec")]] thread_local int t_groupDepth = 0;  // as error.cc's t_log_rank
-thread_local std::vector<Pending> t_pending;
-
-braidResult_t runP2PStaged(braidComm* comm, const std::vector<braid::P2POp>& ops);
-
-// Runs one communicator's share of a group in posting order; consecutive sends and
-// receives become one fused schedule.
-braidResult_t runGroupItems(braidComm* comm, const std::vector<Pending>& items) {
-  std::vector<braid::P2POp> batch;
-  for (size_t i = 0; i <= items.size(); ++i) {
-    bool flush = i == items.size() || !items[i].isP2P;
-    if (flush && !batch.empty()) {
-      BRAID_TRY(runP2PStaged(comm, batch));
-      batch.clear();
-    }
-    if (i == items.size()) break;
-    if (items[i].isP2P)
-      batch.push_back(items[i].p2p);
-    else
-      BRAID_TRY(items[i].work());
-  }
-  return braidSuccess;
-}
-
-// One communicator's share of a group, and the stream it goes to (NULL: none).
-struct GroupPart {
-  braidComm* comm;
-  braidStream_t stream;
-  std::vector<Pending> items;
-};
-
-// Runs the parts at once: one alone on the calling thread, several each on a thread of its
-// own (their ranks wait on each other). On a CUDA stream's proxy each thread is a proxy too,
-// staging on its own communicator's device. Returns the first failure (its message kept).
-braidResult_t runSideBySide(const std::vector<GroupPart>& parts, int* failedPart) {
-  std::vector<braidResult_t> results(parts.size(), braidSuccess);
-  std::vector<std::string> messages(parts.size());
-  const bool proxy = braid::device::proxyDevice() != braid::device::kNotProxy;
-  auto run = [&](size_t k) {
-    std::optional<braid::device::ProxyScope> scope;
-    if (proxy && parts.size() > 1) scope.emplace(parts[k].comm->cudaDevice);
-    results[k] = runGroupItems(parts[k].comm, parts[k].items);
-    if (results[k] != braidSuccess) messages[k] = braid::lastError();
-  };
-  if (parts.size() == 1) {
-    run(0);
-  } else {
-    // jthreads: one that cannot start leaves the others joined, not joinable (see api.cc).
-    std::vector<std::jthread> workers;
-    for (size_t k = 0; k < parts.size(); ++k) workers.emplace_back(run, k);
-  }
-  for (size_t k = 0; k < parts.size(); ++k)
-    if (results[k] != braidSuccess) {
-      if (failedPart) *failedPart = static_cast<int>(k);
-      return braid::failVerbatim(results[k], messages[k]);
-    }
-  return braidSuccess;
-}
-
 braidResult_t submit(braidComm* comm, braidStream_t stream, std::function<braidResult_t()> work) {
   if (t_groupDepth > 0) {
     t_pending.push_back({comm, stream, false, {}, std::move(work)});
@@ -268,101 +201,6 @@ braidResult_t withPreMulSum(const PreMul& pm, braidRedOp_t op, braidDataType_t d
                            static_cast<const char*>(sendbuff) + i * size, scalars.data(), m);
   }
   return run(scaled.data(), braidSum);
-}
-
-// Device buffers reach the algorithms as host copies (DESIGN.md, Buffers): the send range is
-// copied to host memory once the device has finished its queued work, the collective runs on
-// host memory, and the receive range is copied back. Send and receive ranges that overlap
-// (in place) share one copy, so the algorithms see the same pointer relations. Host buffers
-// pass through untouched, and in a process without a device the check costs one load.
-struct Staged {
-  const void* send;
-  void* recv;
-  std::vector<char> host;
-  void* deviceRecv = nullptr;  // where the result goes back, or NULL
-  size_t recvBytes = 0;
-  size_t recvOffset = 0;  // of the receive range in host
-};
-
-// Whether a call goes device to device (the CUDA IPC transport): comm is deviceDirect and
-// both buffers (those the call uses) are device memory. Else it is staged.
-bool deviceDirect(const braidComm* comm, const void* sendbuff, size_t sendBytes, void* recvbuff,
-                  size_t recvBytes) {
-  if (!comm->deviceDirect) return false;
-  const braid::device::Runtime& rt = braid::device::runtime();
-  return (sendBytes == 0 || rt.isDevice(sendbuff)) && (recvBytes == 0 || rt.isDevice(recvbuff)) &&
-         sendBytes + recvBytes > 0;
-}
-
-// wholeRecv: the collective may leave parts of the receive range unwritten (all-to-all-v's
-// gaps), so the range is copied in too and those parts go back unchanged.
-braidResult_t stageIn(const void* sendbuff, size_t sendBytes, void* recvbuff, size_t recvBytes,
-                      bool wholeRecv, Staged* st) {
-  const braid::device::Runtime& rt = braid::device::runtime();
-  st->send = sendbuff;
-  st->recv = recvbuff;
-  if (rt.deviceless && rt.deviceless()) return braidSuccess;
-  const bool devSend = sendBytes > 0 && rt.isDevice(sendbuff);
-  const bool devRecv = recvBytes > 0 && rt.isDevice(recvbuff);
-  if (!devSend && !devRecv) return braidSuccess;
-  const char* s = static_cast<const char*>(sendbuff);
-  char* r = static_cast<char*>(recvbuff);
-  if (devSend && devRecv && s < r + recvBytes && r < s + sendBytes) {  // overlapping: one copy
-    const char* lo = std::min<const char*>(s, r);
-    const char* hi = std::max<const char*>(s + sendBytes, r + recvBytes);
-    st->host.resize(static_cast<size_t>(hi - lo));
-    BRAID_TRY(braid::device::stageToHost(st->host.data(), lo, st->host.size()));
-    st->send = st->host.data() + (s - lo);
-    st->recvOffset = static_cast<size_t>(r - lo);
-  } else {
-    const size_t sendPart = devSend ? sendBytes : 0;
-    st->host.resize(sendPart + (devRecv ? recvBytes : 0));
-    if (devSend) BRAID_TRY(braid::device::stageToHost(st->host.data(), s, sendBytes));
-    if (devSend) st->send = st->host.data();
-    st->recvOffset = sendPart;
-    if (devRecv && wholeRecv)
-      BRAID_TRY(braid::device::stageToHost(st->host.data() + sendPart, r, recvBytes));
-  }
-  if (devRecv) {
-    st->recv = st->host.data() + st->recvOffset;
-    st->deviceRecv = recvbuff;
-    st->recvBytes = recvBytes;
-  }
-  return braidSuccess;
-}
-
-braidResult_t stageOut(const Staged& st) {
-  if (!st.deviceRecv) return braidSuccess;
-  return braid::device::stageToDevice(st.deviceRecv, st.host.data() + st.recvOffset, st.recvBytes);
-}
-
-// runP2P with device buffers staged: sends copied to host first, receives copied back after.
-// On a deviceDirect communicator a group whose buffers are all device memory goes device to
-// device instead.
-braidResult_t runP2PStaged(braidComm* comm, const std::vector<braid::P2POp>& hostOps) {
-  const braid::device::Runtime& rt = braid::device::runtime();
-  auto onDevice = [&](const braid::P2POp& op) { return op.bytes > 0 && rt.isDevice(op.buff); };
-  if (std::none_of(hostOps.begin(), hostOps.end(), onDevice)) return braid::runP2P(comm, hostOps);
-  if (comm->deviceDirect && std::all_of(hostOps.begin(), hostOps.end(), [&](const auto& op) {
-        return op.bytes == 0 || onDevice(op);
-      }))
-    return braid::runP2P(comm, hostOps, /*device=*/true);
-  std::vector<braid::P2POp> ops = hostOps;
-  std::vector<std::vector<char>> host(ops.size());
-  std::vector<void*> device(ops.size(), nullptr);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].bytes == 0 || !rt.isDevice(ops[i].buff)) continue;
-    host[i].resize(ops[i].bytes);
-    if (ops[i].isSend)
-      BRAID_TRY(braid::device::stageToHost(host[i].data(), ops[i].buff, ops[i].bytes));
-    device[i] = ops[i].buff;
-    ops[i].buff = host[i].data();
-  }
-  BRAID_TRY(braid::runP2P(comm, ops));
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (device[i] && !ops[i].isSend)
-      BRAID_TRY(braid::device::stageToDevice(device[i], host[i].data(), ops[i].bytes));
-  return braidSuccess;
 }
 
 braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, braidStream_t stream,
@@ -640,84 +478,6 @@ braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, 
   });
 }
 
-braidResult_t braidGroupStart(void) {
-  return braid::guardApi("braidGroupStart", [&]() -> braidResult_t {
-    ++t_groupDepth;
-    return braidSuccess;
-  });
-}
-
-braidResult_t braidGroupEnd(void) {
-  return braid::guardApi("braidGroupEnd", [&]() -> braidResult_t {
-    if (t_groupDepth == 0)
-      return fail(braidInvalidUsage, "braidGroupEnd without a matching braidGroupStart");
-    if (--t_groupDepth > 0) return braidSuccess;
-    std::vector<Pending> pending;
-    pending.swap(t_pending);
-    if (t_groupError != braidSuccess) {
-      const braidResult_t res = t_groupError;
-      t_groupError = braidSuccess;
-      braid::LogRankScope rankScope(t_groupErrorRank);  // "rank 1: braidGroupEnd: ..."
-      fail(res,
-           "braidGroupEnd: a call of the group was refused (%s); nothing of the group "
-           "ran, as with ncclGroupEnd",
-           t_groupErrorMessage.c_str());
-      // Each communicator of the group keeps the message (braidGetLastError(comm)).
-      for (const Pending& p : pending) record(p.comm, res);
-      return res;
-    }
-    // Each communicator's items, in first-appearance order; a communicator's stream is that
-    // of its first item.
-    std::vector<GroupPart> parts;
-    for (const Pending& p : pending) {
-      auto it = std::find_if(parts.begin(), parts.end(),
-                             [&](const GroupPart& g) { return g.comm == p.comm; });
-      if (it == parts.end()) it = parts.insert(parts.end(), GroupPart{p.comm, p.stream, {}});
-      it->items.push_back(p);
-    }
-    std::vector<std::unique_ptr<braid::InFlight>> running;
-    for (const GroupPart& g : parts) running.push_back(std::make_unique<braid::InFlight>(g.comm));
-    // The communicators on one stream go to it as one piece of work, which runs them side by
-    // side: queued one after the other, the first would wait forever for the ranks of the
-    // second (one thread driving several ranks, as nccl-tests does).
-    std::vector<GroupPart> unstreamed;
-    std::vector<braidStream_t> streams;
-    for (const GroupPart& g : parts) {
-      if (!g.stream)
-        unstreamed.push_back(g);
-      else if (std::find(streams.begin(), streams.end(), g.stream) == streams.end())
-        streams.push_back(g.stream);
-    }
-    braidResult_t first = braidSuccess;
-    std::string firstMessage;
-    for (braidStream_t stream : streams) {
-      std::vector<GroupPart> same;
-      std::vector<braidComm*> comms;
-      for (const GroupPart& g : parts)
-        if (g.stream == stream) {
-          same.push_back(g);
-          comms.push_back(g.comm);
-        }
-      braidResult_t res =
-          braid::enqueueOnStream(comms, stream, [same] { return runSideBySide(same, nullptr); });
-      // The other streams' shares and the unstreamed ones still go: their peers wait for them.
-      if (res != braidSuccess && first == braidSuccess) {
-        first = record(comms[0], res);
-        firstMessage = braid::lastError();
-      }
-    }
-    if (!unstreamed.empty()) {
-      int failed = 0;
-      braidResult_t res = runSideBySide(unstreamed, &failed);
-      if (res != braidSuccess && first == braidSuccess) {
-        first = record(unstreamed[failed].comm, res);
-        firstMessage = braid::lastError();
-      }
-    }
-    return first == braidSuccess ? first : braid::failVerbatim(first, firstMessage);
-  });
-}
-
 braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDataType_t datatype,
                                         braidScalarResidence_t residence, braidComm_t comm) {
   return braid::guardApi("braidRedOpCreatePreMulSum", [&]() -> braidResult_t {
@@ -771,103 +531,4 @@ braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm) {
   });
 }
 
-braidResult_t braidListAlgorithms(const char* collective, const char** names, int max, int* count) {
-  return braid::guardApi("braidListAlgorithms", [&]() -> braidResult_t {
-    if (!collective || !count)
-      return fail(braidInvalidArgument, "braidListAlgorithms: collective or count is NULL");
-    int c = 0;
-    for (; c < braid::kNumCollectives; ++c)
-      if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
-    if (c == braid::kNumCollectives)
-      return fail(braidInvalidArgument,
-                  "braidListAlgorithms: unknown collective \"%s\" (allreduce, reducescatter, "
-                  "allgather, broadcast, reduce, alltoall, alltoallv, gather, scatter, barrier)",
-                  collective);
-    int k = 0;
-    for (const braid::AlgorithmInfo& a : braid::algorithms()) {
-      if (static_cast<int>(a.coll) != c) continue;
-      if (names && k < max) names[k] = a.name;
-      ++k;
-    }
-    *count = k;
-    return braidSuccess;
-  });
-}
-
-braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
-                                    const char* algorithm) {
-  return braid::guardApi("braidCommSetAlgorithm", [&]() -> braidResult_t {
-    BRAID_TRY(checkComm(comm, "braidCommSetAlgorithm"));
-    if (!collective)
-      return record(comm, fail(braidInvalidArgument, "braidCommSetAlgorithm: collective is NULL"));
-    int c = 0;
-    for (; c < braid::kNumCollectives; ++c)
-      if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
-    if (c == braid::kNumCollectives)
-      return record(comm, fail(braidInvalidArgument,
-                               "braidCommSetAlgorithm: unknown collective \"%s\"", collective));
-    std::string name = algorithm ? algorithm : "";
-    if (!name.empty() && !braid::findAlgorithm(static_cast<Collective>(c), name))
-      return record(
-          comm, fail(braidInvalidArgument, "braidCommSetAlgorithm: no %s algorithm named \"%s\"",
-                     collective, name.c_str()));
-    std::lock_guard<std::mutex> lock(comm->mu);
-    comm->forcedAlgo[c] = name;
-    comm->clearPlans();  // cached plans carry the algorithm chosen before
-    return braidSuccess;
-  });
-}
-
-braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t count,
-                               braidDataType_t dtype, const char* algorithm, double* predictedUs,
-                               const char** chosen) {
-  return braid::guardApi("braidCommPredict", [&]() -> braidResult_t {
-    BRAID_TRY(checkComm(comm, "braidCommPredict"));
-    if (!collective)
-      return record(comm, fail(braidInvalidArgument, "braidCommPredict: collective is NULL"));
-    if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= braidNumTypes)
-      return record(comm, fail(braidInvalidArgument,
-                               "braidCommPredict: dtype %d is not a braid "
-                               "data type",
-                               static_cast<int>(dtype)));
-    int c = 0;
-    for (; c < braid::kNumCollectives; ++c)
-      if (!strcasecmp(braid::collectiveName(static_cast<Collective>(c)), collective)) break;
-    if (c == braid::kNumCollectives)
-      return record(comm, fail(braidInvalidArgument, "braidCommPredict: unknown collective \"%s\"",
-                               collective));
-    braid::CollArgs args;
-    args.coll = static_cast<Collective>(c);
-    args.count = count;
-    args.dtype = dtype;
-    args.rank = comm->rank;
-    args.nranks = comm->nranks;
-    const size_t elemSize = braidTypeSize(dtype);
-    int best = -1;
-    const auto cands = braid::tuning::rankCandidates(args, elemSize, comm->fabric, &best);
-    if (chosen) *chosen = best >= 0 ? cands[best].algo->name : nullptr;
-    const braid::tuning::Candidate* pick = best >= 0 ? &cands[best] : nullptr;
-    if (algorithm && *algorithm) {
-      pick = nullptr;
-      for (const auto& cand : cands)
-        if (!strcasecmp(cand.algo->name, algorithm)) pick = &cand;
-      if (!pick)
-        return record(comm, fail(braidInvalidArgument,
-                                 "braidCommPredict: no %s algorithm named "
-                                 "\"%s\"",
-                                 collective, algorithm));
-      if (pick->unsupported)
-        return record(comm, fail(braidInvalidUsage, "braidCommPredict: %s cannot run this %s: %s",
-                                 algorithm, collective, pick->unsupported));
-    }
-    if (!pick)
-      return record(comm, fail(braidInvalidUsage, "braidCommPredict: no algorithm can run this %s",
-                               collective));
-    if (predictedUs) *predictedUs = pick->predicted_us;
-    return braidSuccess;
-  });
-}
-
 }  // extern "C"
-
-bool braid::insideGroup() { return t_groupDepth > 0; }

@@ -1,22 +1,24 @@
+// The executor's run of one plan (executor.h): every queue advanced as far as its dependencies
+// and its connection allow, pieces of consecutive steps in flight together, received pieces
+// copied or reduced where the call's buffers are, and, when a pass moves nothing, the wait:
+// spin, yield, then sleep on the doorbell (waitForProgress). What a long wait finds and says is
+// wait_diagnosis.cc's; plans are compiled in plan.cc, device memory is device_buffer.cc's.
 #include "core/executor.h"
 
 #include <errno.h>
 #include <sched.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <string>
 #include <thread>
+#include <vector>
 
 #include "base/config.h"
 #include "base/error.h"
 #include "core/stall.h"
+#include "core/wait_diagnosis.h"
 #include "device/device.h"
 #include "kernels/reduce.h"
 
@@ -42,12 +44,9 @@ constexpr size_t kPullBlock = 64 << 10;
 // enough that small pieces still go in batches.
 constexpr size_t kPassBytes = 256 << 10;
 
-class Run {
+class Run : WaitDiagnosis {
  public:
-  Run(Plan* plan, const ExecContext& ctx)
-      : plan_(*plan), ctx_(ctx), sendCur_(plan->sendCur), recvCur_(plan->recvCur) {
-    bases_ = ctx.bases;
-  }
+  Run(Plan* plan, const ExecContext& ctx) : WaitDiagnosis(plan, ctx) { bases_ = ctx.bases; }
   ~Run() {
     if (stallWarned_ && ctx_.stall) ctx_.stall->callEnded();
     if (restoreDevice_ >= 0) device::runtime().setDevice(restoreDevice_);
@@ -451,275 +450,14 @@ class Run {
     return braidSuccess;
   }
 
-  // Whether `peer` can no longer answer: its network connection is lost, or its process
-  // on this machine has exited.
-  bool gone(int peer) const {
-    if (ctx_.connections[peer]->failure()) return true;
-    int pid = ctx_.peerPids ? ctx_.peerPids[peer] : 0;
-    if (pid <= 0 || pid == getpid()) return false;
-    if (kill(pid, 0) != 0) return errno == ESRCH;
-    // An exited process stays a zombie until its parent reaps it.
-    char path[64], state = 0;
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    if (FILE* f = fopen(path, "r")) {
-      if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = 0;
-      fclose(f);
-    }
-    return state == 'Z' || state == 'X';
-  }
-
-  // The first peer this rank still waits on that is gone, or -1. A gone peer's receive queue
-  // counts only when no piece of it is left to read: a peer that finished first commits its
-  // last pieces before it goes, and they may wait for steps held up by other peers.
-  int lostPeer() {
-    for (size_t q = 0; q < plan_.recvs.size(); ++q) {
-      const Plan::Queue& queue = plan_.recvs[q];
-      if (recvCur_[q].index >= queue.steps.size() || !gone(queue.peer)) continue;
-      size_t bytes = 0;
-      uint64_t seq = 0;
-      if (!ctx_.connections[queue.peer]->recvPeek(&bytes, &seq)) return queue.peer;
-    }
-    for (size_t q = 0; q < plan_.sends.size(); ++q)
-      if (sendCur_[q].retired < plan_.sends[q].steps.size() && gone(plan_.sends[q].peer))
-        return plan_.sends[q].peer;
-    return -1;
-  }
-
-  void blame(int rank) const {
-    if (ctx_.blamed) *ctx_.blamed = rank;
-  }
-
-  braidResult_t lostPeerError(int peer) {
-    // A peer that gave up because of a third rank passes the blame on to it.
-    const int further = ctx_.connections[peer]->blamed();
-    blame(further >= 0 && further != ctx_.rank ? further : peer);
-    if (const char* why = ctx_.connections[peer]->failure())
-      return fail(braidRemoteError,
-                  "%s #%llu: the %s connection to rank %d is lost while this rank waits on it: %s",
-                  ctx_.what, static_cast<unsigned long long>(ctx_.opCount),
-                  ctx_.connections[peer]->name(), peer, why);
-    return deadPeer(peer);
-  }
-
-  braidResult_t deadPeer(int peer) {
-    blame(peer);
-    return fail(braidRemoteError,
-                "%s #%llu: rank %d (pid %d on this host) exited while this rank waited on it; "
-                "the job cannot finish this call",
-                ctx_.what, static_cast<unsigned long long>(ctx_.opCount), peer,
-                ctx_.peerPids[peer]);
-  }
-
-  // The queue this rank is stuck on: the first receive queue with steps left, else the first
-  // send queue its peer has not drained ({-1, ...} when none).
-  struct Stuck {
-    int recvQueue = -1, sendQueue = -1;
-  };
-  Stuck stuck() const {
-    for (size_t q = 0; q < plan_.recvs.size(); ++q)
-      if (recvCur_[q].index < plan_.recvs[q].steps.size()) return {static_cast<int>(q), -1};
-    for (size_t q = 0; q < plan_.sends.size(); ++q)
-      if (sendCur_[q].retired < plan_.sends[q].steps.size()) return {-1, static_cast<int>(q)};
-    return {};
-  }
-
-  // The peer waitingFor() names, or -1.
-  int waitedPeer() const {
-    const Stuck s = stuck();
-    if (s.recvQueue >= 0) return plan_.recvs[static_cast<size_t>(s.recvQueue)].peer;
-    if (s.sendQueue >= 0) return plan_.sends[static_cast<size_t>(s.sendQueue)].peer;
-    return -1;
-  }
-
-  // What this rank waits for: the first receive stuck on its peer, else the first send
-  // whose peer has not drained it, with the step.
-  std::string waitingFor() const {
-    char buf[256];
-    const Stuck s = stuck();
-    if (s.recvQueue >= 0) {
-      const Plan::Queue& q = plan_.recvs[static_cast<size_t>(s.recvQueue)];
-      const int32_t idx = q.steps[recvCur_[static_cast<size_t>(s.recvQueue)].index];
-      // Steps are counted from 1 ("step 1 of 1"). A send/recv group's steps count bytes; a
-      // collective's, elements of its datatype; BRAID_CHECK's exchange's, its own (not said).
-      char size[64] = "";
-      if (!ctx_.checkExchange)
-        std::snprintf(size, sizeof(size), " of %zu %s", plan_.schedule.steps[idx].count,
-                      ctx_.kind == 0 ? "bytes" : "elements");
-      std::snprintf(
-          buf, sizeof(buf), "waiting to receive from rank %d (step %d of %zu, %s%s): ", q.peer,
-          idx + 1, plan_.schedule.steps.size(), stepKindName(plan_.schedule.steps[idx].kind), size);
-      return buf + whyLate(q.peer);
-    }
-    if (s.sendQueue >= 0) {
-      const int peer = plan_.sends[static_cast<size_t>(s.sendQueue)].peer;
-      std::snprintf(buf, sizeof(buf), "waiting for rank %d to drain its receive buffer: ", peer);
-      return buf + whyLate(peer);
-    }
-    return "waiting on no peer";
-  }
-
-  // Why `peer` does not answer: "late, stalled or dead", and, when it is of this host and its
-  // last act was to refuse its own call before the call started (its position says so), that
-  // call and its message: of this call's number, or of another (the two ranks' numbers part
-  // where either made send/recv calls with others).
-  std::string whyLate(int peer) const {
-    const std::string rank = "rank " + std::to_string(peer);
-    const CallPosition* p = ctx_.peerPositions ? ctx_.peerPositions[peer] : nullptr;
-    uint32_t kind = 0;
-    uint64_t number = 0;
-    const std::string why = p ? p->latestRefusal(&number, &kind) : "";
-    if (why.empty()) return rank + " is late, stalled or dead";
-    if (number == ctx_.opCount)
-      return rank + " has not entered call #" + std::to_string(number) + ": it refused its " +
-             stallKindLabel(kind) + " of that number before the call started (" + why + ")";
-    return rank + " has entered no call since it refused its " + stallKindLabel(kind) + " #" +
-           std::to_string(number) + " before it started (" + why + ")";
-  }
-
-  braidResult_t timeoutError(double waited) {
-    for (size_t q = 0; q < plan_.recvs.size(); ++q)
-      if (recvCur_[q].index < plan_.recvs[q].steps.size()) {
-        blame(plan_.recvs[q].peer);
-        break;
-      }
-    return fail(braidTimeout,
-                "%s #%llu timed out after %s (BRAID_TIMEOUT or braidConfig_t::timeoutSec) %s",
-                ctx_.what, static_cast<unsigned long long>(ctx_.opCount),
-                secondsText(waited).c_str(), waitingFor().c_str());
-  }
-
-  Plan& plan_;
-  const ExecContext& ctx_;
   char** bases_;
-  std::vector<Cursor>& sendCur_;
-  std::vector<Cursor>& recvCur_;
   size_t localCur_ = 0;
   size_t remaining_ = 0;
   bool stallWarned_ = false;
   int restoreDevice_ = -1;  // the caller's current device, to set back (-1: unchanged)
 };
 
-// Plan::finalOutput: a hint for speed only (the kernels' stores are fenced either way), so
-// "later" is schedule order, which builders keep for the steps that read a step's output.
-// Walking the steps backwards, the receive buffer's ranges that later steps read (sends,
-// copies and receive-reduces with a source there) are kept merged, by start, in `read`; a
-// receive-reduce into the receive buffer is final when its range meets none.
-void markFinalOutputs(Plan* plan) {
-  const std::vector<Step>& steps = plan->schedule.steps;
-  plan->finalOutput.assign(steps.size(), 0);
-  if (plan->inPlace) return;  // the send buffer is the receive buffer, at offsets per collective
-  std::map<size_t, size_t> read;  // start -> end, disjoint
-  auto meets = [&](size_t lo, size_t hi) {
-    auto it = read.upper_bound(lo);
-    if (it != read.begin() && std::prev(it)->second > lo) return true;
-    return it != read.end() && it->first < hi;
-  };
-  auto add = [&](size_t lo, size_t hi) {
-    auto it = read.upper_bound(lo);
-    if (it != read.begin() && std::prev(it)->second >= lo) {
-      --it;
-      lo = it->first;
-    }
-    while (it != read.end() && it->first <= hi) {
-      hi = std::max(hi, it->second);
-      it = read.erase(it);
-    }
-    read.emplace(lo, hi);
-  };
-  for (size_t i = steps.size(); i-- > 0;) {
-    const Step& st = steps[i];
-    if (st.count == 0) continue;
-    // A reduction in place (its source is its output) stays on plain stores: streaming
-    // stores to the lines it has just read gain nothing.
-    const bool inPlaceReduce = st.src.buf == st.dst.buf &&
-                               st.src.offset < st.dst.offset + st.count &&
-                               st.dst.offset < st.src.offset + st.count;
-    if (st.kind == StepKind::kRecvReduce && st.dst.buf == BufferId::kRecv && !inPlaceReduce)
-      plan->finalOutput[i] = !meets(st.dst.offset, st.dst.offset + st.count);
-    if (st.kind != StepKind::kRecv && st.src.buf == BufferId::kRecv)
-      add(st.src.offset, st.src.offset + st.count);
-  }
-}
-
 }  // namespace
-
-void compilePlan(Plan* plan, size_t elemSize) {
-  const Schedule& s = plan->schedule;
-  auto queueFor = [](std::vector<Plan::Queue>* qs, int peer) -> Plan::Queue& {
-    for (Plan::Queue& q : *qs)
-      if (q.peer == peer) return q;
-    qs->push_back(Plan::Queue{peer, {}, {}});
-    return qs->back();
-  };
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    const Step& st = s.steps[i];
-    int32_t idx = static_cast<int32_t>(i);
-    switch (st.kind) {
-      case StepKind::kSend:
-        queueFor(&plan->sends, st.peer).steps.push_back(idx);
-        break;
-      case StepKind::kRecv:
-      case StepKind::kRecvReduce:
-        queueFor(&plan->recvs, st.peer).steps.push_back(idx);
-        break;
-      case StepKind::kCopy:
-        plan->locals.push_back(idx);
-        break;
-    }
-  }
-  auto extend = [&](const BufRef& b, size_t count) {
-    if (b.buf == BufferId::kSend) plan->sendExtent = std::max(plan->sendExtent, b.offset + count);
-    if (b.buf == BufferId::kRecv) plan->recvExtent = std::max(plan->recvExtent, b.offset + count);
-  };
-  for (const Step& st : s.steps) {
-    if (st.kind != StepKind::kRecv) extend(st.src, st.count);  // a receive has no source
-    if (st.kind != StepKind::kSend) extend(st.dst, st.count);  // nor a send a destination
-  }
-  markFinalOutputs(plan);
-  for (Plan::Queue& q : plan->sends) q.tickets.assign(q.steps.size(), Plan::kCopied);
-  plan->done.assign(s.steps.size(), 0);
-  plan->sendCur.assign(plan->sends.size(), Plan::Cursor{});
-  plan->recvCur.assign(plan->recvs.size(), Plan::Cursor{});
-  plan->scratch.assign(s.scratchElems * elemSize, 0);
-}
-
-namespace {
-
-// Device buffers freed on a proxy thread, for the next free elsewhere (DeviceBuffer).
-std::mutex g_deferredMu;
-std::vector<void*> g_deferred;
-
-// Frees p (if not NULL) and, outside a proxy, whatever proxies left.
-void freeDevice(void* p) {
-  if (device::proxyDevice() != device::kNotProxy) {
-    std::lock_guard<std::mutex> lock(g_deferredMu);
-    if (p) g_deferred.push_back(p);
-    return;
-  }
-  std::vector<void*> later;
-  {
-    std::lock_guard<std::mutex> lock(g_deferredMu);
-    later.swap(g_deferred);
-  }
-  if (p) later.push_back(p);
-  for (void* q : later) device::runtime().free(q);
-}
-
-}  // namespace
-
-DeviceBuffer::~DeviceBuffer() { freeDevice(ptr_); }
-
-braidResult_t DeviceBuffer::reserve(size_t bytes) {
-  if (bytes <= bytes_) return braidSuccess;
-  if (ptr_) freeDevice(ptr_);
-  ptr_ = nullptr;
-  bytes_ = 0;
-  void* p = nullptr;
-  BRAID_TRY(device::runtime().alloc(&p, bytes));
-  ptr_ = static_cast<char*>(p);
-  bytes_ = bytes;
-  return braidSuccess;
-}
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx) {
   Run run(plan, ctx);

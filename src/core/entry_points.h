@@ -1,0 +1,43 @@
+// Internal to the C entry points that make calls (collectives.cc, groups.cc, algorithm_api.cc):
+// what they share. record keeps a failure for braidGetLastError(comm); the calling thread's open
+// group (groups.cc) is the depth it is open to, the calls deferred to it and its first refused
+// call, which collectives.cc's entry points defer to and refuse into.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "braid/braid.h"
+#include "core/comm.h"
+
+namespace braid {
+
+// Keeps the message for braidGetLastError(comm) as well as the thread's.
+inline braidResult_t record(braidComm* comm, braidResult_t res) {
+  if (res != braidSuccess && comm && comm->magic == braidComm::kMagic)
+    comm->lastError = braid::lastError();
+  return res;
+}
+
+// The first call of the open group that was refused (its code and message): the outermost
+// braidGroupEnd then returns it and runs nothing of the group, as ncclGroupEnd does.
+extern thread_local braidResult_t t_groupError;
+extern thread_local std::string t_groupErrorMessage;
+extern thread_local int t_groupErrorRank;  // the refusing communicator's rank, for the log line
+
+// Deferred work of the calling thread's open group.
+struct Pending {
+  braidComm* comm;
+  braidStream_t stream;
+  bool isP2P;
+  braid::P2POp p2p;
+  std::function<braidResult_t()> work;
+};
+// Each call reads it: initial-exec and constinit, as error.h's t_log_rank (one load).
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local int t_groupDepth;
+extern thread_local std::vector<Pending> t_pending;
+
+}  // namespace braid
