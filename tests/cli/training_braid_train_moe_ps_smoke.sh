@@ -3,13 +3,7 @@
 # braidrun processes), and the parameter server under BSP and SSP (3 processes), a few steps
 # each: their JSON lines carry their own keys. Skipped (77) where Fashion-MNIST is absent.
 #   training_braid_train_moe_ps_smoke.sh BRAID_TRAIN BRAIDRUN
-train="$1"
-braidrun="$2"
-d=/usr/share/datasets/fashion-mnist
-if [ ! -f "$d/train-images-idx3-ubyte.gz" ]; then echo "SKIP: $d is absent"; exit 77; fi
-set -e
-f=$(mktemp)
-trap 'rm -f "$f"' EXIT
+. "$(dirname "$0")/braid_train_preamble.sh"
 "$train" --model vit-moe --dp 4 --ep 2 --topk 2 --epochs 1 --max-steps 5 --json > "$f"
 grep -q '"alltoall_bytes_per_rank_step"' "$f"
 "$braidrun" -n 4 -- "$train" --model vit-moe --ep 4 --epochs 1 --max-steps 5 --json > "$f"

@@ -4,13 +4,7 @@
 # processes: a layout that does not match braidrun's 4 ranks exits 2, one that does trains.
 # Skipped (77) where the data set is absent.
 #   training_braid_train_parallel_smoke.sh BRAID_TRAIN BRAIDRUN
-train="$1"
-braidrun="$2"
-d=/usr/share/datasets/fashion-mnist
-if [ ! -f "$d/train-images-idx3-ubyte.gz" ]; then echo "SKIP: $d is absent"; exit 77; fi
-set -e
-f=$(mktemp)
-trap 'rm -f "$f"' EXIT
+. "$(dirname "$0")/braid_train_preamble.sh"
 for a in "--pp 2 --schedule gpipe --microbatches 4" "--tp 2" "--pp 2 --tp 2" \
   "--pp 2 --dp 2" "--model vit --pp 2" "--model vit --tp 2 --pp 2"; do
   # shellcheck disable=SC2086 # $a is several flags and their values

@@ -3,13 +3,7 @@
 # ranks, the ViT at bf16, and 2 braidrun processes; each run's JSON line reports its test
 # accuracy (or model). Skipped (77) where the data set is absent.
 #   training_braid_train_smoke.sh BRAID_TRAIN BRAIDRUN
-train="$1"
-braidrun="$2"
-d=/usr/share/datasets/fashion-mnist
-if [ ! -f "$d/train-images-idx3-ubyte.gz" ]; then echo "SKIP: $d is absent"; exit 77; fi
-set -e
-f=$(mktemp)
-trap 'rm -f "$f"' EXIT
+. "$(dirname "$0")/braid_train_preamble.sh"
 for z in 0 3; do
   "$train" --dp 2 --zero $z --epochs 1 --train-limit 4096 --json > "$f"
   grep -q '"test_accuracy"' "$f"

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "fuzz_loaded_system.h"
 #include "topology/topology.h"
 
 // Refusals are the common case here: keep them off stderr.
@@ -19,14 +20,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   braid::topo::System sys;
   if (braid::topo::loadNcclTopoXmlString(text, "fuzz.xml", &sys) != braidSuccess) return 0;
-  braid::topo::Paths paths = braid::topo::computePaths(sys);
-  braid::topo::buildRings(sys, paths);
-  braid::topo::toJson(sys);
-  std::string xml;
-  if (braid::topo::dumpNcclTopoXml(sys, &xml) == braidSuccess) {
-    braid::topo::System again;
-    if (braid::topo::loadNcclTopoXmlString(xml, "fuzz-dump.xml", &again) != braidSuccess)
-      __builtin_trap();  // a dump must always load back
-  }
+  fuzzLoadedSystem(sys, false);
   return 0;
 }
