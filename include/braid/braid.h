@@ -374,28 +374,7 @@ braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDat
                                         braidScalarResidence_t residence, braidComm_t comm);
 braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
 
-/// Braid extension: the names of the algorithms that implement `collective` ("allreduce",
-/// "reducescatter", "allgather", "broadcast", "reduce", "alltoall", "alltoallv", "gather",
-/// "scatter", "barrier"), in table order. Writes up to max names (static strings) and sets
-/// *count to the total. braidInvalidArgument for an unknown collective.
-braidResult_t braidListAlgorithms(const char* collective, const char** names, int max, int* count);
-/// Braid extension: forces `algorithm` for `collective` on comm (NULL or "" restores the
-/// default rule). Overrides BRAID_ALGO. braidInvalidArgument if no such algorithm.
-braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
-                                    const char* algorithm);
-
-/// Braid extension: what the selector's cost model predicts for a call, without running it.
-/// `collective` as braidListAlgorithms names it; `count` the call's count argument, elements
-/// of `dtype`. With `algorithm` NULL or "", *predictedUs is the time of the algorithm the
-/// cost model picks (the one a call runs unless braidCommSetAlgorithm or BRAID_ALGO forces
-/// another); else that algorithm's. *chosen (if not NULL) gets the cost model's pick, a
-/// static string. Times in microseconds; figures come from the communicator's fabric (ranks
-/// per host, shared-memory and network link costs). braid-tune prints them beside measured
-/// times. braidInvalidArgument for an unknown collective, algorithm or dtype;
-/// braidInvalidUsage if the algorithm cannot run this call (the message says why).
-braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t count,
-                               braidDataType_t dtype, const char* algorithm, double* predictedUs,
-                               const char** chosen);
+#include "braid/braid_algorithms.h"  // braidListAlgorithms, braidCommSetAlgorithm, braidCommPredict
 
 /// Creates a host stream with its own worker thread.
 braidResult_t braidStreamCreate(braidStream_t* stream);

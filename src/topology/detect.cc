@@ -5,9 +5,9 @@
 //     devices, with I/O filters at KEEP_IMPORTANT. The topology is exported to XML and read by
 //     the hwloc XML loader, so detection and loading share one mapping. Without hwloc, sysfs
 //     (/sys/devices/system/{node,cpu}, /sys/class/net) gives the counts and network devices.
-//   NVML (dlopen("libnvidia-ml.so.1") at run time, no link dependency): GPUs and their PCI bus
-//     ids, names, compute capability, and per NVLink its state and remote PCI device, counted
-//     per peer GPU or NVSwitch.
+//   NVML (nvml_query.cc: dlopen("libnvidia-ml.so.1") at run time, no link dependency): GPUs
+//     and their PCI bus ids, names, compute capability, and per NVLink its state and remote PCI
+//     device, counted per peer GPU or NVSwitch.
 //   libibverbs (BRAID_HAVE_IBVERBS), else /sys/class/infiniband: HCAs and ports (state, link
 //     layer, active speed x width in Gb/s, GUIDs).
 //   sysfs: PCI link speed and width (/sys/bus/pci/devices/*/current_link_{speed,width}) and
@@ -16,7 +16,6 @@
 // /sys and /proc, as in hwloc's tests/hwloc/linux/*.tar.bz2): hwloc and every sysfs/procfs read
 // are pointed at it, and NVML and libibverbs, which can only see this machine, are skipped.
 #include <dirent.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <unistd.h>
 
@@ -39,6 +38,7 @@
 #endif
 
 #include "base/error.h"
+#include "topology/nvml_query.h"
 #include "topology/text_util.h"
 #include "topology/topology.h"
 
@@ -100,104 +100,6 @@ std::string busIdOfSysfsDevice(const std::string& link) {
     pos = slash + 1;
   }
   return found;
-}
-
-// ---- NVML ----
-struct NvmlGpu {
-  std::string busid, name;
-  int sm = -1;
-  int index = -1;
-  std::map<std::string, int> linksTo;     // remote bus id -> NVLink count
-  std::map<std::string, int> remoteType;  // remote bus id -> 0 GPU, 1 IBM NPU, 2 switch, -1
-};
-
-struct NvmlPciInfo {
-  char busIdLegacy[16];
-  unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
-  char busId[32];
-};
-
-// NVML writes 8-digit domains ("00000000:17:00.0"); hwloc and sysfs write 4 ("0000:17:00.0").
-std::string nvmlBusId(const NvmlPciInfo& p) {
-  std::string norm;
-  unsigned fn = 0;
-  if (normalizeBusId(p.busId, &norm)) fn = static_cast<unsigned>(norm.back() - '0');
-  char buf[32];
-  snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", p.domain, p.bus, p.device, fn);
-  return buf;
-}
-
-// False with *why set when NVML cannot be used.
-bool queryNvml(std::vector<NvmlGpu>* gpus, std::string* why) {
-  void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    *why = "NVML not available (libnvidia-ml.so.1 not found)";
-    return false;
-  }
-  using Dev = void*;
-  auto sym = [&](const char* a, const char* b = nullptr) -> void* {
-    void* f = dlsym(h, a);
-    if (!f && b) f = dlsym(h, b);
-    return f;
-  };
-  auto init = reinterpret_cast<int (*)()>(sym("nvmlInit_v2", "nvmlInit"));
-  auto shutdown = reinterpret_cast<int (*)()>(sym("nvmlShutdown"));
-  auto count =
-      reinterpret_cast<int (*)(unsigned*)>(sym("nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"));
-  auto byIndex = reinterpret_cast<int (*)(unsigned, Dev*)>(
-      sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"));
-  auto pciInfo = reinterpret_cast<int (*)(Dev, NvmlPciInfo*)>(
-      sym("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"));
-  auto getName = reinterpret_cast<int (*)(Dev, char*, unsigned)>(sym("nvmlDeviceGetName"));
-  auto getCc =
-      reinterpret_cast<int (*)(Dev, int*, int*)>(sym("nvmlDeviceGetCudaComputeCapability"));
-  auto linkState = reinterpret_cast<int (*)(Dev, unsigned, int*)>(sym("nvmlDeviceGetNvLinkState"));
-  auto linkRemote = reinterpret_cast<int (*)(Dev, unsigned, NvmlPciInfo*)>(
-      sym("nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"));
-  auto remoteType =
-      reinterpret_cast<int (*)(Dev, unsigned, int*)>(sym("nvmlDeviceGetNvLinkRemoteDeviceType"));
-  if (!init || !count || !byIndex || !pciInfo) {
-    *why = "NVML not usable (libnvidia-ml.so.1 lacks nvmlInit/nvmlDeviceGetCount/PciInfo)";
-    dlclose(h);
-    return false;
-  }
-  if (int rc = init(); rc != 0) {
-    *why = "NVML not usable (nvmlInit returned " + std::to_string(rc) + ")";
-    dlclose(h);
-    return false;
-  }
-  unsigned n = 0;
-  if (count(&n) != 0) n = 0;
-  for (unsigned i = 0; i < n; i++) {
-    Dev d = nullptr;
-    if (byIndex(i, &d) != 0) continue;
-    NvmlGpu g;
-    g.index = static_cast<int>(i);
-    NvmlPciInfo pi{};
-    if (pciInfo(d, &pi) != 0) continue;
-    g.busid = nvmlBusId(pi);
-    char name[96] = {};
-    if (getName && getName(d, name, sizeof name) == 0) g.name = name;
-    int maj = 0, min = 0;
-    if (getCc && getCc(d, &maj, &min) == 0) g.sm = maj * 10 + min;
-    if (linkState && linkRemote) {
-      for (unsigned l = 0; l < 18; l++) {
-        int active = 0;
-        if (linkState(d, l, &active) != 0 || !active) continue;
-        NvmlPciInfo rp{};
-        if (linkRemote(d, l, &rp) != 0) continue;
-        std::string rb = nvmlBusId(rp);
-        g.linksTo[rb]++;
-        int t = -1;
-        if (remoteType && remoteType(d, l, &t) != 0) t = -1;
-        g.remoteType[rb] = t;
-      }
-    }
-    gpus->push_back(std::move(g));
-  }
-  if (shutdown) shutdown();
-  dlclose(h);
-  return true;
 }
 
 // ---- sysfs fallbacks ----
