@@ -1,7 +1,7 @@
 // braid-sim: predicts, without running anything, every algorithm's time and bus bandwidth
 // for each collective and size on a machine built from a topology file replicated over
 // hosts, and prints the selector's choice and its pipelining step (`piece`: the chunk, or
-// the smaller step tuning::choosePieceBytes picks for the call).
+// the smaller step the selector picks for the call). A thin program over braid/braid_model.h.
 //   braid-sim --topo FILE --hosts H [--ranks-per-host R] [--nic-gbps G] [--nvswitch LINKS]
 //   [--mnnvl]
 //             [--calibration FILE]
@@ -16,23 +16,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.h"
-#include "base/config.h"
-#include "base/error.h"
-#include "topology/placement.h"
-#include "topology/topology.h"
-#include "tuning/cost_model.h"
-#include "tuning/simulate.h"
-#include "tuning/topo_fabric.h"
+#include "braid/braid.h"
+#include "braid/braid_model.h"
 
 namespace {
 
-using braid::AlgorithmInfo;
-using braid::Collective;
+// The collectives braid-sim predicts, as braidListAlgorithms names them.
+const char* const kCollectives[] = {"allreduce", "reducescatter", "allgather", "broadcast",
+                                    "reduce",    "alltoall",      "gather",    "scatter"};
 
 void usage(FILE* f) {
   std::fprintf(
@@ -71,6 +65,7 @@ const Dtype kDtypes[] = {{"float", braidFloat32, 4},     {"half", braidFloat16, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  setenv("BRAID_DEBUG", "NONE", 0);  // errors are printed once, by this program
   std::string topoFile, collName = "allreduce", dtypeName = "float", calibration;
   int hosts = 0, perHost = 0, nvswitch = 0;
   double nicGbps = 100;
@@ -104,9 +99,9 @@ int main(int argc, char** argv) {
     } else if (a == "--collective" && hasValue) {
       collName = argv[++i];
     } else if ((a == "-b" || a == "--minbytes") && hasValue) {
-      ok = braid::parseByteSize(argv[++i], &minBytes);
+      ok = braidParseSize(argv[++i], &minBytes) == braidSuccess;
     } else if ((a == "-e" || a == "--maxbytes") && hasValue) {
-      ok = braid::parseByteSize(argv[++i], &maxBytes);
+      ok = braidParseSize(argv[++i], &maxBytes) == braidSuccess;
     } else if ((a == "-f" || a == "--stepfactor") && hasValue) {
       // A plain integer, as nccl-tests' -f (not a byte count: "2K" is refused).
       const char* v = argv[++i];
@@ -156,12 +151,9 @@ int main(int argc, char** argv) {
                  dtypeName.c_str());
     return 2;
   }
-  std::vector<Collective> colls;
-  for (int c = 0; c < braid::kNumCollectives; ++c) {
-    const auto coll = static_cast<Collective>(c);
-    if (coll == Collective::kAllToAllv || coll == Collective::kBarrier) continue;
-    if (collName == "all" || collName == braid::collectiveName(coll)) colls.push_back(coll);
-  }
+  std::vector<const char*> colls;
+  for (const char* c : kCollectives)
+    if (collName == "all" || collName == c) colls.push_back(c);
   if (colls.empty()) {
     std::fprintf(stderr,
                  "braid-sim: unknown --collective %s (allreduce, reducescatter, allgather, "
@@ -169,49 +161,37 @@ int main(int argc, char** argv) {
                  collName.c_str());
     return 2;
   }
-  setenv("BRAID_DEBUG", "NONE", 0);  // errors are printed once, below
-  braid::topo::System sys;
-  if (braid::topo::loadTopologyFile(topoFile, &sys) != braidSuccess) {
-    std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
+  braidTopology_t topo = nullptr;
+  if (braidTopologyLoad(&topo, topoFile.c_str(), nullptr) != braidSuccess) {
+    std::fprintf(stderr, "braid-sim: %s\n", braidGetLastError(nullptr));
     return 1;
   }
-  // Ranks per host as fabricFromTopology takes them: one per GPU (per core) by default.
-  const int ranksPerHost = perHost > 0 ? perHost
-                                       : (!sys.gpus.empty() ? static_cast<int>(sys.gpus.size())
-                                                            : std::max(1, sys.cores));
-  if (static_cast<long long>(hosts) * ranksPerHost > (1 << 24)) {
-    std::fprintf(stderr, "braid-sim: %d hosts x %d ranks is more than 16,777,216 ranks\n", hosts,
-                 ranksPerHost);
-    return 2;
+  braidModelConfig config = {};
+  config.hosts = hosts;
+  config.ranksPerHost = perHost;
+  config.nicGbps = nicGbps;
+  config.nvswitchLinks = nvswitch;
+  config.mnnvl = mnnvl;
+  config.calibration = calibration.c_str();
+  braidModel_t model = nullptr;
+  const braidResult_t made = braidModelCreate(&model, topo, &config);
+  braidTopologyDestroy(topo);
+  if (made != braidSuccess) {
+    std::fprintf(stderr, "braid-sim: %s\n", braidGetLastError(nullptr));
+    return made == braidInvalidUsage ? 2 : 1;  // too many ranks: the flags' fault
   }
-  braid::tuning::Fabric fabric;
-  std::string why;
-  if (braid::tuning::fabricFromTopology(sys, hosts, {perHost, nicGbps, nvswitch, mnnvl}, &fabric,
-                                        &why) != braidSuccess) {
-    std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
-    return 1;
-  }
-  if (!calibration.empty()) {
-    if (braid::tuning::loadCalibration(calibration, &fabric) != braidSuccess) {
-      std::fprintf(stderr, "braid-sim: %s\n", braid::lastError());
-      return 1;
-    }
-    why += "link figures from --calibration " + calibration + " (braid-tune --calibrate)\n";
-  }
-  fabric.ring = braid::topo::commRing(fabric.hostOf, {});
-  bool identity = true;
-  for (int i = 0; i < fabric.nranks(); ++i) identity = identity && fabric.ring[i] == i;
-  if (identity) fabric.ring.clear();
-  const int n = fabric.nranks();
+  braidModelInfo info;
+  braidModelGetInfo(model, &info);
+  const int n = info.nranks;
   const auto start = std::chrono::steady_clock::now();
   if (!json) {
     std::printf("# braid-sim: %s x %d host(s) = %d ranks\n# %s\n", topoFile.c_str(), hosts, n,
-                fabric.describe().c_str());
+                info.fabric);
     std::printf("# predictions: %s\n",
-                n <= braid::tuning::kSimulateRanks
-                    ? "the schedules played by the simulator (32 ranks or fewer; the closed "
-                      "forms for calls too large to play)"
-                    : "closed forms of the schedules (cost_model.cc)");
+                info.simulates ? "the schedules played by the simulator (32 ranks or fewer; the "
+                                 "closed forms for calls too large to play)"
+                               : "closed forms of the schedules (cost_model.cc)");
+    const std::string why = info.notes;
     for (size_t p = 0, q; p < why.size(); p = q + 1) {
       q = std::min(why.find('\n', p), why.size());  // a last line without its newline ends it
       std::printf("#   %s\n", why.substr(p, q - p).c_str());
@@ -220,20 +200,27 @@ int main(int argc, char** argv) {
     std::printf("[");
   }
   bool firstJson = true;
-  for (Collective coll : colls) {
-    std::vector<const AlgorithmInfo*> rows;
-    for (const AlgorithmInfo& a : braid::algorithms())
-      if (a.coll == coll) rows.push_back(&a);
+  std::vector<braidModelEstimate> est;
+  for (const char* coll : colls) {
+    int nalgos = 0;
+    braidListAlgorithms(coll, nullptr, 0, &nalgos);
+    std::vector<const char*> rows(nalgos);
+    braidListAlgorithms(coll, rows.data(), nalgos, &nalgos);
+    est.resize(nalgos);
     if (!json) {
       std::printf(
           "\n# %s, %s: predicted time (us) and busbw (GB/s) per algorithm%s; piece: the chosen "
           "algorithm's pipelining grain in bytes\n",
-          braid::collectiveName(coll), dtype->name, simulate ? "; sim: the schedules played" : "");
+          coll, dtype->name, simulate ? "; sim: the schedules played" : "");
       std::printf("#%11s %12s", "size", "count");
-      for (const AlgorithmInfo* a : rows) std::printf(" %*s", simulate ? 30 : 19, a->name);
+      for (const char* a : rows) std::printf(" %*s", simulate ? 30 : 19, a);
       std::printf(" %10s  %s\n", "piece", "chosen");
     }
-    const size_t div = braid::tuning::callBytes(coll, 1, dtype->size, n);
+    // Bytes of one element's call (nccl-tests' size column per count).
+    size_t div = 0;
+    int ignored = 0;
+    braidModelPredict(model, coll, 1, dtype->type, 0, nullptr, 0, &ignored, nullptr, nullptr, &div,
+                      nullptr);
     int rowsPrinted = 0;
     for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
       const size_t count = bytes / div;
@@ -242,46 +229,34 @@ int main(int argc, char** argv) {
         continue;
       }
       ++rowsPrinted;
-      braid::CollArgs args;
-      args.coll = coll;
-      args.count = count;
-      args.dtype = dtype->type;
-      args.nranks = n;
-      int best = -1;
-      const auto cands = braid::tuning::rankCandidates(args, dtype->size, fabric, &best);
-      const size_t realBytes = count * div;
-      // The chosen algorithm's grain (choosePieceBytes), as a communicator without
-      // BRAID_CHUNKSIZE picks it.
-      const size_t piece =
-          best >= 0 ? braid::tuning::choosePieceBytes(*cands[best].algo, args, dtype->size, fabric)
-                    : 0;
-      const double factorBus = braid::tuning::busBwFactor(coll, n);
+      int nest = 0, best = -1;
+      size_t piece = 0, realBytes = 0;
+      double factorBus = 0;
+      if (braidModelPredict(model, coll, count, dtype->type, simulate, est.data(), nalgos, &nest,
+                            &best, &piece, &realBytes, &factorBus) != braidSuccess) {
+        std::fprintf(stderr, "braid-sim: %s\n", braidGetLastError(nullptr));
+        braidModelDestroy(model);
+        return 1;
+      }
       if (json) {
         std::printf(
             "%s\n  {\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, \"ranks\": %d, "
             "\"hosts\": %d, \"chosen\": \"%s\", \"piece_bytes\": %zu, \"algorithms\": {",
-            firstJson ? "" : ",", braid::collectiveName(coll), realBytes, count, n, hosts,
-            best >= 0 ? cands[best].algo->name : "", piece);
+            firstJson ? "" : ",", coll, realBytes, count, n, hosts,
+            best >= 0 ? est[best].algorithm : "", piece);
         firstJson = false;
       } else {
         std::printf("%12zu %12zu", realBytes, count);
       }
       bool firstAlgo = true;
-      for (const braid::tuning::Candidate& c : cands) {
-        const double t = c.predicted_us;
+      for (int i = 0; i < nest; ++i) {
+        const braidModelEstimate& c = est[i];
+        const double t = c.predictedUs;
         const double busbw = t > 0 ? realBytes / (t * 1e3) * factorBus : 0;
-        double sim = -1;
-        if (simulate && !c.unsupported && count > 0) {
-          try {
-            auto r = braid::tuning::simulateSchedules(*c.algo, args, dtype->size, fabric);
-            if (r.ok) sim = r.time_us;
-          } catch (const std::bad_alloc&) {
-            // too many steps to hold: left out
-          }
-        }
+        const double sim = c.simulatedUs;
         if (json) {
-          std::printf("%s\"%s\": {", firstAlgo ? "" : ", ", c.algo->name);
-          if (c.unsupported)
+          std::printf("%s\"%s\": {", firstAlgo ? "" : ", ", c.algorithm);
+          if (!c.supported)
             std::printf("\"unsupported\": true}");
           else if (!std::isfinite(t) || !std::isfinite(busbw))
             std::printf("\"predicted_us\": null, \"busbw\": null}");
@@ -291,7 +266,7 @@ int main(int argc, char** argv) {
           else
             std::printf("\"predicted_us\": %.3f, \"busbw\": %.3f}", t, busbw);
           firstAlgo = false;
-        } else if (c.unsupported) {
+        } else if (!c.supported) {
           std::printf(" %*s", simulate ? 30 : 19, "n/a");
         } else if (simulate) {
           char cell[64];
@@ -309,15 +284,16 @@ int main(int argc, char** argv) {
       if (json)
         std::printf("}}");
       else
-        std::printf(" %10zu  %s\n", piece, best >= 0 ? cands[best].algo->name : "none");
+        std::printf(" %10zu  %s\n", piece, best >= 0 ? est[best].algorithm : "none");
       if (bytes > SIZE_MAX / factor) break;
     }
     if (rowsPrinted == 0 && !json)
       std::printf(
           "# %s: no size from -b %zu to -e %zu holds one %s element per rank (the smallest "
           "call is %zu bytes on %d ranks)\n",
-          braid::collectiveName(coll), minBytes, maxBytes, dtype->name, div, n);
+          coll, minBytes, maxBytes, dtype->name, div, n);
   }
+  braidModelDestroy(model);
   const double sec =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (json)

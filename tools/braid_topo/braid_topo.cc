@@ -13,7 +13,7 @@
 #include <string>
 
 #include "braid/braid.h"
-#include "topology/topology.h"
+#include "braid/braid_model.h"
 
 namespace {
 
@@ -68,29 +68,30 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  braid::topo::System sys;
-  braidResult_t rc = !file.empty()     ? braid::topo::loadTopologyFile(file, &sys)
-                     : !fsroot.empty() ? braid::topo::detectSystemAt(fsroot, &sys)
-                                       : braid::topo::detectSystem(&sys);
+  braidTopology_t topo = nullptr;
+  braidResult_t rc = braidTopologyLoad(&topo, file.c_str(), fsroot.c_str());
   if (rc != braidSuccess) {
     std::fprintf(stderr, "braid-topo: %s (%s)\n", braidGetLastError(nullptr),
                  braidGetErrorString(rc));
     return 1;
   }
+  const char* text = nullptr;
   if (!dump.empty()) {
-    std::string xml;
-    rc = braid::topo::dumpNcclTopoXml(sys, &xml);
-    if (rc != braidSuccess) {
+    if (braidTopologyPrint(topo, braidTopologyNcclXml, &text) != braidSuccess) {
       std::fprintf(stderr, "braid-topo: %s\n", braidGetLastError(nullptr));
+      braidTopologyDestroy(topo);
       return 1;
     }
     std::ofstream out(dump, std::ios::binary);
-    out << xml;
+    out << text;
     if (!out) {
       std::fprintf(stderr, "braid-topo: cannot write %s: %s\n", dump.c_str(), std::strerror(errno));
+      braidTopologyDestroy(topo);
       return 1;
     }
   }
-  std::fputs(json ? braid::topo::toJson(sys).c_str() : braid::topo::toText(sys).c_str(), stdout);
-  return 0;
+  rc = braidTopologyPrint(topo, json ? braidTopologyJson : braidTopologyText, &text);
+  if (rc == braidSuccess) std::fputs(text, stdout);
+  braidTopologyDestroy(topo);
+  return rc == braidSuccess ? 0 : 1;
 }
