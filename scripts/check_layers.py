@@ -8,9 +8,11 @@ forbidden include fails the build.
 
 The table's rows are `| where | may include |`: where is a folder of the repository (src/core,
 perf) or one file (perf/kernel_bench.cc), the most specific row wins; may include lists parts
-(folders of src/, and braid for include/braid/), or "-" for nothing. A file's own folder and
-includes without a folder (a header beside it) are always allowed. The allowed arrows between
-the parts of src/ must form no cycle.
+(folders of src/, braid for include/braid/, and perf for perf's harness), or "-" for nothing.
+A file's own folder is always allowed, and so is an include without a folder when the header
+is beside the file; one without a folder that is not beside it (found through an include
+path) is refused: it would hide an arrow. The allowed arrows between the parts of src/ must
+form no cycle.
 """
 import argparse
 import os
@@ -18,6 +20,7 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^<>"/]+)/[^<>"]*[>"]')
+BARE = re.compile(r'^\s*#\s*include\s*"([^<>"/]+)"')
 SOURCES = (".h", ".hpp", ".inc", ".cc", ".cu", ".cpp")
 
 
@@ -102,8 +105,9 @@ def main():
     # Braid's parts: the folders of src/ and the public headers (include/braid). An include
     # whose first folder is none of them (<sys/mman.h>, <nlohmann/json.hpp>) is not Braid's.
     src = os.path.join(root, "src")
-    parts = {"braid"} | ({d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d))}
-                         if os.path.isdir(src) else set())
+    parts = {"braid", "perf"} | ({d for d in os.listdir(src)
+                                  if os.path.isdir(os.path.join(src, d))}
+                                 if os.path.isdir(src) else set())
     for where, allowed in sorted(rules.items()):
         for a in sorted(allowed - parts):
             errors.append(f"{doc}: row {where}: no part named {a!r} (parts: "
@@ -132,6 +136,13 @@ def main():
                 checked += 1
                 with open(path, encoding="utf-8", errors="replace") as f:
                     for number, line in enumerate(f, 1):
+                        bare = BARE.match(line)
+                        if bare and not os.path.exists(os.path.join(dirpath, bare.group(1))):
+                            errors.append(
+                                f"{rel}:{number}: includes \"{bare.group(1)}\", which is not "
+                                f"beside it: name the header's folder (docs/ARCHITECTURE.md, "
+                                f"Allowed includes)")
+                            continue
                         m = INCLUDE.match(line)
                         if not m or m.group(1) not in parts or m.group(1) == own or \
                                 m.group(1) in allowed:

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "braid/braid.h"
-#include "common.h"
-#include "launch.h"
-#include "options.h"
+#include "perf/common.h"
+#include "perf/launch.h"
+#include "perf/options.h"
 #include "tune.h"
 
 int main(int argc, char** argv) {

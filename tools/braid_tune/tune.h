@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "braid/braid.h"
-#include "common.h"
-#include "launch.h"
-#include "options.h"
+#include "perf/common.h"
+#include "perf/launch.h"
+#include "perf/options.h"
 
 namespace braid::perf::tune {
 
