@@ -3,22 +3,25 @@
 
     torch_backend_test.py PACKAGE_DIR BUILT   (meson test --suite torch runs it)
 
-Each rank is a process started with env:// (MASTER_ADDR=127.0.0.1, a free port); it inits the
-default group with backend "braid" and a second group with backend "gloo", runs every op on the
-same inputs in both, and requires equal results (torch.equal: the inputs are small integers, so
-every sum, product and mean is exact in every dtype). Gloo has no bfloat16 or bool: their expected
-results are Gloo's in float32 and uint8, cast back (exact for these values); Gloo's all-gather of an empty
-tensor dies, so there the expected blocks are empty tensors. Shapes: empty, a transposed (non-
+Each rank is a process; the 1, 2 and 4 ranks start with file://, tcp:// and env://
+(MASTER_ADDR=127.0.0.1, a free port) in turn. Each rank inits the default group with backend
+"braid" and a second group with backend "gloo", runs every op on the same inputs in both, and
+requires equal results (torch.equal: the inputs are small integers, so every sum, product and
+mean is exact in every dtype). Gloo has no bfloat16 or bool: their expected results are Gloo's
+in float32 and uint8, cast back (exact for these values); Gloo's all-gather of an empty tensor
+dies, so there the expected blocks are empty tensors. Shapes: empty, a transposed (non-
 contiguous) 3x5, and 1000 elements. Exits 77 (skipped) when the build had no torch.
 """
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool"]
 RANK_COUNTS = [1, 2, 4]
+INIT_METHODS = ["file", "tcp", "env"]  # one per rank count
 
 
 def inputs(dtype, rank, shape, scale=1):
@@ -68,7 +71,10 @@ def worker(rank, world):
     import braid_torch  # noqa: F401  registers "braid"
     from torch.distributed import ReduceOp
 
-    dist.init_process_group("braid", init_method="env://", rank=rank, world_size=world)
+    # Each rank count starts another way (run() sets BRAID_TEST_INIT): the store c10d makes for
+    # it is all the backend needs.
+    dist.init_process_group("braid", init_method=os.environ["BRAID_TEST_INIT"], rank=rank,
+                            world_size=world)
     assert dist.get_backend() == "braid", dist.get_backend()
     gloo = dist.new_group(backend="gloo")
     ran = 0
@@ -190,9 +196,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(world, package_dir):
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-               WORLD_SIZE=str(world), PYTHONPATH=package_dir)
+def run(world, package_dir, init, tmp):
+    port = free_port()
+    init = {"env": "env://", "tcp": f"tcp://127.0.0.1:{port}",
+            "file": f"file://{tmp}/store-{world}"}[init]
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+               WORLD_SIZE=str(world), PYTHONPATH=package_dir, BRAID_TEST_INIT=init)
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), str(world)],
                               env=dict(env, RANK=str(r))) for r in range(world)]
     deadline = time.monotonic() + 240
@@ -222,12 +231,13 @@ def main():
     sys.path.insert(0, package_dir)
     import braid_torch  # noqa: F401  fails here, not in every rank, if the package is broken
     failed = False
-    for world in RANK_COUNTS:
-        start = time.monotonic()
-        codes = run(world, package_dir)
-        print(f"{world} rank(s): exit codes {codes}, {time.monotonic() - start:.1f} s",
-              flush=True)
-        failed |= any(c != 0 for c in codes)
+    with tempfile.TemporaryDirectory() as tmp:
+        for world, init in zip(RANK_COUNTS, INIT_METHODS):
+            start = time.monotonic()
+            codes = run(world, package_dir, init, tmp)
+            print(f"{world} rank(s), {init}://: exit codes {codes}, "
+                  f"{time.monotonic() - start:.1f} s", flush=True)
+            failed |= any(c != 0 for c in codes)
     return 1 if failed else 0
 
 
