@@ -375,24 +375,110 @@ class BraidProcessGroup : public BackendBase {
     return complete(OpType::RECV, "recv", r, {t}, {&d});
   }
 
-  // Not in this first slice of issue 33: Braid has each of these calls (braidGather,
-  // braidScatter, braidAllToAll, braidAllToAllv), the backend does not map them yet.
-  WorkPtr gather(std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&,
-                 const c10d::GatherOptions& = c10d::GatherOptions()) override {
-    notYet("gather");
+  WorkPtr gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                 const c10d::GatherOptions& opts = c10d::GatherOptions()) override {
+    at::Tensor& in = single(inputs, "gather");
+    checkRoot(opts.rootRank, "gather");
+    const bool root = getRank() == static_cast<int>(opts.rootRank);
+    std::vector<at::Tensor> outs;
+    if (root) {
+      TORCH_CHECK(outputs.size() == 1, "braid backend: gather takes one output list on the root");
+      outs = outputs[0];
+      checkBlocks(outs, in, "gather", "output");
+    } else {
+      TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
+                  "braid backend: gather takes outputs on the root only");
+    }
+    const braidDataType_t type = braidType(in, "gather");
+    Dense src(in);
+    at::Tensor flat = at::empty({root ? getSize() * in.numel() : 0}, in.options());
+    const braidResult_t r = braidGather(src.data(), flat.numel() ? flat.data_ptr() : nullptr,
+                                        count(in), type, opts.rootRank, comm_, nullptr);
+    if (r == braidSuccess && root) unflatten(flat, outs);
+    return complete(OpType::GATHER, "gather", r, outs, {});
   }
-  WorkPtr scatter(std::vector<at::Tensor>&, std::vector<std::vector<at::Tensor>>&,
-                  const c10d::ScatterOptions& = c10d::ScatterOptions()) override {
-    notYet("scatter");
+
+  WorkPtr scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                  const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override {
+    at::Tensor& out = single(outputs, "scatter");
+    checkRoot(opts.rootRank, "scatter");
+    const bool root = getRank() == static_cast<int>(opts.rootRank);
+    at::Tensor flat;
+    if (root) {
+      TORCH_CHECK(inputs.size() == 1, "braid backend: scatter takes one input list on the root");
+      checkBlocks(inputs[0], out, "scatter", "input");
+      flat = flatten(inputs[0], out.options());
+    } else {
+      TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
+                  "braid backend: scatter takes inputs on the root only");
+    }
+    const braidDataType_t type = braidType(out, "scatter");
+    Dense dst(out);
+    const braidResult_t r =
+        braidScatter(root && flat.numel() ? flat.data_ptr() : nullptr, dst.data(), count(out), type,
+                     opts.rootRank, comm_, nullptr);
+    return complete(OpType::SCATTER, "scatter", r, {out}, {&dst});
   }
-  WorkPtr alltoall_base(at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
-                        const c10d::AllToAllOptions& = c10d::AllToAllOptions()) override {
-    notYet("alltoall_base");
+
+  // all_to_all_single: equal blocks (no split sizes) are braidAllToAll; split sizes count rows
+  // of dim 0 and make it braidAllToAllv.
+  WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
+                        std::vector<int64_t>& inputSplits,
+                        const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override {
+    (void)opts;
+    checkTensor(output, "alltoall_base");
+    checkTensor(input, "alltoall_base");
+    checkSameType(input, output, "alltoall_base");
+    const braidDataType_t type = braidType(input, "alltoall_base");
+    Dense src(input);
+    Dense dst(output);
+    braidResult_t r;
+    if (outputSplits.empty() && inputSplits.empty()) {
+      TORCH_CHECK(input.numel() == output.numel() && input.numel() % getSize() == 0,
+                  "braid backend: alltoall_base without split sizes needs input and output of one "
+                  "size, a multiple of the world size ",
+                  getSize(), " (got ", input.numel(), " and ", output.numel(), ")");
+      r = braidAllToAll(src.data(), dst.data(), count(input) / getSize(), type, comm_, nullptr);
+    } else {
+      std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+      rowBlocks(input, inputSplits, "input", sendCounts, sendDispls);
+      rowBlocks(output, outputSplits, "output", recvCounts, recvDispls);
+      r = braidAllToAllv(src.data(), sendCounts.data(), sendDispls.data(), dst.data(),
+                         recvCounts.data(), recvDispls.data(), type, comm_, nullptr);
+    }
+    return complete(OpType::ALLTOALL_BASE, "alltoall_base", r, {output}, {&dst});
   }
-  WorkPtr alltoall(std::vector<at::Tensor>&, std::vector<at::Tensor>&,
-                   const c10d::AllToAllOptions& = c10d::AllToAllOptions()) override {
-    notYet("alltoall");
+
+  WorkPtr alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                   const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override {
+    (void)opts;
+    TORCH_CHECK(static_cast<int>(inputs.size()) == getSize() &&
+                    static_cast<int>(outputs.size()) == getSize(),
+                "braid backend: alltoall needs ", getSize(), " input and output tensors (got ",
+                inputs.size(), " and ", outputs.size(), ")");
+    std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+    for (int j = 0; j < getSize(); ++j) {
+      checkTensor(inputs[j], "alltoall");
+      checkTensor(outputs[j], "alltoall");
+      checkSameType(inputs[j], inputs[0], "alltoall");
+      checkSameType(outputs[j], inputs[0], "alltoall");
+      sendDispls.push_back(j ? sendDispls.back() + sendCounts.back() : 0);
+      sendCounts.push_back(count(inputs[j]));
+      recvDispls.push_back(j ? recvDispls.back() + recvCounts.back() : 0);
+      recvCounts.push_back(count(outputs[j]));
+    }
+    const braidDataType_t type = braidType(inputs[0], "alltoall");
+    at::Tensor in = flatten(inputs, inputs[0].options());
+    at::Tensor out = at::empty({static_cast<int64_t>(recvDispls.back() + recvCounts.back())},
+                               inputs[0].options());
+    const braidResult_t r =
+        braidAllToAllv(in.numel() ? in.data_ptr() : nullptr, sendCounts.data(), sendDispls.data(),
+                       out.numel() ? out.data_ptr() : nullptr, recvCounts.data(), recvDispls.data(),
+                       type, comm_, nullptr);
+    if (r == braidSuccess) unflatten(out, outputs);
+    return complete(OpType::ALLTOALL, "alltoall", r, outputs, {});
   }
+
   WorkPtr allgather_coalesced(std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&,
                               const c10d::AllgatherOptions& = c10d::AllgatherOptions()) override {
     notYet("allgather_coalesced");
@@ -408,7 +494,66 @@ class BraidProcessGroup : public BackendBase {
     TORCH_CHECK(false, "braid backend: ", call,
                 " is not implemented yet (issue 33's first "
                 "slice has allreduce, broadcast, reduce, allgather, _allgather_base, "
-                "reduce_scatter, _reduce_scatter_base, barrier, send and recv)");
+                "reduce_scatter, _reduce_scatter_base, gather, scatter, alltoall_base, "
+                "alltoall, barrier, send and recv)");
+  }
+
+  // blocks: one tensor per rank, each of like's dtype and element count.
+  void checkBlocks(const std::vector<at::Tensor>& blocks, const at::Tensor& like, const char* call,
+                   const char* what) const {
+    TORCH_CHECK(static_cast<int>(blocks.size()) == getSize(), "braid backend: ", call, " needs ",
+                getSize(), " ", what, " tensors (one per rank), got ", blocks.size());
+    for (const auto& b : blocks) {
+      checkTensor(b, call);
+      checkSameType(b, like, call);
+      TORCH_CHECK(b.numel() == like.numel(), "braid backend: ", call, "'s ", what, "s must have ",
+                  like.numel(), " elements each (got one of ", b.numel(), ")");
+    }
+  }
+
+  // The tensors one after the other in one contiguous tensor, and back.
+  static at::Tensor flatten(const std::vector<at::Tensor>& ts, const at::TensorOptions& options) {
+    int64_t n = 0;
+    for (const auto& t : ts) n += t.numel();
+    at::Tensor flat = at::empty({n}, options);
+    int64_t offset = 0;
+    for (const auto& t : ts) {
+      flat.narrow(0, offset, t.numel()).copy_(t.reshape({-1}));
+      offset += t.numel();
+    }
+    return flat;
+  }
+  static void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& ts) {
+    int64_t offset = 0;
+    for (auto& t : ts) {
+      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+
+  // alltoall_base's blocks in elements: split sizes count rows of dim 0; none means equal
+  // blocks of the rows.
+  void rowBlocks(const at::Tensor& t, const std::vector<int64_t>& splits, const char* what,
+                 std::vector<size_t>& counts, std::vector<size_t>& displs) const {
+    const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    const int64_t rowElems = rows == 0 ? 0 : t.numel() / rows;
+    std::vector<int64_t> s = splits;
+    if (s.empty()) {
+      TORCH_CHECK(rows % getSize() == 0, "braid backend: alltoall_base's ", what, " has ", rows,
+                  " rows, not a multiple of the world size ", getSize());
+      s.assign(getSize(), rows / getSize());
+    }
+    TORCH_CHECK(static_cast<int>(s.size()) == getSize(), "braid backend: alltoall_base's ", what,
+                " split sizes need ", getSize(), " entries (got ", s.size(), ")");
+    int64_t sum = 0;
+    for (int64_t v : s) {
+      TORCH_CHECK(v >= 0, "braid backend: alltoall_base's ", what, " split sizes are negative");
+      displs.push_back(static_cast<size_t>(sum * rowElems));
+      counts.push_back(static_cast<size_t>(v * rowElems));
+      sum += v;
+    }
+    TORCH_CHECK(sum == rows, "braid backend: alltoall_base's ", what, " split sizes add up to ",
+                sum, ", not its ", rows, " rows");
   }
 
   void checkRoot(int64_t root, const char* call) const {

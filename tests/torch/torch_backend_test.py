@@ -10,7 +10,8 @@ requires equal results (torch.equal: the inputs are small integers, so every sum
 mean is exact in every dtype). Gloo has no bfloat16 or bool: their expected results are Gloo's
 in float32 and uint8, cast back (exact for these values); Gloo's all-gather of an empty tensor
 dies, so there the expected blocks are empty tensors. Shapes: empty, a transposed (non-
-contiguous) 3x5, and 1000 elements. Exits 77 (skipped) when the build had no torch.
+contiguous) 3x5, and 1000 elements; all_to_all_single with split sizes once per dtype. Exits
+77 (skipped) when the build had no torch.
 """
 import os
 import socket
@@ -82,6 +83,14 @@ def worker(rank, world):
         dtype = getattr(torch, dname)
         gtype = gloo_type(dtype)
         ops = [ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX]
+        # all_to_all_single with split sizes: rank r sends j + 1 rows of 2 to rank j.
+        rows = inputs(dtype, rank, (sum(range(1, world + 1)), 2))
+        got = torch.zeros((world * (rank + 1), 2), dtype=dtype)
+        want = torch.zeros_like(got.to(gtype))
+        splits_in, splits_out = [j + 1 for j in range(world)], [rank + 1] * world
+        dist.all_to_all_single(got, rows, splits_out, splits_in)
+        dist.all_to_all_single(want, rows.to(gtype), splits_out, splits_in, group=gloo)
+        check(f"all_to_all_single with split sizes {dname}", got, want.to(dtype))
         for shape, transposed in cases():
             def make(r=rank, scale=1, as_type=dtype):
                 return shaped(inputs(dtype, r, shape, scale).to(as_type), transposed)
@@ -157,6 +166,49 @@ def worker(rank, world):
             dist._all_gather_base(flat, make())
             check(f"_allgather_base {tag}", flat, torch.cat([w.reshape(-1) for w in wants]))
 
+            # Gather, scatter and all-to-all; where a block is empty, Gloo is not asked (as its
+            # all-gather of nothing, it may die) and the expected blocks are empty.
+            n = make().numel()
+            root = world - 1
+            outs = [torch.zeros_like(make()) for _ in range(world)] if rank == root else []
+            # Gloo's gather and scatter take non-contiguous tensors in memory order (not the
+            # values' order), so Gloo gets contiguous copies; the blocks are also checked
+            # against the ranks' inputs.
+            dense = torch.contiguous_format
+            wants = [torch.zeros_like(make(as_type=gtype), memory_format=dense)
+                     for _ in range(world)]
+            dist.gather(make(), outs, dst=root)
+            if n:
+                dist.gather(make(as_type=gtype).contiguous(), wants if rank == root else [],
+                            dst=root, group=gloo)
+            for j, o in enumerate(outs):
+                check(f"gather {tag} block {j}", o, wants[j].to(dtype))
+                check(f"gather {tag} block {j} (input)", o, make(r=j))
+
+            ins = [make(scale=j + 1) for j in range(world)] if rank == 0 else []
+            out = torch.zeros_like(make())
+            want = torch.zeros_like(make(as_type=gtype), memory_format=dense)
+            dist.scatter(out, ins, src=0)
+            if n:
+                dist.scatter(want, [t.to(gtype).contiguous() for t in ins] if rank == 0 else [],
+                             src=0, group=gloo)
+            check(f"scatter {tag}", out, want.to(dtype))
+            check(f"scatter {tag} (input)", out, make(r=0, scale=rank + 1))
+
+            blocks = [make(scale=j + 1) for j in range(world)]
+            flat_in = torch.cat([t.reshape(-1) for t in blocks])
+            flat_out = torch.zeros_like(flat_in)
+            want = torch.zeros_like(flat_in.to(gtype))
+            dist.all_to_all_single(flat_out, flat_in)
+            if n:
+                dist.all_to_all_single(want, flat_in.to(gtype), group=gloo)
+            want = want.to(dtype)
+            check(f"all_to_all_single {tag}", flat_out, want)
+            outs = [torch.zeros_like(make()) for _ in range(world)]
+            dist.all_to_all(outs, blocks)
+            for j in range(world):
+                check(f"all_to_all {tag} block {j}", outs[j].reshape(-1), want[j * n:(j + 1) * n])
+
             if world > 1:
                 # A ring: even ranks send first, odd ranks receive first.
                 right, left = (rank + 1) % world, (rank - 1) % world
@@ -168,14 +220,14 @@ def worker(rank, world):
                     dist.recv(got, src=left)
                     dist.send(make(), dst=right)
                 check(f"recv {tag} from {left}", got, make(left))
-            ran += 5
+            ran += 9
 
     # What Braid has not: a clear RuntimeError naming it.
     for call, why in [
             (lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16)), "Short"),
             (lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=ReduceOp.BXOR), "BXOR"),
-            (lambda: dist.all_to_all_single(torch.zeros(world), torch.zeros(world)),
-             "alltoall_base")]:
+            (lambda: dist.all_gather_coalesced([[torch.zeros(2)] * world], [torch.zeros(2)]),
+             "allgather_coalesced")]:
         try:
             call()
         except RuntimeError as e:
