@@ -122,12 +122,14 @@ build_mode() {  # MODE DIR MESON_OPTION... -- TEST...
     # times the CPU of an allocating test (topology_text's mutated replays: 14.1 s to 1.5).
     # Without CUDA: no test can reach a GPU here, the tests' device paths run on the stand-in
     # runtime (tests/fake_cuda.h) either way, and nvcc's kernels took 34 CPU-s of each build.
+    # Without torch: Python would have to load the sanitizer runtime first; the backend's
+    # tests run in the release build.
     local flags="-O1 -gline-tables-only -fno-omit-frame-pointer"
     # Linked by lld (need_clang.sh installs it), when the compiler is clang: half ld.bfd's time.
     local link=()
     case "$CXX" in *clang*) link=(-Dc_link_args=-fuse-ld=lld -Dcpp_link_args=-fuse-ld=lld) ;; esac
     meson setup "$dir" "$root" --buildtype=plain -Dc_args="$flags" -Dcpp_args="$flags" \
-      "${link[@]}" -Dcuda=disabled "${opts[@]}" >/dev/null
+      "${link[@]}" -Dcuda=disabled -Dtorch=disabled "${opts[@]}" >/dev/null
   fi
   local start=$SECONDS
   # An existing build directory may predate tests added since: regenerate it first, so that

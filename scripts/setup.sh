@@ -3,12 +3,16 @@
 # builds. Idempotent: a second run installs nothing and rebuilds only what changed.
 # Usage: scripts/setup.sh [--no-build] [BUILD_DIR]   (default: build; --no-build installs
 # and configures only)
+# With torch (python3-torch), the build makes the package braid_torch in BUILD_DIR/python, and
+# this script writes braid_torch.pth into /usr/bin/python3's site-packages
+# (/usr/local/lib/python3.11/dist-packages) naming that folder, so `import braid_torch` works
+# from any shell; the last BUILD_DIR set up this way wins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=1
 if [ "${1:-}" = --no-build ]; then build=0; shift; fi
 BUILD_DIR=${1:-build}
-PACKAGES=(g++ meson ninja-build pkg-config libgtest-dev libopenmpi-dev openmpi-bin clang-format libucx-dev libtinyxml2-dev libhwloc-dev libibverbs-dev libarchive-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+PACKAGES=(g++ meson ninja-build pkg-config libgtest-dev libopenmpi-dev openmpi-bin clang-format libucx-dev libtinyxml2-dev libhwloc-dev libibverbs-dev libarchive-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist python3-dev python3-torch libtorch-dev pybind11-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -24,3 +28,13 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   meson setup "$BUILD_DIR" --buildtype=release >/dev/null
 fi
 [ "$build" = 0 ] || ninja -C "$BUILD_DIR" >/dev/null
+if grep -q braid_torch "$BUILD_DIR/build.ninja" 2>/dev/null; then
+  site="$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')"
+  line="$(cd "$BUILD_DIR" && pwd)/python"
+  if [ "$(cat "$site/braid_torch.pth" 2>/dev/null)" != "$line" ]; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO mkdir -p "$site"
+    echo "$line" | $SUDO tee "$site/braid_torch.pth" >/dev/null
+    echo "# braid_torch: $site/braid_torch.pth -> $line" >&2
+  fi
+fi

@@ -226,8 +226,7 @@ const Config& config() {
 }
 
 namespace {
-[[gnu::tls_model("initial-exec")]] thread_local double t_waitTimeout =
-    0;  // as error.cc's t_log_rank
+BRAID_STATIC_TLS thread_local double t_waitTimeout = 0;  // as error.cc's t_log_rank
 }  // namespace
 
 double waitTimeoutSec() { return t_waitTimeout > 0 ? t_waitTimeout : config().timeoutSec; }

@@ -27,7 +27,7 @@ std::string rankPrefix(int rank) { return "rank " + std::to_string(rank) + ": ";
 // The static TLS block saves a __tls_get_addr call on each access (a sixth of a small
 // all-reduce's instructions when it was one).
 namespace detail {
-[[gnu::tls_model("initial-exec")]] constinit thread_local int t_log_rank = -1;
+BRAID_STATIC_TLS constinit thread_local int t_log_rank = -1;
 }
 using detail::t_log_rank;
 

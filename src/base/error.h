@@ -31,11 +31,20 @@ std::string secondsText(double seconds);
 
 // Thread-local rank used to prefix log lines and errors; set while a rank runs a call and
 // while its arguments are checked. Inline: every call sets it, on the small-call path.
-// initial-exec: libbraid is loaded with the program (or dlopen-ed early, as libnccl.so.2), so
-// its few words of thread-local state take the static TLS block, one load each; constinit: no
-// TLS wrapper call.
+// BRAID_STATIC_TLS (initial-exec): libbraid is loaded with the program (or dlopen-ed early, as
+// libnccl.so.2), so its few words of thread-local state take the static TLS block, one load
+// each; constinit: no TLS wrapper call.
+// Not in a CUDA build: cudart_static's thread-local block is page aligned, and glibc cannot
+// place a dlopen-ed library with static TLS aligned beyond its static block's (64 bytes), so
+// with initial-exec every dlopen of libbraid (Python importing braid_torch, ctypes) fails with
+// "cannot allocate memory in static TLS block"; there these take the default model.
+#ifdef BRAID_HAVE_CUDA
+#define BRAID_STATIC_TLS
+#else
+#define BRAID_STATIC_TLS [[gnu::tls_model("initial-exec")]]
+#endif
 namespace detail {
-[[gnu::tls_model("initial-exec")]] extern constinit thread_local int t_log_rank;
+BRAID_STATIC_TLS extern constinit thread_local int t_log_rank;
 }
 inline void setLogRank(int rank) { detail::t_log_rank = rank; }
 inline int logRank() { return detail::t_log_rank; }

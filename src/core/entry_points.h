@@ -37,7 +37,7 @@ struct Pending {
   std::function<braidResult_t()> work;
 };
 // Each call reads it: initial-exec and constinit, as error.h's t_log_rank (one load).
-[[gnu::tls_model("initial-exec")]] extern constinit thread_local int t_groupDepth;
+BRAID_STATIC_TLS extern constinit thread_local int t_groupDepth;
 extern thread_local std::vector<Pending> t_pending;
 
 }  // namespace braid

@@ -34,7 +34,7 @@ namespace braid {
 thread_local braidResult_t t_groupError = braidSuccess;
 thread_local std::string t_groupErrorMessage;
 thread_local int t_groupErrorRank = -1;
-[[gnu::tls_model("initial-exec")]] constinit thread_local int t_groupDepth = 0;
+BRAID_STATIC_TLS constinit thread_local int t_groupDepth = 0;
 thread_local std::vector<Pending> t_pending;
 
 }  // namespace braid
