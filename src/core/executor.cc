@@ -44,6 +44,11 @@ constexpr size_t kPullBlock = 64 << 10;
 // enough that small pieces still go in batches.
 constexpr size_t kPassBytes = 256 << 10;
 
+// SendPiece::copy of the device path: device memory into the connection's host memory.
+braidResult_t stageFromDevice(void* dst, const void* src, size_t bytes) {
+  return device::runtime().copyOnOwnStream(dst, src, bytes);
+}
+
 class Run : WaitDiagnosis {
  public:
   Run(Plan* plan, const ExecContext& ctx) : WaitDiagnosis(plan, ctx) { bases_ = ctx.bases; }
@@ -222,37 +227,33 @@ class Run : WaitDiagnosis {
       if (!ready(s)) break;
       const size_t total = s.count * ctx_.elemSize;
       const char* src = addr(s.src);
-      const bool inPlace =
-          ctx_.device ? total > 0 && conn->sendsDeviceInPlace(src, total, cur.bytesDone > 0)
-                      : conn->sendsInPlace(src, total, ctx_.outgrowsCache);
-      if (inPlace) {
+      const SendKind kind =
+          conn->sendKind({src, total, ctx_.device, ctx_.outgrowsCache, cur.bytesDone > 0});
+      if (kind != SendKind::kCopy) {
         // The far end (the network proxy, or a receiver that pulls, maps or opens) reads
         // straight from src; the step finishes when it is done with it.
         uint64_t ticket = 0;
         while (cur.bytesDone < total) {
           size_t n = std::min(conn->maxPiece(), total - cur.bytesDone);
-          const uint64_t seq = frame(ctx_.sendSeq[queue.peer]);
-          if (!(ctx_.device ? conn->sendDeviceInPlace(src + cur.bytesDone, n, seq, &ticket)
-                            : conn->sendInPlace(src + cur.bytesDone, n, seq, &ticket)))
-            break;
+          Sent sent;
+          BRAID_TRY(
+              conn->send({src + cur.bytesDone, n, frame(ctx_.sendSeq[queue.peer]), kind}, &sent));
+          if (!sent.sent) break;
+          ticket = sent.ticket;
           cur.bytesDone += n;
           progressed = true;
         }
         if (cur.bytesDone < total) break;
         queue.tickets[cur.index] = ticket;
       } else {
-        size_t n = 0;
-        if (ctx_.device) {  // device memory into the shared FIFO's host memory
-          size_t cap = 0;
-          void* buf = conn->sendReserve(&cap);
-          if (!buf) break;
-          n = std::min(cap, total - cur.bytesDone);
-          if (n) BRAID_TRY(device::runtime().copyOnOwnStream(buf, src + cur.bytesDone, n));
-          conn->sendCommit(n, frame(ctx_.sendSeq[queue.peer]));
-        } else if (!conn->sendCopy(src + cur.bytesDone, total - cur.bytesDone,
-                                   frame(ctx_.sendSeq[queue.peer]), &n)) {
-          break;  // no free slot (a barrier's buffers are null, and its pieces empty)
-        }
+        // Device memory goes into the connection's host memory on the device's own stream.
+        Sent sent;
+        BRAID_TRY(
+            conn->send({src + cur.bytesDone, total - cur.bytesDone, frame(ctx_.sendSeq[queue.peer]),
+                        SendKind::kCopy, ctx_.device ? stageFromDevice : nullptr},
+                       &sent));
+        if (!sent.sent) break;  // no free slot (a barrier's buffers are null, and its pieces empty)
+        const size_t n = sent.taken;
         cur.bytesDone += n;
         copied += n;
         progressed = true;
@@ -269,7 +270,7 @@ class Run : WaitDiagnosis {
     // Steps finish in queue order: copied ones at once, in-place ones once retired.
     while (cur.retired < cur.index) {
       uint64_t t = queue.tickets[cur.retired];
-      if (t != Plan::kCopied && !conn->sendRetired(t)) break;
+      if (t != Plan::kCopied && !conn->retired(t)) break;
       finish(queue.steps[cur.retired]);
       ++cur.retired;
       progressed = true;
@@ -287,10 +288,10 @@ class Run : WaitDiagnosis {
       int32_t idx = queue.steps[cur.index];
       const Step& s = plan_.schedule.steps[idx];
       if (!ready(s)) break;
-      size_t bytes = 0;
-      uint64_t seq = 0;
-      const void* data = conn->recvPeek(&bytes, &seq);
-      if (!data) break;
+      RecvPiece piece;
+      if (!conn->recv(&piece)) break;
+      const size_t bytes = piece.bytes;
+      const uint64_t seq = piece.seq;
       size_t total = s.count * ctx_.elemSize;
       const uint64_t want = frame(ctx_.recvSeq[queue.peer]);
       if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want) &&
@@ -319,14 +320,14 @@ class Run : WaitDiagnosis {
       char* dst = addr(s.dst) + cur.bytesDone;
       // A plain receive has no source (a non-root's broadcast send buffer may be null).
       const char* src = s.kind == StepKind::kRecv ? nullptr : addr(s.src) + cur.bytesDone;
-      if (conn->recvRemote())
+      const char* data = static_cast<const char*>(piece.data);
+      if (piece.where == PieceAt::kRemote)
         BRAID_TRY(pull(conn, s, dst, src, bytes, queue.peer));
-      else if (!ctx_.device && !conn->recvOnDevice())  // the host's fast path, inline
-        landOnHost(s, dst, src, static_cast<const char*>(data), bytes);
+      else if (!ctx_.device && piece.where == PieceAt::kHere)  // the host's fast path, inline
+        landOnHost(s, dst, src, data, bytes);
       else
-        BRAID_TRY(
-            combine(s, dst, src, static_cast<const char*>(data), bytes, conn->recvOnDevice()));
-      conn->recvRelease();
+        BRAID_TRY(combine(s, dst, src, data, bytes, piece.where == PieceAt::kDevice));
+      conn->release();
       cur.bytesDone += bytes;
       moved += bytes;
       *progressed = true;
@@ -407,14 +408,14 @@ class Run : WaitDiagnosis {
                      int peer) {
     int err = 0;
     if (s.kind == StepKind::kRecv && !ctx_.device) {
-      err = conn->recvPull(dst, 0, bytes);
+      err = conn->pull(dst, 0, bytes);
     } else {
       // The device path's own block is deviceBlock: combine may use it after this one.
       std::vector<char>& block = ctx_.device ? plan_.hostBlock : plan_.pullBlock;
       if (block.size() < kPullBlock) block.resize(kPullBlock);
       for (size_t off = 0; off < bytes && !err; off += kPullBlock) {
         const size_t n = std::min(kPullBlock, bytes - off);
-        err = conn->recvPull(block.data(), off, n);
+        err = conn->pull(block.data(), off, n);
         if (!err)
           BRAID_TRY(combine(s, dst + off, src ? src + off : nullptr, block.data(), n, false));
       }

@@ -126,12 +126,12 @@ struct ExecContext {
   // its way to memory.
   bool streamStores = false;
   // The call's buffers on this host outgrow the last-level cache: sends from
-  // braidMemAllocHost buffers go single copy (Connection::sendsInPlace).
+  // braidMemAllocHost buffers go single copy (Connection::sendKind).
   bool outgrowsCache = false;
   // The device path (braidComm::deviceDirect, with device buffers): the call's buffers and the
   // scratch are device memory. Copies and reductions run on the device (device::Runtime's
   // copyOnOwnStream, deviceReduce, deviceDivide; each waited for before its step counts as
-  // done), and sends go in place where the connection can (Connection::sendsDeviceInPlace),
+  // done), and sends go in place where the connection can (Connection::sendKind),
   // else through host memory. A piece on the other side of the call's (a peer that passed
   // host buffers) is copied over first.
   bool device = false;

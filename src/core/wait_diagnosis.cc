@@ -22,7 +22,7 @@ namespace braid {
 // Whether `peer` can no longer answer: its network connection is lost, or its process
 // on this machine has exited.
 bool WaitDiagnosis::gone(int peer) const {
-  if (ctx_.connections[peer]->failure()) return true;
+  if (ctx_.connections[peer]->state().failure) return true;
   int pid = ctx_.peerPids ? ctx_.peerPids[peer] : 0;
   if (pid <= 0 || pid == getpid()) return false;
   if (kill(pid, 0) != 0) return errno == ESRCH;
@@ -43,9 +43,8 @@ int WaitDiagnosis::lostPeer() {
   for (size_t q = 0; q < plan_.recvs.size(); ++q) {
     const Plan::Queue& queue = plan_.recvs[q];
     if (recvCur_[q].index >= queue.steps.size() || !gone(queue.peer)) continue;
-    size_t bytes = 0;
-    uint64_t seq = 0;
-    if (!ctx_.connections[queue.peer]->recvPeek(&bytes, &seq)) return queue.peer;
+    RecvPiece piece;
+    if (!ctx_.connections[queue.peer]->recv(&piece)) return queue.peer;
   }
   for (size_t q = 0; q < plan_.sends.size(); ++q)
     if (sendCur_[q].retired < plan_.sends[q].steps.size() && gone(plan_.sends[q].peer))
@@ -59,9 +58,10 @@ void WaitDiagnosis::blame(int rank) const {
 
 braidResult_t WaitDiagnosis::lostPeerError(int peer) {
   // A peer that gave up because of a third rank passes the blame on to it.
-  const int further = ctx_.connections[peer]->blamed();
+  const ConnectionState state = ctx_.connections[peer]->state();
+  const int further = state.blamed;
   blame(further >= 0 && further != ctx_.rank ? further : peer);
-  if (const char* why = ctx_.connections[peer]->failure())
+  if (const char* why = state.failure)
     return fail(braidRemoteError,
                 "%s #%llu: the %s connection to rank %d is lost while this rank waits on it: %s",
                 ctx_.what, static_cast<unsigned long long>(ctx_.opCount),

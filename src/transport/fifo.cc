@@ -66,7 +66,7 @@ void Doorbell::wait(uint32_t seen, long timeoutUs) {
 FifoConnection::FifoConnection(const char* name, void* sendFifo, int slots, size_t slotBytes,
                                void* recvFifo, int recvSlots, size_t recvSlotBytes,
                                Doorbell* peerBell)
-    : name_(name),
+    : Connection(name, slotBytes),
       send_(static_cast<Fifo*>(sendFifo)),
       recv_(static_cast<Fifo*>(recvFifo)),
       peerBell_(peerBell),
@@ -127,6 +127,46 @@ bool FifoConnection::sendCopy(const void* src, size_t bytes, uint64_t seq, size_
   publish();
   *taken = n;
   return true;
+}
+
+SendKind FifoConnection::sendKind(const SendStep& step) {
+  if (step.device)
+    return step.bytes > 0 && sendsDeviceInPlace(step.src, step.bytes, step.sameStep)
+               ? SendKind::kDeviceInPlace
+               : SendKind::kCopy;
+  return sendsInPlace(step.src, step.bytes, step.large) ? SendKind::kInPlace : SendKind::kCopy;
+}
+
+braidResult_t FifoConnection::send(const SendPiece& piece, Sent* out) {
+  out->taken = 0;
+  switch (piece.kind) {
+    case SendKind::kCopy:
+      if (!piece.copy) {
+        out->sent = sendCopy(piece.src, piece.bytes, piece.seq, &out->taken);
+        return braidSuccess;
+      } else {
+        size_t capacity = 0;
+        void* buf = sendReserve(&capacity);
+        out->sent = buf != nullptr;
+        if (!buf) return braidSuccess;
+        const size_t n = std::min(capacity, piece.bytes);
+        if (n > 0) {
+          const braidResult_t res = piece.copy(buf, piece.src, n);
+          if (res != braidSuccess) return res;  // nothing published
+        }
+        sendCommit(n, piece.seq);
+        out->taken = n;
+        return braidSuccess;
+      }
+    case SendKind::kInPlace:
+      out->sent = sendInPlace(piece.src, piece.bytes, piece.seq, &out->ticket);
+      break;
+    case SendKind::kDeviceInPlace:
+      out->sent = sendDeviceInPlace(piece.src, piece.bytes, piece.seq, &out->ticket);
+      break;
+  }
+  if (out->sent) out->taken = piece.bytes;
+  return braidSuccess;
 }
 
 bool FifoConnection::sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) {
@@ -202,7 +242,7 @@ void FifoConnection::closeAll() {
 }
 
 // Where this process reads the device piece c of another process: its IpcRef, opened on
-// first use. nullptr (and failure() says why) when it cannot be opened.
+// first use. nullptr (and state() says why) when it cannot be opened.
 const char* FifoConnection::openedDevice(Fifo::CellHeader* c) {
   device::IpcRef ref;
   std::memcpy(&ref, c + 1, sizeof(ref));
@@ -226,7 +266,7 @@ const char* FifoConnection::openedDevice(Fifo::CellHeader* c) {
   return base + ref.offset;
 }
 
-bool FifoConnection::sendRetired(uint64_t ticket) {
+bool FifoConnection::retired(uint64_t ticket) {
   if (sendTailSeen_ > ticket) return true;
   sendTailSeen_ = send_->tail.load(std::memory_order_acquire);
   return sendTailSeen_ > ticket;
@@ -310,7 +350,7 @@ void FifoConnection::noteEpoch(uint32_t epoch) {
 }
 
 // Where this process reads the in-place piece c, which names a braidMemAllocHost allocation
-// of the producer: its own mapping of it, made on first use. nullptr (and failure() says
+// of the producer: its own mapping of it, made on first use. nullptr (and state() says
 // why) when the allocation cannot be mapped.
 const char* FifoConnection::mapped(const Fifo::CellHeader& c) {
   for (const Mapping& m : maps_)
@@ -337,7 +377,7 @@ void FifoConnection::pullFrom(int producerPid) {
 }
 
 const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
-  if (mapFailed_) return nullptr;  // a piece that cannot be read: failure() says why
+  if (mapFailed_) return nullptr;  // a piece that cannot be read: state() says why
   Fifo::CellHeader* c = recv_->cell(static_cast<int>(recvTail_ % recvSlots_), recvSlotBytes_);
   if (recvTail_ == recvHeadSeen_) {
     if (pollsCells_) {  // the cell's own turn: one line to read for a small piece
@@ -353,7 +393,7 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   *bytes = c->bytes;
   *seq = c->seq;
   // An in-place piece, to a consumer that pulls: in this process's memory when the producer
-  // is a thread of it, else readable through recvPull only. (A cell that came over the
+  // is a thread of it, else readable through pull() only. (A cell that came over the
   // network carries the far sender's src, which means nothing here.)
   peekedRemote_ = nullptr;
   peekedDevice_ = false;
@@ -378,7 +418,14 @@ const void* FifoConnection::recvPeek(size_t* bytes, uint64_t* seq) {
   return peekedRemote_;
 }
 
-int FifoConnection::recvPull(void* dst, size_t offset, size_t n) {
+bool FifoConnection::recv(RecvPiece* out) {
+  out->data = recvPeek(&out->bytes, &out->seq);
+  if (!out->data) return false;
+  out->where = peekedRemote_ ? PieceAt::kRemote : peekedDevice_ ? PieceAt::kDevice : PieceAt::kHere;
+  return true;
+}
+
+int FifoConnection::pull(void* dst, size_t offset, size_t n) {
   char* out = static_cast<char*>(dst);
   const char* from = peekedRemote_ + offset;
   while (n > 0) {
@@ -394,7 +441,7 @@ int FifoConnection::recvPull(void* dst, size_t offset, size_t n) {
   return 0;
 }
 
-void FifoConnection::recvRelease() {
+void FifoConnection::release() {
   peekedRemote_ = nullptr;
   peekedDevice_ = false;
   ++recvTail_;

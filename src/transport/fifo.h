@@ -131,24 +131,14 @@ class FifoConnection : public Connection {
                  int recvSlots, size_t recvSlotBytes, Doorbell* peerBell);
   ~FifoConnection() override;
 
-  void* sendReserve(size_t* capacity) override;
-  void sendCommit(size_t bytes, uint64_t seq) override;
-  bool sendCopy(const void* src, size_t bytes, uint64_t seq, size_t* taken) override;
-  const void* recvPeek(size_t* bytes, uint64_t* seq) override;
-  void recvRelease() override;
-  bool recvRemote() const override { return peekedRemote_ != nullptr; }
-  bool recvOnDevice() const override { return peekedDevice_; }
-  int recvPull(void* dst, size_t offset, size_t n) override;
-  size_t maxPiece() const override { return slotBytes_; }
-  const char* name() const override { return name_; }
-  bool sendsInPlace(const void* src, size_t bytes, bool large) const override;
-  bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
-  bool sendRetired(uint64_t ticket) override;
-  bool sendsDeviceInPlace(const void* src, size_t bytes, bool sameStep) override;
-  bool sendDeviceInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket) override;
-  const char* failure() const override;
+  SendKind sendKind(const SendStep& step) override;
+  braidResult_t send(const SendPiece& piece, Sent* out) override;
+  bool retired(uint64_t ticket) override;
+  bool recv(RecvPiece* out) override;
+  int pull(void* dst, size_t offset, size_t n) override;
+  void release() override;
+  ConnectionState state() const override { return {failure(), blamed()}; }
   void abandon(int blamed) override;
-  int blamed() const override;
   // Also consults the peer's published CallPosition::gaveUp (a network peer on this
   // machine: its failures travel no other way).
   void watchPeer(const std::atomic<int32_t>* gaveUp) { peerGaveUp_ = gaveUp; }
@@ -188,8 +178,23 @@ class FifoConnection : public Connection {
   // Not for a FIFO the network proxy fills (its header may land before its payload).
   void pollsCells() { pollsCells_ = true; }
 
+ protected:
+  // state()'s two halves: why the connection failed (nullptr: it works), and whom the far
+  // end blamed.
+  const char* failure() const;
+  int blamed() const;
+
  private:
-  const char* name_;
+  // The verbs' parts: the head slot's payload (nullptr: none free) and its publication as a
+  // copied piece; the copy of a host piece; the in-place pieces; the decisions of sendKind.
+  void* sendReserve(size_t* capacity);
+  void sendCommit(size_t bytes, uint64_t seq);
+  bool sendCopy(const void* src, size_t bytes, uint64_t seq, size_t* taken);
+  bool sendInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket);
+  bool sendDeviceInPlace(const void* src, size_t bytes, uint64_t seq, uint64_t* ticket);
+  bool sendsInPlace(const void* src, size_t bytes, bool large) const;
+  bool sendsDeviceInPlace(const void* src, size_t bytes, bool sameStep);
+  const void* recvPeek(size_t* bytes, uint64_t* seq);
   Fifo* send_;
   Fifo* recv_;
   Doorbell* peerBell_;

@@ -22,7 +22,8 @@ class NetProxy::Conn : public FifoConnection {
   // The proxy's verdict, or, for a peer on this machine, what it published when its call
   // failed (then it will not send or take what this call still needs, even while its
   // connection stays open). The text lives until the next call (the rank's thread only).
-  const char* failure() const override {
+  ConnectionState state() const override { return {netFailure(), blamed()}; }
+  const char* netFailure() const {
     const bool closed = failed.load(std::memory_order_acquire);
     const int32_t gave = peerGaveUp();
     if (gave <= 0) return closed ? why.c_str() : nullptr;
@@ -33,7 +34,7 @@ class NetProxy::Conn : public FifoConnection {
     return told.c_str();
   }
   std::string why;           // written once by the proxy before `failed` is set
-  mutable std::string told;  // failure()'s text with the peer's blame (the rank's thread)
+  mutable std::string told;  // netFailure()'s text with the peer's blame (the rank's thread)
   std::atomic<bool> failed{false};
 };
 

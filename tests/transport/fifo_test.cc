@@ -44,6 +44,35 @@ std::vector<unsigned char> pattern(size_t bytes, unsigned seed) {
   return v;
 }
 
+// A piece copied by the connection (memcpy: the executor's host copies) or, staged, through a
+// copier into the slot it lends (the device path's staging: SendPiece::copy). Whether a slot
+// was free; *taken the bytes that went.
+Connection* gWatched = nullptr;  // a staged copy finds no piece here while it writes (if set)
+braidResult_t stagedCopy(void* dst, const void* src, size_t bytes) {
+  if (gWatched) {
+    RecvPiece none;
+    EXPECT_FALSE(gWatched->recv(&none)) << "a piece before its copy is done";
+  }
+  std::memcpy(dst, src, bytes);
+  return braidSuccess;
+}
+bool sendCopy(Connection& c, const void* src, size_t bytes, uint64_t seq, size_t* taken,
+              bool staged = false) {
+  Sent sent;
+  EXPECT_EQ(c.send({src, bytes, seq, SendKind::kCopy, staged ? stagedCopy : nullptr}, &sent),
+            braidSuccess);
+  *taken = sent.taken;
+  return sent.sent;
+}
+// The next piece's bytes (nullptr: none yet), its size and sequence number.
+const void* peek(Connection& c, size_t* bytes, uint64_t* seq) {
+  RecvPiece piece;
+  if (!c.recv(&piece)) return nullptr;
+  *bytes = piece.bytes;
+  *seq = piece.seq;
+  return piece.data;
+}
+
 // Whether p lies in the header line of one of the FIFO's cells.
 bool inHeaderLine(Fifo* f, const void* p) {
   for (int i = 0; i < kSlots; ++i) {
@@ -56,8 +85,8 @@ bool inHeaderLine(Fifo* f, const void* p) {
 
 class FifoModes : public ::testing::TestWithParam<bool> {};
 
-// Sizes around the inline bound, through sendCopy (the executor's host copies) and through
-// sendReserve/sendCommit (the device path's staging), three laps of the cells each.
+// Sizes around the inline bound, copied by the connection (the executor's host copies) and
+// staged through a copier (the device path's), three laps of the cells each.
 TEST_P(FifoModes, PiecesKeepBytesSeqAndContents) {
   Pair p(GetParam());
   const std::vector<size_t> sizes = {
@@ -68,21 +97,12 @@ TEST_P(FifoModes, PiecesKeepBytesSeqAndContents) {
       for (bool viaCommit : {false, true}) {
         const std::vector<unsigned char> sent = pattern(bytes, n);
         const uint64_t seq = (uint64_t{0xabcd} << 32) | n;
-        if (viaCommit) {
-          size_t cap = 0;
-          void* buf = p.a->sendReserve(&cap);
-          ASSERT_NE(buf, nullptr);
-          ASSERT_EQ(cap, kSlotBytes);
-          if (bytes) std::memcpy(buf, sent.data(), bytes);
-          p.a->sendCommit(bytes, seq);
-        } else {
-          size_t taken = 99;
-          ASSERT_TRUE(p.a->sendCopy(sent.data(), bytes, seq, &taken));
-          ASSERT_EQ(taken, bytes);
-        }
+        size_t taken = 99;
+        ASSERT_TRUE(sendCopy(*p.a, sent.data(), bytes, seq, &taken, viaCommit));
+        ASSERT_EQ(taken, bytes);
         size_t gotBytes = 0;
         uint64_t gotSeq = 0;
-        const void* data = p.b->recvPeek(&gotBytes, &gotSeq);
+        const void* data = peek(*p.b, &gotBytes, &gotSeq);
         ASSERT_NE(data, nullptr) << "piece " << n << " of " << bytes << " bytes";
         EXPECT_EQ(gotBytes, bytes);
         EXPECT_EQ(gotSeq, seq);
@@ -91,49 +111,48 @@ TEST_P(FifoModes, PiecesKeepBytesSeqAndContents) {
         if (bytes) {
           EXPECT_EQ(std::memcmp(data, sent.data(), bytes), 0) << bytes << " bytes";
         }
-        p.b->recvRelease();
+        p.b->release();
         size_t none = 0;
-        EXPECT_EQ(p.b->recvPeek(&none, &gotSeq), nullptr) << "a piece after the last one sent";
+        EXPECT_EQ(peek(*p.b, &none, &gotSeq), nullptr) << "a piece after the last one sent";
         ++n;
       }
     }
   }
 }
 
-// A reserved slot is not a piece until its commit; the FIFO holds kSlots pieces, no more,
-// and takes one more for each released.
+// A slot being staged into is not a piece until its copy is done; the FIFO holds kSlots pieces, no
+// more, and takes one more for each released.
 TEST_P(FifoModes, NothingBeforeCommitAndAtMostSlotsInFlight) {
   Pair p(GetParam());
-  size_t cap = 0, bytes = 0;
+  size_t bytes = 0;
   uint64_t seq = 0;
-  void* buf = p.a->sendReserve(&cap);
-  ASSERT_NE(buf, nullptr);
-  std::memset(buf, 7, 16);
-  EXPECT_EQ(p.b->recvPeek(&bytes, &seq), nullptr);
-  p.a->sendCommit(16, 1);
-  const std::vector<unsigned char> small = pattern(8, 3);
+  const std::vector<unsigned char> first(16, 7);
   size_t taken = 0;
-  for (int i = 1; i < kSlots; ++i) ASSERT_TRUE(p.a->sendCopy(small.data(), 8, 1 + i, &taken));
-  EXPECT_FALSE(p.a->sendCopy(small.data(), 8, 99, &taken)) << "a fifth piece in four cells";
+  gWatched = p.b.get();
+  ASSERT_TRUE(sendCopy(*p.a, first.data(), first.size(), 1, &taken, true));
+  gWatched = nullptr;
+  const std::vector<unsigned char> small = pattern(8, 3);
+  for (int i = 1; i < kSlots; ++i) ASSERT_TRUE(sendCopy(*p.a, small.data(), 8, 1 + i, &taken));
+  EXPECT_FALSE(sendCopy(*p.a, small.data(), 8, 99, &taken)) << "a fifth piece in four cells";
   for (int i = 0; i < kSlots; ++i) {
-    const void* data = p.b->recvPeek(&bytes, &seq);
+    const void* data = peek(*p.b, &bytes, &seq);
     ASSERT_NE(data, nullptr);
     EXPECT_EQ(seq, static_cast<uint64_t>(1 + i));
     EXPECT_EQ(bytes, i == 0 ? 16u : 8u);
-    p.b->recvRelease();
-    ASSERT_TRUE(p.a->sendCopy(small.data(), 8, 10 + i, &taken)) << "after release " << i;
+    p.b->release();
+    ASSERT_TRUE(sendCopy(*p.a, small.data(), 8, 10 + i, &taken)) << "after release " << i;
   }
 }
 
-// A copy larger than a slot goes in slot-sized pieces: sendCopy takes what fits.
+// A copy larger than a slot goes in slot-sized pieces: a send takes what fits.
 TEST_P(FifoModes, CopyTakesAtMostASlot) {
   Pair p(GetParam());
   const std::vector<unsigned char> big = pattern(kSlotBytes * 2 + 5, 9);
   size_t taken = 0, bytes = 0;
   uint64_t seq = 0;
-  ASSERT_TRUE(p.a->sendCopy(big.data(), big.size(), 5, &taken));
+  ASSERT_TRUE(sendCopy(*p.a, big.data(), big.size(), 5, &taken));
   EXPECT_EQ(taken, kSlotBytes);
-  const void* data = p.b->recvPeek(&bytes, &seq);
+  const void* data = peek(*p.b, &bytes, &seq);
   ASSERT_NE(data, nullptr);
   EXPECT_EQ(bytes, kSlotBytes);
   EXPECT_EQ(std::memcmp(data, big.data(), kSlotBytes), 0);
@@ -154,7 +173,7 @@ TEST_P(FifoModes, TwoThreadsSeeEveryPieceWhole) {
     for (unsigned i = 0; i < kPieces; ++i) {
       const std::vector<unsigned char> sent = pattern(sizeOf(i), i);
       size_t taken = 0;
-      while (!p.a->sendCopy(sent.data(), sent.size(), i, &taken)) std::this_thread::yield();
+      while (!sendCopy(*p.a, sent.data(), sent.size(), i, &taken)) std::this_thread::yield();
     }
   });
   unsigned wrong = 0;
@@ -162,11 +181,11 @@ TEST_P(FifoModes, TwoThreadsSeeEveryPieceWhole) {
     size_t bytes = 0;
     uint64_t seq = 0;
     const void* data;
-    while (!(data = p.b->recvPeek(&bytes, &seq))) std::this_thread::yield();
+    while (!(data = peek(*p.b, &bytes, &seq))) std::this_thread::yield();
     const std::vector<unsigned char> want = pattern(sizeOf(i), i);
     if (seq != i || bytes != want.size() || (bytes && std::memcmp(data, want.data(), bytes)))
       ++wrong;
-    p.b->recvRelease();
+    p.b->release();
   }
   producer.join();
   EXPECT_EQ(wrong, 0u) << "pieces that arrived with another seq, size or contents";
@@ -191,12 +210,16 @@ TEST(Fifo, SmallPieceWithASourceIsAfterItsHeader) {
   f.fifo()->head.store(1, std::memory_order_release);
   size_t bytes = 0;
   uint64_t seq = 0;
-  const void* data = consumer.recvPeek(&bytes, &seq);
+  RecvPiece piece;
+  ASSERT_TRUE(consumer.recv(&piece));
+  const void* data = piece.data;
+  bytes = piece.bytes;
+  seq = piece.seq;
   ASSERT_EQ(data, static_cast<const void*>(c + 1));
   EXPECT_EQ(bytes, 8u);
   EXPECT_EQ(seq, 42u);
   EXPECT_EQ(std::memcmp(data, sent.data(), sent.size()), 0);
-  EXPECT_FALSE(consumer.recvRemote());
+  EXPECT_EQ(piece.where, PieceAt::kHere);
 }
 
 INSTANTIATE_TEST_SUITE_P(Consumer, FifoModes, ::testing::Values(false, true),
