@@ -3,6 +3,8 @@
 // copied or reduced where the call's buffers are, and, when a pass moves nothing, the wait:
 // spin, yield, then sleep on the doorbell (waitForProgress). What a long wait finds and says is
 // wait_diagnosis.cc's; plans are compiled in plan.cc, device memory is device_buffer.cc's.
+// The run is written once over where the call's bytes lie (exec_memory.h: HostMemory,
+// DeviceMemory), and execute() picks one instantiation per call.
 #include "core/executor.h"
 
 #include <errno.h>
@@ -17,6 +19,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "core/exec_memory.h"
 #include "core/stall.h"
 #include "core/wait_diagnosis.h"
 #include "device/device.h"
@@ -44,11 +47,7 @@ constexpr size_t kPullBlock = 64 << 10;
 // enough that small pieces still go in batches.
 constexpr size_t kPassBytes = 256 << 10;
 
-// SendPiece::copy of the device path: device memory into the connection's host memory.
-braidResult_t stageFromDevice(void* dst, const void* src, size_t bytes) {
-  return device::runtime().copyOnOwnStream(dst, src, bytes);
-}
-
+template <class Memory>
 class Run : WaitDiagnosis {
  public:
   Run(Plan* plan, const ExecContext& ctx) : WaitDiagnosis(plan, ctx) { bases_ = ctx.bases; }
@@ -70,16 +69,7 @@ class Run : WaitDiagnosis {
         restoreDevice_ = current;
       }
     }
-    if (ctx_.device) {
-      // A call made on the caller's thread first waits for the device's queued work, so it
-      // reads what the caller's kernels wrote (a proxy's stream has already run up to it).
-      if (device::proxyDevice() == device::kNotProxy)
-        BRAID_TRY(device::runtime().deviceSynchronize());
-      if (!plan_.scratch.empty()) {
-        BRAID_TRY(ctx_.deviceScratch->reserve(plan_.scratch.size()));
-        scratch = ctx_.deviceScratch->data();
-      }
-    }
+    BRAID_TRY(Memory::begin(ctx_, plan_, &scratch));
     if (ctx_.nbases > static_cast<size_t>(BufferId::kScratch))
       bases_[static_cast<int>(BufferId::kScratch)] = scratch;
     std::fill(plan_.done.begin(), plan_.done.end(), 0);
@@ -228,7 +218,7 @@ class Run : WaitDiagnosis {
       const size_t total = s.count * ctx_.elemSize;
       const char* src = addr(s.src);
       const SendKind kind =
-          conn->sendKind({src, total, ctx_.device, ctx_.outgrowsCache, cur.bytesDone > 0});
+          conn->sendKind({src, total, Memory::kDevice, ctx_.outgrowsCache, cur.bytesDone > 0});
       if (kind != SendKind::kCopy) {
         // The far end (the network proxy, or a receiver that pulls, maps or opens) reads
         // straight from src; the step finishes when it is done with it.
@@ -248,10 +238,9 @@ class Run : WaitDiagnosis {
       } else {
         // Device memory goes into the connection's host memory on the device's own stream.
         Sent sent;
-        BRAID_TRY(
-            conn->send({src + cur.bytesDone, total - cur.bytesDone, frame(ctx_.sendSeq[queue.peer]),
-                        SendKind::kCopy, ctx_.device ? stageFromDevice : nullptr},
-                       &sent));
+        BRAID_TRY(conn->send({src + cur.bytesDone, total - cur.bytesDone,
+                              frame(ctx_.sendSeq[queue.peer]), SendKind::kCopy, Memory::kStage},
+                             &sent));
         if (!sent.sent) break;  // no free slot (a barrier's buffers are null, and its pieces empty)
         const size_t n = sent.taken;
         cur.bytesDone += n;
@@ -323,7 +312,7 @@ class Run : WaitDiagnosis {
       const char* data = static_cast<const char*>(piece.data);
       if (piece.where == PieceAt::kRemote)
         BRAID_TRY(pull(conn, s, dst, src, bytes, queue.peer));
-      else if (!ctx_.device && piece.where == PieceAt::kHere)  // the host's fast path, inline
+      else if (!Memory::kDevice && piece.where == PieceAt::kHere)  // the host's fast path, inline
         landOnHost(s, dst, src, data, bytes);
       else
         BRAID_TRY(combine(s, dst, src, data, bytes, piece.where == PieceAt::kDevice));
@@ -344,26 +333,20 @@ class Run : WaitDiagnosis {
   // A received piece of `bytes` at data (device memory if onDevice) lands at dst: copied for
   // a receive, reduced with src for a receive-reduce. Host pieces of a host call are copied or
   // reduced on this core; anything else goes through the device. A reduction runs where the
-  // call's buffers are (ExecContext::device): a piece on the other side (from a peer that
-  // passed host buffers) comes over first, in blocks.
+  // call's buffers are (Memory): a piece on the other side (from a peer that passed host
+  // buffers) comes over first, in blocks.
   braidResult_t combine(const Step& s, char* dst, const char* src, const char* data, size_t bytes,
                         bool onDevice) {
-    if (!ctx_.device && !onDevice) {
+    if (!Memory::kDevice && !onDevice) {
       landOnHost(s, dst, src, data, bytes);
       return braidSuccess;
     }
     const device::Runtime& rt = device::runtime();
     if (s.kind == StepKind::kRecv)
       return bytes ? rt.copyOnOwnStream(dst, data, bytes) : braidSuccess;
-    if (onDevice == ctx_.device) return reduceHere(s, dst, src, data, bytes);
+    if (onDevice == Memory::kDevice) return reduceHere(s, dst, src, data, bytes);
     char* block = nullptr;
-    if (ctx_.device) {
-      BRAID_TRY(ctx_.deviceBlock->reserve(kPullBlock));
-      block = ctx_.deviceBlock->data();
-    } else {
-      if (plan_.pullBlock.size() < kPullBlock) plan_.pullBlock.resize(kPullBlock);
-      block = plan_.pullBlock.data();
-    }
+    BRAID_TRY(Memory::foreignBlock(ctx_, plan_, kPullBlock, &block));
     for (size_t off = 0; off < bytes; off += kPullBlock) {
       const size_t n = std::min(kPullBlock, bytes - off);
       BRAID_TRY(rt.copyOnOwnStream(block, data + off, n));
@@ -394,11 +377,7 @@ class Run : WaitDiagnosis {
   // dst = op(src, data) where the call's buffers are; every operand is there.
   braidResult_t reduceHere(const Step& s, char* dst, const char* src, const char* data,
                            size_t bytes) {
-    const size_t n = bytes / ctx_.elemSize;
-    if (ctx_.device)
-      return device::runtime().deviceReduce(dst, src, data, n, ctx_.dtype, ctx_.op, s.divisor);
-    kernels::reduce(ctx_.dtype, ctx_.op, dst, src, data, n, s.divisor);
-    return braidSuccess;
+    return Memory::reduce(ctx_, dst, src, data, bytes / ctx_.elemSize, s.divisor);
   }
 
   // A piece that lies in the sending process's memory (single copy): a receive into host
@@ -407,11 +386,10 @@ class Run : WaitDiagnosis {
   braidResult_t pull(Connection* conn, const Step& s, char* dst, const char* src, size_t bytes,
                      int peer) {
     int err = 0;
-    if (s.kind == StepKind::kRecv && !ctx_.device) {
+    if (s.kind == StepKind::kRecv && !Memory::kDevice) {
       err = conn->pull(dst, 0, bytes);
     } else {
-      // The device path's own block is deviceBlock: combine may use it after this one.
-      std::vector<char>& block = ctx_.device ? plan_.hostBlock : plan_.pullBlock;
+      std::vector<char>& block = Memory::pullBlock(plan_);
       if (block.size() < kPullBlock) block.resize(kPullBlock);
       for (size_t off = 0; off < bytes && !err; off += kPullBlock) {
         const size_t n = std::min(kPullBlock, bytes - off);
@@ -436,14 +414,10 @@ class Run : WaitDiagnosis {
       char* dst = addr(s.dst);
       const char* src = addr(s.src);
       const size_t bytes = s.count * ctx_.elemSize;
-      if (s.divisor > 1 && ctx_.device)
-        BRAID_TRY(device::runtime().deviceDivide(dst, src, s.count, ctx_.dtype, s.divisor));
-      else if (s.divisor > 1)
-        kernels::divide(ctx_.dtype, dst, src, s.count, s.divisor);
-      else if (dst != src && ctx_.device && bytes)
-        BRAID_TRY(device::runtime().copyOnOwnStream(dst, src, bytes));
+      if (s.divisor > 1)
+        BRAID_TRY(Memory::divide(ctx_, dst, src, s.count, s.divisor));
       else if (dst != src)
-        std::memmove(dst, src, bytes);
+        BRAID_TRY(Memory::copy(dst, src, bytes));
       ++localCur_;
       finish(idx);
       *progressed = true;
@@ -461,7 +435,11 @@ class Run : WaitDiagnosis {
 }  // namespace
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx) {
-  Run run(plan, ctx);
+  if (ctx.device) {
+    Run<DeviceMemory> run(plan, ctx);
+    return run.go();
+  }
+  Run<HostMemory> run(plan, ctx);
   return run.go();
 }
 

@@ -134,6 +134,8 @@ struct ExecContext {
   // done), and sends go in place where the connection can (Connection::sendKind),
   // else through host memory. A piece on the other side of the call's (a peer that passed
   // host buffers) is copied over first.
+  // The executor runs such a call as Run<DeviceMemory> (exec_memory.h), any other as
+  // Run<HostMemory>: the choice is made once, at the call's start.
   bool device = false;
   // On a deviceDirect communicator, its device, which every call runs on (a peer's device
   // pieces are opened there); -1 elsewhere.
