@@ -96,8 +96,9 @@ typedef struct {
 /// pipelining grain (0: none), *callBytes to the bytes nccl-tests' size column gives for the
 /// call and *busBwFactor to nccl-tests' busbw / algbw for it. `simulate` nonzero also plays
 /// each algorithm's schedules (simulatedUs). Output pointers other than estimates may be NULL.
+/// *chosen indexes the whole list: it may be >= max when max is smaller than *nestimates.
 /// @return braidInvalidArgument for a NULL model or nestimates, an unknown collective or
-///         dtype, or count 0.
+///         dtype, count 0, or a call of more than 2^48 bytes (count x element x ranks).
 braidResult_t braidModelPredict(braidModel_t model, const char* collective, size_t count,
                                 braidDataType_t dtype, int simulate, braidModelEstimate* estimates,
                                 int max, int* nestimates, int* chosen, size_t* pieceBytes,

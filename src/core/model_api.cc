@@ -163,6 +163,11 @@ braidResult_t braidModelPredict(braidModel_t model, const char* collective, size
     const braid::tuning::Fabric& fabric = model->fabric;
     const int n = fabric.nranks();
     const size_t elemSize = braidTypeSize(dtype);
+    // The call's bytes (count x element x ranks at most) must fit in 2^48, as any buffer.
+    if (count > (size_t{1} << 48) / elemSize / static_cast<size_t>(n))
+      return fail(braidInvalidArgument,
+                  "braidModelPredict: count %zu of %s on %d ranks is more than 2^48 bytes", count,
+                  braidTypeName(dtype), n);
     braid::CollArgs args;
     args.coll = coll;
     args.count = count;

@@ -151,6 +151,11 @@ TEST(ModelApi, RefusesBadJobsAndCalls) {
   EXPECT_EQ(braidModelPredict(m, "allreduce", 0, braidFloat32, 0, nullptr, 0, &n, nullptr, nullptr,
                               nullptr, nullptr),
             braidInvalidArgument);
+  // A call whose bytes overflow is refused, not played (it would never end).
+  EXPECT_EQ(braidModelPredict(m, "allreduce", size_t{1} << 62, braidFloat32, 1, nullptr, 0, &n,
+                              nullptr, nullptr, nullptr, nullptr),
+            braidInvalidArgument);
+  EXPECT_NE(std::string(braid::lastError()).find("2^48 bytes"), std::string::npos);
   EXPECT_EQ(braidModelPredict(m, "allreduce", 8, static_cast<braidDataType_t>(99), 0, nullptr, 0,
                               &n, nullptr, nullptr, nullptr, nullptr),
             braidInvalidArgument);
