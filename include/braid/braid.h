@@ -147,10 +147,15 @@ typedef struct {
   /// Braid: BRAID_STALL_WARN for this communicator, in seconds (0 turns the warning off);
   /// negative: the environment's.
   double stallWarnSec;
+  /// Braid: BRAID_CHECK for this communicator: 1 compares every rank's call (collective, count,
+  /// datatype, op, root) before each collective, so a mismatch fails every rank with the list
+  /// of calls; 0 does not; negative: the environment's. Rank 0's value applies to all ranks.
+  /// A config of the layout before this field (size 88 on LP64) reads as negative.
+  int checkCalls;
 } braidConfig_t;
 #define BRAID_CONFIG_MAGIC 0xcafebeefu
 #define BRAID_CONFIG_INITIALIZER \
-  { sizeof(braidConfig_t), BRAID_CONFIG_MAGIC, BRAID_VERSION_CODE, 1, 0, 0, 0, 0, 0, 0.0, -1.0 }
+  { sizeof(braidConfig_t), BRAID_CONFIG_MAGIC, BRAID_VERSION_CODE, 1, 0, 0, 0, 0, 0, 0.0, -1.0, -1 }
 
 /// braidCommInitRank with per-communicator settings (NCCL's ncclCommInitRankConfig). A NULL
 /// config is braidCommInitRank.
@@ -166,10 +171,10 @@ braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUnique
 /// color form one new communicator, ranked by key, ties by their rank in comm; a rank with
 /// color BRAID_SPLIT_NOCOLOR gets *newcomm = NULL. Each new communicator's rank 0 starts its
 /// bootstrap root (as braidGetUniqueId) and comm carries the ids, so no id is shared by
-/// hand. A NULL config, or a config's fields left unset (timeoutSec 0, stallWarnSec
-/// negative), inherit comm's timeoutSec and stallWarnSec. The split succeeds on every rank
-/// or fails on every rank: a rank whose arguments are bad, or whose new communicator cannot
-/// be made, still takes part in comm's exchanges, so no peer waits for it.
+/// hand. A NULL config, or a config's fields left unset (timeoutSec 0, stallWarnSec and
+/// checkCalls negative), inherit comm's timeoutSec, stallWarnSec and checkCalls. The split succeeds
+/// on every rank or fails on every rank: a rank whose arguments are bad, or whose new communicator
+/// cannot be made, still takes part in comm's exchanges, so no peer waits for it.
 /// @param color  >= 0, or BRAID_SPLIT_NOCOLOR
 /// @param key    any int; orders the ranks of one color
 /// @return braidInvalidArgument for a NULL newcomm, a color below -1 or a bad config (as

@@ -7,8 +7,10 @@ Importing this package registers "braid" with torch.distributed.Backend.register
 Start-up needs nothing beyond what c10d already has: rank 0 of each group makes Braid's unique
 id (braidGetUniqueId, whose bootstrap it then serves) and sets it in the group's c10d store;
 the other ranks read it there, as ProcessGroupNCCL shares its id. The collectives run on CPU
-tensors and complete inside the call (the Work returned is already complete); see
-process_group.cc for what each call supports.
+tensors and complete inside the call (the Work returned is already complete), except inside
+batch_isend_irecv, whose calls are one Braid group; see process_group.h for what each call
+supports. Each group compares its ranks' calls before every collective (BRAID_CHECK), so
+shapes or dtypes that differ raise on every rank; set BRAID_CHECK=0 to turn that off.
 """
 import torch.distributed as _dist
 

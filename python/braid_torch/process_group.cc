@@ -1,194 +1,30 @@
-// The "braid" backend of torch.distributed (issue 33): a c10d process group whose collectives
-// are Braid's, over the public header alone. braid_torch/__init__.py registers it and hands it
-// the unique id through the c10d store; this file is the module braid_torch._C.
-//
-// Every call runs to its end inside the call (Braid's NULL stream: run now, return when done),
-// on CPU tensors, one tensor per process (no multi-device lists). The Work a call returns is
-// therefore complete: wait() returns at once, or rethrows Braid's error, and getFuture() is a
-// completed c10::ivalue::Future holding the call's outputs. A wrong argument (dtype, op, shape)
-// raises at the call itself, before anything moves; a failure of Braid (a peer gone, a timeout)
-// is the Work's exception.
-#include <pybind11/pybind11.h>
-#include <torch/csrc/utils/pybind.h>
-#include <torch/version.h>
+// The braid backend's process group (process_group.h): each c10d call checked, put in Braid's
+// terms (convert.h) and launched, with what remains once its data has moved (write-backs of
+// dense copies, unpacking of packed blocks, bitwise folds) run before its Work completes.
+#include "process_group.h"
 
-#include <chrono>
+#include <ATen/ATen.h>
+
+#include <cstdlib>
 #include <exception>
-#include <string>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Types.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "braid/braid.h"
-
-// torch 2 splits the process group into a ProcessGroup front and Backends behind it; a
-// third-party backend there derives from c10d::Backend, which has the same virtual calls.
-#if TORCH_VERSION_MAJOR >= 2
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#endif
+#include "convert.h"
+#include "work.h"
 
 namespace braid_torch {
 namespace {
 
-#if TORCH_VERSION_MAJOR >= 2
-using BackendBase = c10d::Backend;
-#else
-using BackendBase = c10d::ProcessGroup;
-#endif
-
 using c10d::OpType;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
-
-const char* opName(c10d::ReduceOp::RedOpType op) {
-  switch (op) {
-    case c10d::ReduceOp::SUM:
-      return "SUM";
-    case c10d::ReduceOp::AVG:
-      return "AVG";
-    case c10d::ReduceOp::PRODUCT:
-      return "PRODUCT";
-    case c10d::ReduceOp::MIN:
-      return "MIN";
-    case c10d::ReduceOp::MAX:
-      return "MAX";
-    case c10d::ReduceOp::BAND:
-      return "BAND";
-    case c10d::ReduceOp::BOR:
-      return "BOR";
-    case c10d::ReduceOp::BXOR:
-      return "BXOR";
-    case c10d::ReduceOp::PREMUL_SUM:
-      return "PREMUL_SUM";
-    default:
-      return "an unknown ReduceOp";
-  }
-}
-
-// torch's dtype as Braid's. bool travels as uint8 (0 or 1): its reductions are mapped onto
-// MAX and MIN below, so a result is 0 or 1 again.
-braidDataType_t braidType(const at::Tensor& t, const char* call) {
-  switch (t.scalar_type()) {
-    case at::kHalf:
-      return braidFloat16;
-    case at::kBFloat16:
-      return braidBfloat16;
-    case at::kFloat:
-      return braidFloat32;
-    case at::kDouble:
-      return braidFloat64;
-    case at::kChar:
-      return braidInt8;
-    case at::kByte:
-    case at::kBool:
-      return braidUint8;
-    case at::kInt:
-      return braidInt32;
-    case at::kLong:
-      return braidInt64;
-    default:
-      TORCH_CHECK(false, "braid backend: ", call, " does not support dtype ", t.scalar_type(),
-                  " (Braid has float16, bfloat16, float32, float64, int8, uint8, int32, int64;"
-                  " bool travels as uint8)");
-  }
-}
-
-// torch's ReduceOp as Braid's. Braid has SUM, PRODUCT, MIN, MAX and AVG; on bool, SUM and BOR
-// are a logical or (MAX of 0/1, as Gloo's bool sum) and PRODUCT and BAND a logical and (MIN).
-braidRedOp_t braidOp(const c10d::ReduceOp& reduceOp, const at::Tensor& t, const char* call) {
-  const auto op = static_cast<c10d::ReduceOp::RedOpType>(reduceOp);
-  const bool isBool = t.scalar_type() == at::kBool;
-  switch (op) {
-    case c10d::ReduceOp::SUM:
-      return isBool ? braidMax : braidSum;
-    case c10d::ReduceOp::PRODUCT:
-      return isBool ? braidMin : braidProd;
-    case c10d::ReduceOp::MIN:
-      return braidMin;
-    case c10d::ReduceOp::MAX:
-      return braidMax;
-    case c10d::ReduceOp::AVG:
-      if (!isBool) return braidAvg;
-      break;
-    case c10d::ReduceOp::BAND:
-      if (isBool) return braidMin;
-      break;
-    case c10d::ReduceOp::BOR:
-      if (isBool) return braidMax;
-      break;
-    default:
-      break;
-  }
-  TORCH_CHECK(false, "braid backend: ", call, " does not support ReduceOp.", opName(op), " on ",
-              t.scalar_type(),
-              " (Braid reduces with SUM, PRODUCT, MIN, MAX and AVG; BAND and BOR only on bool,"
-              " as MIN and MAX; no BXOR or PREMUL_SUM yet)");
-}
-
-void checkTensor(const at::Tensor& t, const char* call) {
-  TORCH_CHECK(t.defined(), "braid backend: ", call, " got an undefined tensor");
-  TORCH_CHECK(t.device().is_cpu(), "braid backend: ", call,
-              " takes CPU tensors in this version (got one on ", t.device(), ")");
-  TORCH_CHECK(t.layout() == at::kStrided, "braid backend: ", call,
-              " takes dense (strided) tensors, not ", t.layout());
-}
-
-at::Tensor& single(std::vector<at::Tensor>& tensors, const char* call) {
-  TORCH_CHECK(tensors.size() == 1, "braid backend: ", call,
-              " takes one tensor per process (got a list of ", tensors.size(), ")");
-  checkTensor(tensors[0], call);
-  return tensors[0];
-}
-
-void checkSameType(const at::Tensor& a, const at::Tensor& b, const char* call) {
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "braid backend: ", call,
-              " needs one dtype for input and output (got ", a.scalar_type(), " and ",
-              b.scalar_type(), ")");
-}
-
-size_t count(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
-
-// A tensor as Braid reads or writes it: itself when contiguous, else a contiguous copy, which
-// writeBack() copies into the caller's tensor after the call.
-class Dense {
- public:
-  explicit Dense(const at::Tensor& t) : user_(t), buf_(t.contiguous()) {}
-  void* data() const { return buf_.numel() == 0 ? nullptr : buf_.data_ptr(); }
-  const at::Tensor& buffer() const { return buf_; }
-  void writeBack() {
-    if (!buf_.is_same(user_)) user_.copy_(buf_);
-  }
-
- private:
-  at::Tensor user_;
-  at::Tensor buf_;
-};
-
-// The outcome of one call: complete when made, with the outputs as its result and its future's
-// value, or with Braid's error as its exception.
-class BraidWork : public c10d::Work {
- public:
-  BraidWork(int rank, OpType type, std::vector<at::Tensor> outputs, std::exception_ptr error)
-      : c10d::Work(rank, type),
-        outputs_(std::move(outputs)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(
-            c10::ListType::create(c10::TensorType::get()))) {
-    if (error) {
-      future_->setError(error);
-    } else {
-      future_->markCompleted(c10::IValue(outputs_));
-    }
-    finish(error);
-  }
-
-  std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
- private:
-  std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
+// Braid's part of a call: run now, or deferred inside a group (then only checked).
+using Start = std::function<braidResult_t()>;
+// What a call does once its data has moved.
+using After = std::function<void()>;
 
 class BraidProcessGroup : public BackendBase {
  public:
@@ -200,6 +36,9 @@ class BraidProcessGroup : public BackendBase {
         "braid backend: the unique id from the store does not parse: ", braidGetLastError(nullptr));
     braidConfig_t config = BRAID_CONFIG_INITIALIZER;
     config.timeoutSec = timeoutSec;
+    // Calls are compared across ranks before each collective (BRAID_CHECK), so shapes or dtypes
+    // that differ fail every rank naming each rank's call, unless BRAID_CHECK says otherwise.
+    config.checkCalls = std::getenv("BRAID_CHECK") ? -1 : 1;
     const braidResult_t r = braidCommInitRankConfig(&comm_, size, id, rank, &config);
     TORCH_CHECK(r == braidSuccess, "braid backend: rank ", rank, " of ", size,
                 " could not join the communicator: ", braidGetErrorString(r), ": ",
@@ -212,51 +51,107 @@ class BraidProcessGroup : public BackendBase {
 
   const std::string getBackendName() const override { return "braid"; }
 
+  // batch_isend_irecv's block: one Braid group. Blocks nest; the outermost end launches. Its
+  // calls' Works complete then; so does the Work of the end (torch >= 2.1 waits on that one).
+  void startCoalescing() override {
+    braidGroupStart();
+    ++coalescing_;
+  }
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  WorkPtr endCoalescing() override { return endGroup(); }
+#else
+  void endCoalescing(std::vector<WorkPtr>& reqs) override {
+    (void)reqs;  // the block's Works are pending_'s
+    endGroup();
+  }
+#endif
+
   WorkPtr allreduce(std::vector<at::Tensor>& tensors,
                     const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override {
     at::Tensor& t = single(tensors, "allreduce");
+    const Reduction red = reduction(opts.reduceOp, t, "allreduce");
     const braidDataType_t type = braidType(t, "allreduce");
-    const braidRedOp_t op = braidOp(opts.reduceOp, t, "allreduce");
     Dense d(t);
-    const braidResult_t r = braidAllReduce(d.data(), d.data(), count(t), type, op, comm_, nullptr);
-    return complete(OpType::ALLREDUCE, "allreduce", r, {t}, {&d});
+    if (red.kind == Reduction::kFold) {
+      at::Tensor blocks = at::empty({getSize(), t.numel()}, t.options());
+      return launch(
+          OpType::ALLREDUCE, "allreduce", {t},
+          [=, this] {
+            return braidAllGather(d.data(), dataOrNull(blocks), count(t), type, comm_, nullptr);
+          },
+          [=] { foldInto(blocks, red, t); });
+    }
+    auto op = braidOp(red, t, "allreduce");
+    return launch(
+        OpType::ALLREDUCE, "allreduce", {t},
+        [=, this] {
+          return braidAllReduce(d.data(), d.data(), count(t), type, *op, comm_, nullptr);
+        },
+        [d, op] { d.writeBack(); });
   }
 
+  // One Braid group of all-reduces, one per tensor: every rank passes the same list.
   WorkPtr allreduce_coalesced(
       std::vector<at::Tensor>& tensors,
       const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override {
-    // One all-reduce per tensor, in order: every rank passes the same list.
     for (auto& t : tensors) {
-      std::vector<at::Tensor> one{t};
-      auto work = allreduce(one, opts);
-      if (work->exception()) return work;
+      checkTensor(t, "allreduce_coalesced");
+      reduction(opts.reduceOp, t, "allreduce_coalesced");
+      braidType(t, "allreduce_coalesced");
     }
-    return complete(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", braidSuccess, tensors, {});
+    return grouped(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, [&] {
+      for (auto& t : tensors) {
+        std::vector<at::Tensor> one{t};
+        allreduce(one, opts);
+      }
+    });
   }
 
   WorkPtr broadcast(std::vector<at::Tensor>& tensors,
                     const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override {
     at::Tensor& t = single(tensors, "broadcast");
-    checkRoot(opts.rootRank, "broadcast");
+    checkRank(opts.rootRank, "broadcast", "root");
     const braidDataType_t type = braidType(t, "broadcast");
+    const int root = static_cast<int>(opts.rootRank);
     Dense d(t);
-    const braidResult_t r =
-        braidBroadcast(d.data(), d.data(), count(t), type, opts.rootRank, comm_, nullptr);
-    return complete(OpType::BROADCAST, "broadcast", r, {t}, {&d});
+    return launch(
+        OpType::BROADCAST, "broadcast", {t},
+        [=, this] {
+          return braidBroadcast(d.data(), d.data(), count(t), type, root, comm_, nullptr);
+        },
+        [d] { d.writeBack(); });
   }
 
+  // Only the root's tensor is written (as Gloo's and NCCL's: the others keep their input).
   WorkPtr reduce(std::vector<at::Tensor>& tensors,
                  const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override {
     at::Tensor& t = single(tensors, "reduce");
-    checkRoot(opts.rootRank, "reduce");
+    checkRank(opts.rootRank, "reduce", "root");
+    const Reduction red = reduction(opts.reduceOp, t, "reduce");
     const braidDataType_t type = braidType(t, "reduce");
-    const braidRedOp_t op = braidOp(opts.reduceOp, t, "reduce");
+    const int root = static_cast<int>(opts.rootRank);
+    const bool isRoot = getRank() == root;
     Dense d(t);
-    // Only the root's tensor is written (as Gloo and NCCL: the others keep their input).
-    const bool root = getRank() == static_cast<int>(opts.rootRank);
-    const braidResult_t r = braidReduce(d.data(), root ? d.data() : nullptr, count(t), type, op,
-                                        opts.rootRank, comm_, nullptr);
-    return complete(OpType::REDUCE, "reduce", r, {t}, {&d});
+    if (red.kind == Reduction::kFold) {
+      at::Tensor blocks = at::empty({isRoot ? getSize() : 0, t.numel()}, t.options());
+      return launch(
+          OpType::REDUCE, "reduce", {t},
+          [=, this] {
+            return braidGather(d.data(), dataOrNull(blocks), count(t), type, root, comm_, nullptr);
+          },
+          [=] {
+            if (isRoot) foldInto(blocks, red, t);
+          });
+    }
+    auto op = braidOp(red, t, "reduce");
+    return launch(
+        OpType::REDUCE, "reduce", {t},
+        [=, this] {
+          return braidReduce(d.data(), isRoot ? d.data() : nullptr, count(t), type, *op, root,
+                             comm_, nullptr);
+        },
+        [d, op] { d.writeBack(); });
   }
 
   WorkPtr allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
@@ -264,26 +159,37 @@ class BraidProcessGroup : public BackendBase {
     (void)opts;
     at::Tensor& in = single(inputs, "allgather");
     TORCH_CHECK(outputs.size() == 1, "braid backend: allgather takes one output list per process");
-    std::vector<at::Tensor>& outs = outputs[0];
-    TORCH_CHECK(static_cast<int>(outs.size()) == getSize(), "braid backend: allgather needs ",
-                getSize(), " output tensors (one per rank), got ", outs.size());
-    for (const auto& o : outs) {
-      checkTensor(o, "allgather");
-      checkSameType(in, o, "allgather");
-      TORCH_CHECK(o.numel() == in.numel(), "braid backend: allgather's outputs must have the ",
-                  "input's ", in.numel(), " elements (got one of ", o.numel(), ")");
-    }
-    const braidDataType_t type = braidType(in, "allgather");
-    Dense src(in);
-    at::Tensor flat = at::empty({getSize() * in.numel()}, in.options());
-    const braidResult_t r = braidAllGather(src.data(), flat.numel() ? flat.data_ptr() : nullptr,
-                                           count(in), type, comm_, nullptr);
-    if (r == braidSuccess) {
-      for (int i = 0; i < getSize(); ++i) {
-        outs[i].copy_(flat.narrow(0, i * in.numel(), in.numel()).view(outs[i].sizes()));
+    const std::vector<at::Tensor>& outs = outputs[0];
+    checkBlocks(outs, in, "allgather", "output");
+    return gatherInto(OpType::ALLGATHER, "allgather", in, outs);
+  }
+
+  // allgather_coalesced: outputs[i][j] gets rank i's inputs[j]; one Braid group of all-gathers.
+  WorkPtr allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
+    (void)opts;
+    TORCH_CHECK(static_cast<int>(outputs.size()) == getSize(),
+                "braid backend: ", "allgather_coalesced needs ", getSize(),
+                " output lists (one per rank), got ", outputs.size());
+    std::vector<std::vector<at::Tensor>> perInput(inputs.size());
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      checkTensor(inputs[j], "allgather_coalesced");
+      braidType(inputs[j], "allgather_coalesced");
+      for (auto& list : outputs) {
+        TORCH_CHECK(list.size() == inputs.size(), "braid backend: allgather_coalesced's output ",
+                    "lists need ", inputs.size(), " tensors (one per input), got ", list.size());
+        perInput[j].push_back(list[j]);
       }
+      checkBlocks(perInput[j], inputs[j], "allgather_coalesced", "output");
     }
-    return complete(OpType::ALLGATHER, "allgather", r, outs, {});
+    std::vector<at::Tensor> all;
+    for (const auto& list : outputs) all.insert(all.end(), list.begin(), list.end());
+    return grouped(OpType::ALLGATHER_COALESCED, "allgather_coalesced", all, [&] {
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        gatherInto(OpType::ALLGATHER, "allgather_coalesced", inputs[j], perInput[j]);
+      }
+    });
   }
 
   WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
@@ -298,9 +204,12 @@ class BraidProcessGroup : public BackendBase {
     const braidDataType_t type = braidType(input, "_allgather_base");
     Dense src(input);
     Dense dst(output);
-    const braidResult_t r =
-        braidAllGather(src.data(), dst.data(), count(input), type, comm_, nullptr);
-    return complete(OpType::_ALLGATHER_BASE, "_allgather_base", r, {output}, {&dst});
+    return launch(
+        OpType::_ALLGATHER_BASE, "_allgather_base", {output},
+        [=, this] {
+          return braidAllGather(src.data(), dst.data(), count(input), type, comm_, nullptr);
+        },
+        [src, dst] { dst.writeBack(); });
   }
 
   WorkPtr reduce_scatter(
@@ -309,25 +218,9 @@ class BraidProcessGroup : public BackendBase {
     at::Tensor& out = single(outputs, "reduce_scatter");
     TORCH_CHECK(inputs.size() == 1,
                 "braid backend: reduce_scatter takes one input list per process");
-    std::vector<at::Tensor>& ins = inputs[0];
-    TORCH_CHECK(static_cast<int>(ins.size()) == getSize(), "braid backend: reduce_scatter needs ",
-                getSize(), " input tensors (one per rank), got ", ins.size());
-    for (const auto& i : ins) {
-      checkTensor(i, "reduce_scatter");
-      checkSameType(i, out, "reduce_scatter");
-      TORCH_CHECK(i.numel() == out.numel(), "braid backend: reduce_scatter's inputs must have the ",
-                  "output's ", out.numel(), " elements (got one of ", i.numel(), ")");
-    }
-    const braidDataType_t type = braidType(out, "reduce_scatter");
-    const braidRedOp_t op = braidOp(opts.reduceOp, out, "reduce_scatter");
-    at::Tensor flat = at::empty({getSize() * out.numel()}, out.options());
-    for (int i = 0; i < getSize(); ++i) {
-      flat.narrow(0, i * out.numel(), out.numel()).copy_(ins[i].reshape({-1}));
-    }
-    Dense dst(out);
-    const braidResult_t r = braidReduceScatter(flat.numel() ? flat.data_ptr() : nullptr, dst.data(),
-                                               count(out), type, op, comm_, nullptr);
-    return complete(OpType::REDUCE_SCATTER, "reduce_scatter", r, {out}, {&dst});
+    checkBlocks(inputs[0], out, "reduce_scatter", "input");
+    at::Tensor flat = flatten(inputs[0], out.options());
+    return scatterReduce(OpType::REDUCE_SCATTER, "reduce_scatter", flat, out, opts);
   }
 
   WorkPtr _reduce_scatter_base(
@@ -339,49 +232,55 @@ class BraidProcessGroup : public BackendBase {
     TORCH_CHECK(input.numel() == getSize() * output.numel(),
                 "braid backend: ", "_reduce_scatter_base's input must hold world size (", getSize(),
                 ") times the output's ", output.numel(), " elements (got ", input.numel(), ")");
-    const braidDataType_t type = braidType(output, "_reduce_scatter_base");
-    const braidRedOp_t op = braidOp(opts.reduceOp, output, "_reduce_scatter_base");
-    Dense src(input);
-    Dense dst(output);
-    const braidResult_t r =
-        braidReduceScatter(src.data(), dst.data(), count(output), type, op, comm_, nullptr);
-    return complete(OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", r, {output}, {&dst});
+    return scatterReduce(OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", input.contiguous(),
+                         output, opts);
   }
 
   WorkPtr barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override {
     (void)opts;
-    return complete(OpType::BARRIER, "barrier", braidBarrier(comm_, nullptr), {}, {});
+    return launch(
+        OpType::BARRIER, "barrier", {}, [=, this] { return braidBarrier(comm_, nullptr); }, [] {});
   }
 
   // Point to point: Braid matches the messages between two ranks in posting order, so the tag
-  // is not used. Each call blocks until its message has moved (no batch_isend_irecv yet).
+  // is not used. Outside a coalescing block each call blocks until its message has moved.
   WorkPtr send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override {
     (void)tag;
     at::Tensor& t = single(tensors, "send");
-    checkPeer(dstRank, "send");
+    checkRank(dstRank, "send", "peer");
     const braidDataType_t type = braidType(t, "send");
     Dense d(t);
-    const braidResult_t r = braidSend(d.data(), count(t), type, dstRank, comm_, nullptr);
-    return complete(OpType::SEND, "send", r, {t}, {});
+    return launch(
+        OpType::SEND, "send", {t},
+        [=, this] { return braidSend(d.data(), count(t), type, dstRank, comm_, nullptr); }, [d] {});
   }
 
   WorkPtr recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override {
     (void)tag;
     at::Tensor& t = single(tensors, "recv");
-    checkPeer(srcRank, "recv");
+    checkRank(srcRank, "recv", "peer");
     const braidDataType_t type = braidType(t, "recv");
     Dense d(t);
-    const braidResult_t r = braidRecv(d.data(), count(t), type, srcRank, comm_, nullptr);
-    return complete(OpType::RECV, "recv", r, {t}, {&d});
+    return launch(
+        OpType::RECV, "recv", {t},
+        [=, this] { return braidRecv(d.data(), count(t), type, srcRank, comm_, nullptr); },
+        [d] { d.writeBack(); });
+  }
+
+  WorkPtr recvAnysource(std::vector<at::Tensor>&, int) override {
+    TORCH_CHECK(false,
+                "braid backend: recv without a source (recvAnysource) is not supported: Braid's "
+                "receives name their peer (braidRecv), as NCCL's do; pass src=");
   }
 
   WorkPtr gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                  const c10d::GatherOptions& opts = c10d::GatherOptions()) override {
     at::Tensor& in = single(inputs, "gather");
-    checkRoot(opts.rootRank, "gather");
-    const bool root = getRank() == static_cast<int>(opts.rootRank);
+    checkRank(opts.rootRank, "gather", "root");
+    const int root = static_cast<int>(opts.rootRank);
+    const bool isRoot = getRank() == root;
     std::vector<at::Tensor> outs;
-    if (root) {
+    if (isRoot) {
       TORCH_CHECK(outputs.size() == 1, "braid backend: gather takes one output list on the root");
       outs = outputs[0];
       checkBlocks(outs, in, "gather", "output");
@@ -391,20 +290,24 @@ class BraidProcessGroup : public BackendBase {
     }
     const braidDataType_t type = braidType(in, "gather");
     Dense src(in);
-    at::Tensor flat = at::empty({root ? getSize() * in.numel() : 0}, in.options());
-    const braidResult_t r = braidGather(src.data(), flat.numel() ? flat.data_ptr() : nullptr,
-                                        count(in), type, opts.rootRank, comm_, nullptr);
-    if (r == braidSuccess && root) unflatten(flat, outs);
-    return complete(OpType::GATHER, "gather", r, outs, {});
+    at::Tensor flat = at::empty({isRoot ? getSize() * in.numel() : 0}, in.options());
+    return launch(
+        OpType::GATHER, "gather", outs,
+        [=, this] {
+          return braidGather(src.data(), dataOrNull(flat), count(in), type, root, comm_, nullptr);
+        },
+        [=] {
+          if (isRoot) unflatten(flat, outs);
+        });
   }
 
   WorkPtr scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
                   const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override {
     at::Tensor& out = single(outputs, "scatter");
-    checkRoot(opts.rootRank, "scatter");
-    const bool root = getRank() == static_cast<int>(opts.rootRank);
+    checkRank(opts.rootRank, "scatter", "root");
+    const int root = static_cast<int>(opts.rootRank);
     at::Tensor flat;
-    if (root) {
+    if (getRank() == root) {
       TORCH_CHECK(inputs.size() == 1, "braid backend: scatter takes one input list on the root");
       checkBlocks(inputs[0], out, "scatter", "input");
       flat = flatten(inputs[0], out.options());
@@ -414,10 +317,13 @@ class BraidProcessGroup : public BackendBase {
     }
     const braidDataType_t type = braidType(out, "scatter");
     Dense dst(out);
-    const braidResult_t r =
-        braidScatter(root && flat.numel() ? flat.data_ptr() : nullptr, dst.data(), count(out), type,
-                     opts.rootRank, comm_, nullptr);
-    return complete(OpType::SCATTER, "scatter", r, {out}, {&dst});
+    return launch(
+        OpType::SCATTER, "scatter", {out},
+        [=, this] {
+          return braidScatter(flat.defined() ? dataOrNull(flat) : nullptr, dst.data(), count(out),
+                              type, root, comm_, nullptr);
+        },
+        [dst] { dst.writeBack(); });
   }
 
   // all_to_all_single: equal blocks (no split sizes) are braidAllToAll; split sizes count rows
@@ -432,21 +338,29 @@ class BraidProcessGroup : public BackendBase {
     const braidDataType_t type = braidType(input, "alltoall_base");
     Dense src(input);
     Dense dst(output);
-    braidResult_t r;
     if (outputSplits.empty() && inputSplits.empty()) {
       TORCH_CHECK(input.numel() == output.numel() && input.numel() % getSize() == 0,
                   "braid backend: alltoall_base without split sizes needs input and output of one "
                   "size, a multiple of the world size ",
                   getSize(), " (got ", input.numel(), " and ", output.numel(), ")");
-      r = braidAllToAll(src.data(), dst.data(), count(input) / getSize(), type, comm_, nullptr);
-    } else {
-      std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
-      rowBlocks(input, inputSplits, "input", sendCounts, sendDispls);
-      rowBlocks(output, outputSplits, "output", recvCounts, recvDispls);
-      r = braidAllToAllv(src.data(), sendCounts.data(), sendDispls.data(), dst.data(),
-                         recvCounts.data(), recvDispls.data(), type, comm_, nullptr);
+      const size_t block = count(input) / getSize();
+      return launch(
+          OpType::ALLTOALL_BASE, "alltoall_base", {output},
+          [=, this] { return braidAllToAll(src.data(), dst.data(), block, type, comm_, nullptr); },
+          [src, dst] { dst.writeBack(); });
     }
-    return complete(OpType::ALLTOALL_BASE, "alltoall_base", r, {output}, {&dst});
+    auto blocks = std::make_shared<std::vector<size_t>>();  // send counts, displs, recv ...
+    rowBlocks(input, inputSplits, "input", *blocks);
+    rowBlocks(output, outputSplits, "output", *blocks);
+    const size_t n = getSize();
+    return launch(
+        OpType::ALLTOALL_BASE, "alltoall_base", {output},
+        [=, this] {
+          const size_t* b = blocks->data();
+          return braidAllToAllv(src.data(), b, b + n, dst.data(), b + 2 * n, b + 3 * n, type, comm_,
+                                nullptr);
+        },
+        [src, dst, blocks] { dst.writeBack(); });
   }
 
   WorkPtr alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
@@ -456,46 +370,169 @@ class BraidProcessGroup : public BackendBase {
                     static_cast<int>(outputs.size()) == getSize(),
                 "braid backend: alltoall needs ", getSize(), " input and output tensors (got ",
                 inputs.size(), " and ", outputs.size(), ")");
-    std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
-    for (int j = 0; j < getSize(); ++j) {
+    auto blocks = std::make_shared<std::vector<size_t>>(4 * getSize());
+    const size_t n = getSize();
+    size_t* b = blocks->data();
+    for (size_t j = 0; j < n; ++j) {
       checkTensor(inputs[j], "alltoall");
       checkTensor(outputs[j], "alltoall");
       checkSameType(inputs[j], inputs[0], "alltoall");
       checkSameType(outputs[j], inputs[0], "alltoall");
-      sendDispls.push_back(j ? sendDispls.back() + sendCounts.back() : 0);
-      sendCounts.push_back(count(inputs[j]));
-      recvDispls.push_back(j ? recvDispls.back() + recvCounts.back() : 0);
-      recvCounts.push_back(count(outputs[j]));
+      b[j] = count(inputs[j]);
+      b[n + j] = j ? b[n + j - 1] + b[j - 1] : 0;
+      b[2 * n + j] = count(outputs[j]);
+      b[3 * n + j] = j ? b[3 * n + j - 1] + b[2 * n + j - 1] : 0;
     }
     const braidDataType_t type = braidType(inputs[0], "alltoall");
     at::Tensor in = flatten(inputs, inputs[0].options());
-    at::Tensor out = at::empty({static_cast<int64_t>(recvDispls.back() + recvCounts.back())},
-                               inputs[0].options());
-    const braidResult_t r =
-        braidAllToAllv(in.numel() ? in.data_ptr() : nullptr, sendCounts.data(), sendDispls.data(),
-                       out.numel() ? out.data_ptr() : nullptr, recvCounts.data(), recvDispls.data(),
-                       type, comm_, nullptr);
-    if (r == braidSuccess) unflatten(out, outputs);
-    return complete(OpType::ALLTOALL, "alltoall", r, outputs, {});
-  }
-
-  WorkPtr allgather_coalesced(std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&,
-                              const c10d::AllgatherOptions& = c10d::AllgatherOptions()) override {
-    notYet("allgather_coalesced");
-  }
-  WorkPtr recvAnysource(std::vector<at::Tensor>&, int) override {
-    TORCH_CHECK(false,
-                "braid backend: recvAnysource is not supported: Braid's receives name "
-                "their peer (braidRecv), as NCCL's do");
+    at::Tensor out =
+        at::empty({static_cast<int64_t>(b[4 * n - 1] + b[3 * n - 1])}, inputs[0].options());
+    const std::vector<at::Tensor> outs = outputs;
+    return launch(
+        OpType::ALLTOALL, "alltoall", outs,
+        [=, this] {
+          const size_t* c = blocks->data();
+          return braidAllToAllv(dataOrNull(in), c, c + n, dataOrNull(out), c + 2 * n, c + 3 * n,
+                                type, comm_, nullptr);
+        },
+        [=] { unflatten(out, outs); });
   }
 
  private:
-  [[noreturn]] void notYet(const char* call) {
-    TORCH_CHECK(false, "braid backend: ", call,
-                " is not implemented yet (issue 33's first "
-                "slice has allreduce, broadcast, reduce, allgather, _allgather_base, "
-                "reduce_scatter, _reduce_scatter_base, gather, scatter, alltoall_base, "
-                "alltoall, barrier, send and recv)");
+  // A call launched in a group: start and after hold its buffers until the group has run.
+  struct Pending {
+    c10::intrusive_ptr<BraidWork> work;
+    const char* call;
+    Start start;
+    After after;
+  };
+
+  // A call's Work: start() now, after() once the data has moved, or both deferred to the end
+  // of the coalescing block the call is in.
+  WorkPtr launch(OpType type, const char* call, std::vector<at::Tensor> outputs, Start start,
+                 After after) {
+    Pending p{c10::make_intrusive<BraidWork>(getRank(), type, std::move(outputs)), call,
+              std::move(start), std::move(after)};
+    const braidResult_t r = p.start();
+    if (coalescing_ > 0 && r == braidSuccess) {
+      pending_.push_back(p);
+    } else {
+      finish(p, r);
+    }
+    return p.work;
+  }
+
+  // A call made of several Braid calls in one group (body makes them through launch); its Work
+  // completes with the group.
+  WorkPtr grouped(OpType type, const char* call, std::vector<at::Tensor> outputs,
+                  const std::function<void()>& body) {
+    startCoalescing();
+    std::exception_ptr thrown;
+    try {
+      body();
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    auto work = c10::make_intrusive<BraidWork>(getRank(), type, std::move(outputs));
+    pending_.push_back(Pending{work, call, Start(), After()});
+    endGroup();
+    if (thrown) std::rethrow_exception(thrown);
+    return work;
+  }
+
+  // The end of a coalescing block: the outermost one runs the group and completes its calls.
+  // Its own Work is complete when the group is.
+  WorkPtr endGroup() {
+    TORCH_CHECK(coalescing_ > 0, "braid backend: endCoalescing without startCoalescing");
+    const braidResult_t r = braidGroupEnd();
+    Pending end{
+        c10::make_intrusive<BraidWork>(getRank(), OpType::UNKNOWN, std::vector<at::Tensor>()),
+        "a coalesced block", Start(), After()};
+    if (--coalescing_ > 0) {
+      pending_.push_back(end);
+      return end.work;
+    }
+    std::vector<Pending> done;
+    done.swap(pending_);
+    done.push_back(end);
+    for (auto& p : done) finish(p, r);
+    return end.work;
+  }
+
+  void finish(Pending& p, braidResult_t r) {
+    std::exception_ptr error;
+    try {
+      TORCH_CHECK(r == braidSuccess, "braid backend: ", p.call, " failed on rank ", getRank(),
+                  " of ", getSize(), ": ", braidGetErrorString(r), ": ", braidGetLastError(comm_));
+      if (p.after) p.after();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    p.work->complete(error);
+  }
+
+  // in all-gathered into outs (one tensor per rank) through one packed buffer.
+  WorkPtr gatherInto(OpType type, const char* call, const at::Tensor& in,
+                     const std::vector<at::Tensor>& outs) {
+    const braidDataType_t dt = braidType(in, call);
+    Dense src(in);
+    at::Tensor flat = at::empty({getSize() * in.numel()}, in.options());
+    return launch(
+        type, call, outs,
+        [=, this] {
+          return braidAllGather(src.data(), dataOrNull(flat), count(in), dt, comm_, nullptr);
+        },
+        [=] { unflatten(flat, outs); });
+  }
+
+  // Reduce-scatter of flat (contiguous, world size blocks of out's size) into out.
+  WorkPtr scatterReduce(OpType type, const char* call, const at::Tensor& flat,
+                        const at::Tensor& out, const c10d::ReduceScatterOptions& opts) {
+    const Reduction red = reduction(opts.reduceOp, out, call);
+    const braidDataType_t dt = braidType(out, call);
+    Dense dst(out);
+    if (red.kind == Reduction::kFold) {
+      // Each rank's block for this rank, then the fold.
+      at::Tensor blocks = at::empty({getSize(), out.numel()}, out.options());
+      return launch(
+          type, call, {out},
+          [=, this] {
+            return braidAllToAll(dataOrNull(flat), dataOrNull(blocks), count(out), dt, comm_,
+                                 nullptr);
+          },
+          [=] { foldInto(blocks, red, out); });
+    }
+    auto op = braidOp(red, out, call);
+    return launch(
+        type, call, {out},
+        [=, this] {
+          return braidReduceScatter(dataOrNull(flat), dst.data(), count(out), dt, *op, comm_,
+                                    nullptr);
+        },
+        [dst, op] { dst.writeBack(); });
+  }
+
+  static void foldInto(const at::Tensor& blocks, const Reduction& red, const at::Tensor& out) {
+    at::Tensor(out).copy_(fold(blocks, red.torchOp).view(out.sizes()));
+  }
+
+  // Braid's op for a kBraid or kPreMulSum reduction, held by the call until it is done: a
+  // PREMUL_SUM op is made for the call (its factor in the tensor's dtype) and destroyed with
+  // the last holder.
+  std::shared_ptr<braidRedOp_t> braidOp(const Reduction& red, const at::Tensor& t,
+                                        const char* call) {
+    if (red.kind != Reduction::kPreMulSum) return std::make_shared<braidRedOp_t>(red.op);
+    at::Tensor scalar = at::scalar_tensor(red.factor, t.options());
+    braidRedOp_t op;
+    const braidResult_t r = braidRedOpCreatePreMulSum(&op, scalar.data_ptr(), braidType(t, call),
+                                                      braidScalarHostImmediate, comm_);
+    TORCH_CHECK(r == braidSuccess, "braid backend: ", call,
+                "'s PREMUL_SUM: ", braidGetErrorString(r), ": ", braidGetLastError(comm_));
+    braidComm_t comm = comm_;
+    return std::shared_ptr<braidRedOp_t>(new braidRedOp_t(op), [comm](braidRedOp_t* p) {
+      braidRedOpDestroy(*p, comm);
+      delete p;
+    });
   }
 
   // blocks: one tensor per rank, each of like's dtype and element count.
@@ -511,30 +548,10 @@ class BraidProcessGroup : public BackendBase {
     }
   }
 
-  // The tensors one after the other in one contiguous tensor, and back.
-  static at::Tensor flatten(const std::vector<at::Tensor>& ts, const at::TensorOptions& options) {
-    int64_t n = 0;
-    for (const auto& t : ts) n += t.numel();
-    at::Tensor flat = at::empty({n}, options);
-    int64_t offset = 0;
-    for (const auto& t : ts) {
-      flat.narrow(0, offset, t.numel()).copy_(t.reshape({-1}));
-      offset += t.numel();
-    }
-    return flat;
-  }
-  static void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& ts) {
-    int64_t offset = 0;
-    for (auto& t : ts) {
-      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
-  }
-
-  // alltoall_base's blocks in elements: split sizes count rows of dim 0; none means equal
-  // blocks of the rows.
+  // alltoall_base's blocks in elements, appended to out as counts then displacements: split
+  // sizes count rows of dim 0; none means equal blocks of the rows.
   void rowBlocks(const at::Tensor& t, const std::vector<int64_t>& splits, const char* what,
-                 std::vector<size_t>& counts, std::vector<size_t>& displs) const {
+                 std::vector<size_t>& out) const {
     const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
     const int64_t rowElems = rows == 0 ? 0 : t.numel() / rows;
     std::vector<int64_t> s = splits;
@@ -545,48 +562,33 @@ class BraidProcessGroup : public BackendBase {
     }
     TORCH_CHECK(static_cast<int>(s.size()) == getSize(), "braid backend: alltoall_base's ", what,
                 " split sizes need ", getSize(), " entries (got ", s.size(), ")");
+    std::vector<size_t> displs;
     int64_t sum = 0;
     for (int64_t v : s) {
       TORCH_CHECK(v >= 0, "braid backend: alltoall_base's ", what, " split sizes are negative");
       displs.push_back(static_cast<size_t>(sum * rowElems));
-      counts.push_back(static_cast<size_t>(v * rowElems));
+      out.push_back(static_cast<size_t>(v * rowElems));
       sum += v;
     }
     TORCH_CHECK(sum == rows, "braid backend: alltoall_base's ", what, " split sizes add up to ",
                 sum, ", not its ", rows, " rows");
+    out.insert(out.end(), displs.begin(), displs.end());
   }
 
-  void checkRoot(int64_t root, const char* call) const {
-    TORCH_CHECK(root >= 0 && root < getSize(), "braid backend: ", call, "'s root ", root,
+  // rank (a root or a peer) names a rank of this group.
+  void checkRank(int64_t rank, const char* call, const char* what) const {
+    TORCH_CHECK(rank >= 0 && rank < getSize(), "braid backend: ", call, "'s ", what, " ", rank,
                 " is not a rank of this group of ", getSize());
-  }
-
-  void checkPeer(int peer, const char* call) const {
-    TORCH_CHECK(peer >= 0 && peer < getSize(), "braid backend: ", call, "'s peer ", peer,
-                " is not a rank of this group of ", getSize());
-  }
-
-  // The Work of a call that has run: on success the dense copies are written back first.
-  WorkPtr complete(OpType type, const char* call, braidResult_t r, std::vector<at::Tensor> outputs,
-                   std::initializer_list<Dense*> written) {
-    std::exception_ptr error;
-    if (r == braidSuccess) {
-      for (Dense* d : written) d->writeBack();
-    } else {
-      try {
-        TORCH_CHECK(false, "braid backend: ", call, " failed on rank ", getRank(), ": ",
-                    braidGetErrorString(r), ": ", braidGetLastError(comm_));
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-    return c10::make_intrusive<BraidWork>(getRank(), type, std::move(outputs), error);
   }
 
   braidComm_t comm_ = nullptr;
+  int coalescing_ = 0;            // depth of startCoalescing blocks
+  std::vector<Pending> pending_;  // their calls, completed by the outermost end
 };
 
-std::string uniqueId() {
+}  // namespace
+
+std::string newUniqueId() {
   braidUniqueId id;
   braidResult_t r = braidGetUniqueId(&id);
   TORCH_CHECK(r == braidSuccess,
@@ -598,20 +600,9 @@ std::string uniqueId() {
   return text;
 }
 
-c10::intrusive_ptr<BackendBase> create(const std::string& id, int rank, int size,
-                                       double timeoutSec) {
-  return c10::make_intrusive<BraidProcessGroup>(id, rank, size, timeoutSec);
+c10::intrusive_ptr<BackendBase> createProcessGroup(const std::string& uniqueId, int rank, int size,
+                                                   double timeoutSec) {
+  return c10::make_intrusive<BraidProcessGroup>(uniqueId, rank, size, timeoutSec);
 }
 
-}  // namespace
 }  // namespace braid_torch
-
-PYBIND11_MODULE(_C, m) {
-  m.doc() = "Braid's torch.distributed backend (import braid_torch, not this module)";
-  m.def("unique_id", &braid_torch::uniqueId,
-        "A new Braid unique id in text form; the calling process serves its bootstrap");
-  m.def("create", &braid_torch::create, pybind11::arg("unique_id"), pybind11::arg("rank"),
-        pybind11::arg("world_size"), pybind11::arg("timeout_sec"),
-        pybind11::call_guard<pybind11::gil_scoped_release>(),
-        "The process group of rank in world_size ranks that share unique_id");
-}

@@ -7,6 +7,7 @@
 // run in calls.cc.
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -52,7 +53,10 @@ void closeQueuedWork(braidComm* comm) {
 // the call in the message. NULL is valid (the defaults).
 braidResult_t checkConfig(const braidConfig_t* config, const char* fn) {
   if (!config) return braidSuccess;
-  if (config->size != sizeof(braidConfig_t) || config->magic != BRAID_CONFIG_MAGIC)
+  // The layout before checkCalls (offsetof) is still accepted: its programs read as -1.
+  if ((config->size != sizeof(braidConfig_t) &&
+       config->size != offsetof(braidConfig_t, checkCalls)) ||
+      config->magic != BRAID_CONFIG_MAGIC)
     return fail(braidInvalidArgument,
                 "%s: config was not initialised with BRAID_CONFIG_INITIALIZER (config->size "
                 "%zu, expected %zu; config->magic 0x%x)",
@@ -154,12 +158,14 @@ braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcom
   if (!members.empty()) {
     const int newRank =
         static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
-    // Fields the caller's config leaves unset (timeoutSec 0, stallWarnSec negative) are
-    // comm's, as with a NULL config.
+    // Fields the caller's config leaves unset (timeoutSec 0, stallWarnSec and checkCalls
+    // negative) are comm's, as with a NULL config.
     braidConfig_t merged = BRAID_CONFIG_INITIALIZER;
-    if (config) merged = *config;
+    if (config) std::memcpy(&merged, config, config->size);  // a size checkConfig accepted
+    merged.size = sizeof merged;
     if (!(merged.timeoutSec > 0)) merged.timeoutSec = comm->timeoutSec;
     if (merged.stallWarnSec < 0) merged.stallWarnSec = comm->stallWarnSec;
+    if (merged.checkCalls < 0) merged.checkCalls = comm->checkCalls ? 1 : 0;
     made = braidCommInitRankConfig(newcomm, static_cast<int>(members.size()), ids[members[0]].id,
                                    newRank, &merged);
     if (made != braidSuccess)

@@ -425,7 +425,10 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   mine.nsocks = cfg.nsocksPerPeer;
   mine.transport = cfg.transport;
   mine.numa = topo::currentNumaNode();
-  mine.check = cfg.checkCalls;
+  mine.check =
+      userConfig && userConfig->size == sizeof(braidConfig_t) && userConfig->checkCalls >= 0
+          ? userConfig->checkCalls != 0
+          : cfg.checkCalls;
   mine.cudaIpc =
       cfg.cudaIpc && comm->cudaDevice >= 0 && device::runtime().busId(&mine.busId) == braidSuccess;
   mine.ring = cfg.ring;  // newlines would split the card; they separate like spaces

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -154,6 +155,38 @@ TEST(Config, PerCommunicatorTimeoutAndBadConfigs) {
   bad.timeoutSec = -1;
   EXPECT_EQ(braidCommInitRankConfig(&comm, 1, id, 0, &bad), braidInvalidArgument);
   EXPECT_NE(std::string(braidGetLastError(nullptr)).find("config->timeoutSec"), std::string::npos);
+}
+
+// config.checkCalls = 1 is BRAID_CHECK for one communicator (the environment has none here):
+// a count that differs on one rank fails every rank with the list of calls. A config of the
+// layout before the field (its size) is still accepted, and reads as the environment's.
+TEST(Config, CheckCallsPerCommunicator) {
+  ASSERT_EQ(std::getenv("BRAID_CHECK"), nullptr);
+  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+  config.checkCalls = 1;
+  std::vector<braidResult_t> res(3, braidSuccess);
+  std::vector<std::string> msg(3);
+  auto errors = runThreadsWithConfig(3, config, [&](braidComm_t comm, int rank) -> std::string {
+    std::vector<float> buf(16, 1.0f);
+    res[rank] = braidAllReduce(buf.data(), buf.data(), rank == 1 ? 0 : 10, braidFloat32, braidSum,
+                               comm, nullptr);
+    msg[rank] = braidGetLastError(comm);
+    return "";
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(res[r], braidInvalidUsage) << "rank " << r;
+    EXPECT_NE(msg[r].find("rank 1: all-reduce count 0 float op sum"), std::string::npos) << msg[r];
+  }
+
+  braidUniqueId id;
+  ASSERT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braidConfig_t old = BRAID_CONFIG_INITIALIZER;
+  old.size = offsetof(braidConfig_t, checkCalls);
+  braidComm_t comm = nullptr;
+  ASSERT_EQ(braidCommInitRankConfig(&comm, 1, id, 0, &old), braidSuccess)
+      << braidGetLastError(nullptr);
+  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
 }
 
 // The abort as processes: rank 0 aborts from a second thread while its main thread is

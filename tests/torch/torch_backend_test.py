@@ -83,6 +83,8 @@ def worker(rank, world):
         dtype = getattr(torch, dname)
         gtype = gloo_type(dtype)
         ops = [ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX]
+        if not dtype.is_floating_point:  # integers and bool: Braid folds BAND, BOR, BXOR
+            ops += [ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR]
         # all_to_all_single with split sizes: rank r sends j + 1 rows of 2 to rank j.
         rows = inputs(dtype, rank, (sum(range(1, world + 1)), 2))
         got = torch.zeros((world * (rank + 1), 2), dtype=dtype)
@@ -138,15 +140,6 @@ def worker(rank, world):
                 want = (b / world).to(dtype) if dtype.is_floating_point else \
                     torch.div(b, world, rounding_mode="trunc")
                 check(f"allreduce AVG {tag}", a, want)
-            else:
-                a, b = make(), make(as_type=gtype)
-                dist.all_reduce(a, op=ReduceOp.BOR)
-                dist.all_reduce(b, op=ReduceOp.BOR, group=gloo)
-                check(f"allreduce BOR {tag}", a, b.to(dtype))
-                a, b = make(), make(as_type=gtype)
-                dist.all_reduce(a, op=ReduceOp.BAND)
-                dist.all_reduce(b, op=ReduceOp.BAND, group=gloo)
-                check(f"allreduce BAND {tag}", a, b.to(dtype))
 
             root = world // 2
             a, b = make(), make(as_type=gtype)
@@ -222,12 +215,23 @@ def worker(rank, world):
                 check(f"recv {tag} from {left}", got, make(left))
             ran += 9
 
+        # all_gather_coalesced: rank i's inputs land in list i, each as the rank made it.
+        ins = [shaped(inputs(dtype, rank, (5, 3)), True), inputs(dtype, rank, (7,))]
+        outs = [[torch.zeros_like(t) for t in ins] for _ in range(world)]
+        dist.all_gather_coalesced(outs, ins)
+        for i in range(world):
+            check(f"all_gather_coalesced {dname} from {i}", outs[i][0],
+                  shaped(inputs(dtype, i, (5, 3)), True))
+            check(f"all_gather_coalesced {dname} from {i} (2)", outs[i][1],
+                  inputs(dtype, i, (7,)))
+        ran += 1
+
+    ran += coalesced_and_premul(rank, world)
     # What Braid has not: a clear RuntimeError naming it.
     for call, why in [
             (lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16)), "Short"),
-            (lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=ReduceOp.BXOR), "BXOR"),
-            (lambda: dist.all_gather_coalesced([[torch.zeros(2)] * world], [torch.zeros(2)]),
-             "allgather_coalesced")]:
+            (lambda: dist.all_reduce(torch.ones(3), op=ReduceOp.BXOR), "BXOR"),
+            (lambda: dist.recv(torch.ones(3)), "recvAnysource")]:
         try:
             call()
         except RuntimeError as e:
@@ -242,19 +246,99 @@ def worker(rank, world):
     return ran
 
 
+def coalesced_and_premul(rank, world):
+    """batch_isend_irecv (one Braid group: every rank sends right and receives from the left
+    with no order that could deadlock, 4 MiB each, also non-contiguous), all_reduce_coalesced
+    and PREMUL_SUM, against closed forms."""
+    import torch
+    import torch.distributed as dist
+    right, left = (rank + 1) % world, (rank - 1) % world
+    big = torch.arange(1 << 20, dtype=torch.float32) + rank
+    got = torch.zeros(1 << 20)
+    side = torch.arange(12, dtype=torch.int64).reshape(3, 4) * (rank + 1)
+    got_side = torch.zeros(4, 3, dtype=torch.int64).t()  # a non-contiguous receive
+    ops = [dist.P2POp(dist.isend, big, right), dist.P2POp(dist.irecv, got, left),
+           dist.P2POp(dist.isend, side, right), dist.P2POp(dist.irecv, got_side, left)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    check(f"batch_isend_irecv from {left}", got, torch.arange(1 << 20, dtype=torch.float32) + left)
+    check(f"batch_isend_irecv from {left} (non-contiguous)", got_side,
+          torch.arange(12, dtype=torch.int64).reshape(3, 4) * (left + 1))
+    ts = [torch.full((3,), float(rank + 1)), torch.arange(5.0) * rank]
+    dist.all_reduce_coalesced(ts)
+    total = world * (world + 1) // 2
+    check("all_reduce_coalesced (1)", ts[0], torch.full((3,), float(total)))
+    check("all_reduce_coalesced (2)", ts[1],
+          torch.arange(5.0) * (world * (world - 1) // 2))
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        t = torch.full((5,), float(rank + 1), dtype=dtype)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
+        check(f"PREMUL_SUM 2.0 {dtype}", t, torch.full((5,), 2.0 * total, dtype=dtype))
+    return 4
+
+
+def misuse_worker(rank, world):
+    """Bad use, at world ranks: each mismatch on a group of its own (a failed communicator stays
+    unusable, as NCCL's), then a rank that dies. Every rank must raise a RuntimeError that names
+    the call (mismatch) or the lost rank; none may return, and none may hang past the timeout."""
+    import datetime
+    import torch
+    import torch.distributed as dist
+    import braid_torch  # noqa: F401
+    timeout = 10
+    dist.init_process_group("braid", init_method=os.environ["BRAID_TEST_INIT"], rank=rank,
+                            world_size=world, timeout=datetime.timedelta(seconds=timeout))
+    odd = rank == world - 1  # the rank that passes another shape, dtype, or dies
+    cases = [("allreduce", "count", lambda g: dist.all_reduce(torch.ones(12 if odd else 10),
+                                                              group=g)),
+             ("allreduce", "dtype", lambda g: dist.all_reduce(
+                 torch.ones(10, dtype=torch.int32 if odd else torch.float32), group=g)),
+             ("broadcast", "count", lambda g: dist.broadcast(torch.ones(3 if odd else 5), src=0,
+                                                             group=g)),
+             ("_allgather_base", "count", lambda g: dist._all_gather_base(
+                 torch.zeros(world * (4 if odd else 6)), torch.ones(4 if odd else 6), group=g))]
+    for call, what, fn in cases:
+        g = dist.new_group(backend="braid")
+        start = time.monotonic()
+        try:
+            fn(g)
+        except RuntimeError as e:
+            if call not in str(e):
+                raise AssertionError(f"{what} mismatch: the error does not name {call}: {e}")
+            print(f"rank {rank}: {what} mismatch in {call} raised after "
+                  f"{time.monotonic() - start:.1f} s: {str(e).splitlines()[0][:300]}", flush=True)
+        else:
+            raise AssertionError(f"{what} mismatch in {call}: rank {rank} returned")
+    dist.barrier()
+    if odd:
+        os._exit(0)  # dies: no destroy, no goodbye
+    start = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(1000))
+    except RuntimeError as e:
+        took = time.monotonic() - start
+        if f"rank {world - 1}" not in str(e) or took > timeout + 5:
+            raise AssertionError(f"lost rank {world - 1}: after {took:.1f} s: {e}")
+        print(f"rank {rank}: lost rank {world - 1} named after {took:.1f} s: "
+              f"{str(e).splitlines()[0][:300]}", flush=True)
+    else:
+        raise AssertionError("an all-reduce with a dead rank returned")
+    os._exit(0)  # the default group is unusable: no destroy_process_group
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def run(world, package_dir, init, tmp):
+def run(world, package_dir, init, tmp, mode="--worker"):
     port = free_port()
     init = {"env": "env://", "tcp": f"tcp://127.0.0.1:{port}",
             "file": f"file://{tmp}/store-{world}"}[init]
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                WORLD_SIZE=str(world), PYTHONPATH=package_dir, BRAID_TEST_INIT=init)
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), str(world)],
+    procs = [subprocess.Popen([sys.executable, __file__, mode, str(r), str(world)],
                               env=dict(env, RANK=str(r))) for r in range(world)]
     deadline = time.monotonic() + 240
     codes = []
@@ -275,6 +359,9 @@ def main():
         if rank == 0:
             print(f"{world} rank(s): {ran} checks of rank 0 equal to Gloo's", flush=True)
         return 0
+    if len(sys.argv) == 4 and sys.argv[1] == "--misuse":
+        misuse_worker(int(sys.argv[2]), int(sys.argv[3]))
+        return 0
     package_dir, built = sys.argv[1], sys.argv[2]
     if built != "true":
         print("SKIP: built without torch (-Dtorch: /usr/bin/python3 has no torch, or it was "
@@ -290,6 +377,11 @@ def main():
             print(f"{world} rank(s), {init}://: exit codes {codes}, "
                   f"{time.monotonic() - start:.1f} s", flush=True)
             failed |= any(c != 0 for c in codes)
+        start = time.monotonic()
+        codes = run(3, package_dir, "env", tmp, "--misuse")
+        print(f"misuse at 3 ranks: exit codes {codes}, {time.monotonic() - start:.1f} s",
+              flush=True)
+        failed |= any(c != 0 for c in codes)
     return 1 if failed else 0
 
 
