@@ -309,6 +309,29 @@ def misuse_worker(rank, world):
                   f"{time.monotonic() - start:.1f} s: {str(e).splitlines()[0][:300]}", flush=True)
         else:
             raise AssertionError(f"{what} mismatch in {call}: rank {rank} returned")
+    # The group's timeout bounds a wait on a rank that is alive but does not call: 1 s here,
+    # while the odd rank stays away 3 s.
+    g = dist.new_group(backend="braid", timeout=datetime.timedelta(seconds=1))
+    if odd:
+        time.sleep(3)
+    else:
+        start = time.monotonic()
+        try:
+            dist.all_reduce(torch.ones(4), group=g)
+        except RuntimeError as e:
+            took = time.monotonic() - start
+            if f"rank {world - 1}" not in str(e) or not 0.9 < took < 2.5:
+                raise AssertionError(f"timeout: after {took:.1f} s: {e}")
+            print(f"rank {rank}: the 1 s timeout named rank {world - 1} after {took:.1f} s: "
+                  f"{str(e).splitlines()[0][:300]}", flush=True)
+        else:
+            raise AssertionError("an all-reduce with a rank away past the timeout returned")
+    # A subgroup of two ranks (new_group with ranks): its own communicator.
+    sub = dist.new_group(ranks=[0, world - 1], backend="braid")
+    if rank in (0, world - 1):
+        t = torch.full((3,), float(rank + 1))
+        dist.all_reduce(t, group=sub)
+        check("all_reduce on the subgroup [0, last]", t, torch.full((3,), float(world + 1)))
     dist.barrier()
     if odd:
         os._exit(0)  # dies: no destroy, no goodbye
