@@ -10,8 +10,12 @@ requires equal results (torch.equal: the inputs are small integers, so every sum
 mean is exact in every dtype). Gloo has no bfloat16 or bool: their expected results are Gloo's
 in float32 and uint8, cast back (exact for these values); Gloo's all-gather of an empty tensor
 dies, so there the expected blocks are empty tensors. Shapes: empty, a transposed (non-
-contiguous) 3x5, and 1000 elements; all_to_all_single with split sizes once per dtype. Exits
-77 (skipped) when the build had no torch.
+contiguous) 3x5, and 1000 elements; all_to_all_single with split sizes and
+all_gather_coalesced once per dtype; BAND, BOR and BXOR on the integer dtypes and bool;
+batch_isend_irecv (one Braid group), all_reduce_coalesced and PREMUL_SUM against closed forms.
+Then bad use at 3 ranks (misuse_worker): counts and dtypes that differ across ranks raise on
+every rank, the group's timeout names a rank that stays away, a subgroup of two ranks works,
+and a rank that dies is named. Exits 77 (skipped) when the build had no torch.
 """
 import os
 import socket
