@@ -1,9 +1,12 @@
 /*
- * nccl.h: Braid's NCCL drop-in. Declares the NCCL 2.19 API (the calls nccl-tests makes at
- * that level) with NCCL's type layouts and enum values (plus 2.24's FP8 datatypes, so
- * ncclNumTypes is 12 as in 2.24, not 2.19's 10), so that code written for NCCL
- * builds unchanged against it and links to Braid's libnccl.so.2, which forwards every call
- * to the braid* function of the same meaning (include/braid/braid.h documents each one).
+ * nccl.h: Braid's NCCL drop-in. Declares every function of NCCL 2.30's public host header
+ * with NCCL's type layouts and enum values (ncclConfig_t as 2.30 lays it out, ncclTimeout,
+ * the FP8 datatypes), so that code written for NCCL builds unchanged against it and links to
+ * Braid's libnccl.so.2, which forwards every call to the braid* function of the same meaning
+ * (include/braid/braid.h documents each one). Each declaration after 2.19 says which NCCL
+ * release brought it. NCCL_VERSION_CODE names the newest release whose whole public API
+ * Braid provides (2.19.3); a function of a later release that Braid cannot carry out yet
+ * returns ncclInvalidUsage, with ncclGetLastError saying what is missing: never success.
  *
  * Shapes and units are NCCL's: counts are elements of the datatype, never bytes; `peer` and
  * `root` are ranks of comm. Each function also exists as pncclX (NCCL's profiling twins).
@@ -19,8 +22,8 @@
  *  - ncclCommInitRankConfig and ncclCommSplit accept config->blocking = 0 but always finish
  *    before they return (never ncclInProgress); the GPU fields (cgaClusterSize, minCTAs,
  *    maxCTAs, netName, splitShare) are read only for validity.
- *  - A wait bounded by BRAID_TIMEOUT that expires returns ncclRemoteError (NCCL has no
- *    timeout code); ncclGetLastError says which rank did not answer.
+ *  - A wait bounded by BRAID_TIMEOUT that expires returns ncclTimeout (NCCL 2.30's code);
+ *    ncclGetLastError says which rank did not answer.
  *  - Environment: NCCL_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_ALGO, NCCL_SOCKET_IFNAME,
  *    NCCL_TOPO_FILE, NCCL_BUFFSIZE, NCCL_CHUNKSIZE (and others, see README) are read as their
  *    BRAID_ names when those are unset. NCCL_ALGO takes NCCL's spellings (Ring, Tree,
@@ -35,10 +38,22 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
+/* As NCCL's header does: CUDA's runtime and its half, bfloat16 and (C++) fp8 types, so code
+ * that takes `half` or `__nv_bfloat16` from nccl.h builds unchanged. Where CUDA's headers are
+ * not on the include path (a host-only build; or BRAID_NCCL_NO_CUDA_HEADERS), only
+ * cudaStream_t is declared, as CUDA declares it, and C and C++ code still compiles. */
 #if defined(__has_include)
 #if __has_include(<cuda_runtime.h>) && !defined(BRAID_NCCL_NO_CUDA_HEADERS)
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#if CUDART_VERSION >= 11000
+#include <cuda_bf16.h>
+#endif
+#if defined(__cplusplus) && CUDART_VERSION >= 11080
+#include <cuda_fp8.h>
+#endif
 #define BRAID_NCCL_CUDA_HEADERS 1
 #endif
 #endif
@@ -86,15 +101,25 @@ typedef enum NCCL_COMPAT_ENUM_INT {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclNumResults = 8
+  ncclTimeout = 8, /* NCCL 2.30 */
+  ncclNumResults = 9
 } ncclResult_t;
 
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
 
-/* ncclConfig_t as in NCCL 2.19; set with NCCL_CONFIG_INITIALIZER, then change fields. */
-typedef struct ncclConfig_v21700 {
+#define NCCL_UNDEF_FLOAT -1.0f
+#define NCCL_API_MAGIC 0xcafebeef
+
+/* ncclConfig_t as NCCL 2.30 lays it out (96 bytes on LP64); set it with
+ * NCCL_CONFIG_INITIALIZER, then change fields. A config of an older layout (a smaller `size`,
+ * as code built against NCCL 2.14-2.29 or an older Braid header passes) is read up to its
+ * size. Braid reads blocking; the GPU and network fields (cgaClusterSize, minCTAs, maxCTAs,
+ * netName, splitShare, trafficClass, collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs,
+ * nChannelsPerNetPeer, nvlinkCentricSched, graphUsageMode, numRmaCtx, maxP2pPeers) and
+ * commName are accepted and have no effect on host ranks. */
+typedef struct ncclConfig_v22800 {
   size_t size;
   unsigned int magic;
   unsigned int version;
@@ -104,14 +129,80 @@ typedef struct ncclConfig_v21700 {
   int maxCTAs;
   const char* netName;
   int splitShare;
+  int trafficClass;        /* NCCL 2.26 */
+  const char* commName;    /* NCCL 2.27 */
+  int collnetEnable;       /* NCCL 2.27 */
+  int CTAPolicy;           /* NCCL 2.27: NCCL_CTA_POLICY_* */
+  int shrinkShare;         /* NCCL 2.27 */
+  int nvlsCTAs;            /* NCCL 2.27 */
+  int nChannelsPerNetPeer; /* NCCL 2.28 */
+  int nvlinkCentricSched;  /* NCCL 2.28 */
+  int graphUsageMode;      /* NCCL 2.29 */
+  int numRmaCtx;           /* NCCL 2.29 */
+  int maxP2pPeers;         /* NCCL 2.30 */
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                         \
-  {                                                                                     \
-    sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,            \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT             \
+#define NCCL_CONFIG_INITIALIZER                                                     \
+  {                                                                                 \
+    sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, NCCL_CONFIG_UNDEF_INT, \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,        \
+        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,        \
+        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,        \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,        \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,        \
+        NCCL_CONFIG_UNDEF_INT,                                                      \
   }
+
+/* config.CTAPolicy (NCCL 2.27). */
+#define NCCL_CTA_POLICY_DEFAULT 0x00
+#define NCCL_CTA_POLICY_EFFICIENCY 0x01
+#define NCCL_CTA_POLICY_ZERO 0x02
+/* ncclCommShrink's shrinkFlags (NCCL 2.27), ncclCommRevoke's revokeFlags (2.28),
+ * ncclCommSuspend's flags (2.29). */
+#define NCCL_SHRINK_DEFAULT 0x00
+#define NCCL_SHRINK_ABORT 0x01
+#define NCCL_REVOKE_DEFAULT 0x00
+#define NCCL_SUSPEND_MEM 0x01
+/* ncclCommWindowRegister's winFlags (NCCL 2.27). */
+#define NCCL_WIN_DEFAULT 0x00
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02
+#define NCCL_WIN_REQUIRED_ALIGNMENT 4096
+
+/* A registered window (NCCL 2.27; the struct is NCCL's name, opaque). */
+typedef struct ncclWindow_vidmem* ncclWindow_t;
+
+/* ncclGroupSimulateEnd's result (NCCL 2.22): estimatedTime in microseconds. */
+typedef struct ncclSimInfo_v22200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+#define NCCL_SIM_INFO_INITIALIZER \
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION_CODE, NCCL_UNDEF_FLOAT }
+
+/* One signal to wait for in ncclWaitSignal (NCCL 2.29): opCnt signals from peer at sigIdx of
+ * context ctx. */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+
+/* What ncclCommMemStats reports (NCCL 2.29), in bytes but for ncclStatGpuMemSuspended
+ * (1 while suspended, else 0). */
+typedef enum NCCL_COMPAT_ENUM_INT {
+  ncclStatGpuMemSuspend = 0,   /* device memory ncclCommSuspend can release */
+  ncclStatGpuMemSuspended = 1, /* 1 while suspended */
+  ncclStatGpuMemPersist = 2,   /* device memory kept while suspended */
+  ncclStatGpuMemTotal = 3      /* all device memory the communicator holds */
+} ncclCommMemStat_t;
+
+/* A bound parameter (NCCL 2.30's Param API; NCCL 2.30's spelling: the struct, not a
+ * pointer). */
+typedef struct ncclParamHandle ncclParamHandle_t;
 
 typedef enum NCCL_COMPAT_ENUM_INT {
   ncclInt8 = 0,
@@ -258,6 +349,134 @@ ncclResult_t ncclGroupStart(void);
 ncclResult_t pncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 ncclResult_t pncclGroupEnd(void);
+
+/* ---- NCCL 2.22-2.30 ----------------------------------------------------------------------
+ * Declared and exported so that code written for NCCL 2.30 builds and links. Those Braid
+ * cannot carry out yet return ncclInvalidUsage with ncclGetLastError naming what is missing
+ * (issue 34 of Braid's tracker lists them). */
+
+/* NCCL 2.28. AlltoAll: count elements to each peer; sendbuff and recvbuff hold nranks * count,
+ * block j of sendbuff goes to rank j, block i of recvbuff comes from rank i. Gather: count
+ * elements from each rank into the root's recvbuff (nranks * count; ignored elsewhere).
+ * Scatter: block r of the root's sendbuff (nranks * count; ignored elsewhere) to rank r's
+ * recvbuff (count). */
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                        int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+
+/* NCCL 2.24. Every rank passes the same nId ids (made by ncclGetUniqueId on nId ranks); Braid
+ * joins the communicator through the first id's root (NCCL spreads the bootstrap over all
+ * nId roots), so it needs the first id to be reachable; the result is the same communicator. */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                       ncclUniqueId* commIds, ncclConfig_t* config);
+
+/* NCCL 2.27: a communicator of comm's ranks but excludeRanksList (a list of
+ * excludeRanksCount ranks of comm, dead ones included), its ranks renumbered in order;
+ * shrinkFlags NCCL_SHRINK_DEFAULT, or NCCL_SHRINK_ABORT to abort comm's calls in flight first.
+ * Called by every rank that stays. Not in Braid yet. */
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+/* NCCL 2.29: ncclCommGetUniqueId on comm's rank 0 makes the id that ncclCommGrow's ranks
+ * share: comm's ranks pass rank -1 (its rank 0 the id, the others NULL), joining ranks pass
+ * comm NULL, the id and their new rank. Not in Braid yet. */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                           ncclComm_t* newcomm, ncclConfig_t* config);
+/* NCCL 2.28: stops comm's calls in flight and refuses new ones; revokeFlags must be
+ * NCCL_REVOKE_DEFAULT. Not in Braid yet. */
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
+/* NCCL 2.29: release (flags NCCL_SUSPEND_MEM) and restore the communicator's buffers. Not in
+ * Braid yet. */
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t ncclCommResume(ncclComm_t comm);
+ncclResult_t pncclCommResume(ncclComm_t comm);
+/* NCCL 2.29: *value is the statistic `stat` (ncclCommMemStat_t) of comm's device memory. A host
+ * communicator (no CUDA device) holds none: every figure is 0. */
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+
+/* NCCL 2.27 (ncclWinGetUserPtr 2.29): symmetric registration of a buffer on every rank
+ * (collective), and the user pointer a window stands for. Not in Braid yet. */
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                    int winFlags);
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                     int winFlags);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+
+/* NCCL 2.29, one-sided: put count elements of localbuff into peer's window peerWin at
+ * peerWinOffset bytes, then raise signal sigIdx of context ctx there; a signal alone; wait
+ * for nDesc signals. flags: 0. Not in Braid yet. */
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                           ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                           unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                            unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                        cudaStream_t stream);
+ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                         cudaStream_t stream);
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                            cudaStream_t stream);
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                             cudaStream_t stream);
+
+/* NCCL 2.22: ends the group without running it and sets simInfo->estimatedTime. Not in Braid
+ * yet. */
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+
+/* NCCL 2.30's Param API: bind a parameter by name (without NCCL_), read it as a type, list and
+ * dump them. Not in Braid yet. */
+ncclResult_t ncclParamBind(ncclParamHandle_t** out, const char* key);
+ncclResult_t pncclParamBind(ncclParamHandle_t** out, const char* key);
+ncclResult_t ncclParamGetI8(ncclParamHandle_t* h, int8_t* out);
+ncclResult_t pncclParamGetI8(ncclParamHandle_t* h, int8_t* out);
+ncclResult_t ncclParamGetI16(ncclParamHandle_t* h, int16_t* out);
+ncclResult_t pncclParamGetI16(ncclParamHandle_t* h, int16_t* out);
+ncclResult_t ncclParamGetI32(ncclParamHandle_t* h, int32_t* out);
+ncclResult_t pncclParamGetI32(ncclParamHandle_t* h, int32_t* out);
+ncclResult_t ncclParamGetI64(ncclParamHandle_t* h, int64_t* out);
+ncclResult_t pncclParamGetI64(ncclParamHandle_t* h, int64_t* out);
+ncclResult_t ncclParamGetU8(ncclParamHandle_t* h, uint8_t* out);
+ncclResult_t pncclParamGetU8(ncclParamHandle_t* h, uint8_t* out);
+ncclResult_t ncclParamGetU16(ncclParamHandle_t* h, uint16_t* out);
+ncclResult_t pncclParamGetU16(ncclParamHandle_t* h, uint16_t* out);
+ncclResult_t ncclParamGetU32(ncclParamHandle_t* h, uint32_t* out);
+ncclResult_t pncclParamGetU32(ncclParamHandle_t* h, uint32_t* out);
+ncclResult_t ncclParamGetU64(ncclParamHandle_t* h, uint64_t* out);
+ncclResult_t pncclParamGetU64(ncclParamHandle_t* h, uint64_t* out);
+ncclResult_t ncclParamGetStr(ncclParamHandle_t* h, const char** out);
+ncclResult_t pncclParamGetStr(ncclParamHandle_t* h, const char** out);
+ncclResult_t ncclParamGet(ncclParamHandle_t* h, void* out, int maxLen, int* len);
+ncclResult_t pncclParamGet(ncclParamHandle_t* h, void* out, int maxLen, int* len);
+ncclResult_t ncclParamGetParameter(const char* key, const char** value, int* valueLen);
+ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* valueLen);
+ncclResult_t ncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+ncclResult_t pncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+void ncclParamDumpAll(void);
+void pncclParamDumpAll(void);
 
 #ifdef __cplusplus
 }

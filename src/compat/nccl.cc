@@ -1,7 +1,7 @@
 // libnccl.so.2: NCCL's names forwarding to Braid's (include/compat/nccl.h). Types are
-// converted field by field or checked to share layout; result codes are NCCL's except
-// braidTimeout, which NCCL lacks (ncclRemoteError: a peer did not answer). Each ncclX is a
-// weak symbol with a strong pncclX alias, as in NCCL, so profilers can interpose.
+// converted field by field or checked to share layout; result codes are NCCL 2.30's (Braid's
+// are the same values, braidTimeout ncclTimeout). Each ncclX is a weak symbol with a strong
+// pncclX alias, as in NCCL, so profilers can interpose; libnccl.map exports those alone.
 #include "compat/nccl.h"
 
 #include <climits>
@@ -24,14 +24,15 @@ static_assert(static_cast<int>(ncclBfloat16) == static_cast<int>(braidBfloat16) 
               static_cast<int>(ncclFloat8e5m2) == static_cast<int>(braidFloat8e5m2));
 static_assert(static_cast<int>(ncclAvg) == static_cast<int>(braidAvg) &&
               static_cast<int>(ncclNumOps) == static_cast<int>(braidNumOps));
-static_assert(static_cast<int>(ncclInProgress) == static_cast<int>(braidInProgress));
+static_assert(static_cast<int>(ncclInProgress) == static_cast<int>(braidInProgress) &&
+              static_cast<int>(ncclTimeout) == static_cast<int>(braidTimeout) &&
+              static_cast<int>(ncclNumResults) == static_cast<int>(braidNumResults));
+// NCCL 2.30's layout (LP64), which code built against NCCL passes.
+static_assert(sizeof(ncclConfig_t) == 96 && offsetof(ncclConfig_t, maxP2pPeers) == 88);
 
 namespace {
 
-ncclResult_t toNccl(braidResult_t r) {
-  if (r == braidTimeout) return ncclRemoteError;
-  return static_cast<ncclResult_t>(r);
-}
+ncclResult_t toNccl(braidResult_t r) { return static_cast<ncclResult_t>(r); }
 braidComm_t toBraid(ncclComm_t comm) { return reinterpret_cast<braidComm_t>(comm); }
 braidDataType_t toBraid(ncclDataType_t t) { return static_cast<braidDataType_t>(t); }
 braidRedOp_t toBraid(ncclRedOp_t op) { return static_cast<braidRedOp_t>(op); }
@@ -91,6 +92,13 @@ braidResult_t toBraid(const ncclConfig_t* in, braidConfig_t* out, const char* fn
   if (in->blocking != NCCL_CONFIG_UNDEF_INT) out->blocking = in->blocking;
   *result = out;
   return braidSuccess;
+}
+
+// A function of NCCL 2.22-2.30 that Braid cannot carry out yet: an error, never success.
+ncclResult_t notYet(const char* fn, const char* since, const char* what) {
+  return toNccl(braid::fail(braidInvalidUsage,
+                            "%s (NCCL %s): %s is not in Braid yet; nothing was done", fn, since,
+                            what));
 }
 
 }  // namespace
@@ -234,6 +242,126 @@ NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t d
 NCCL_EXPORT ncclResult_t ncclGroupStart(void) { return toNccl(braidGroupStart()); }
 NCCL_EXPORT ncclResult_t ncclGroupEnd(void) { return toNccl(braidGroupEnd()); }
 
+// ---- NCCL 2.22-2.30 ----------------------------------------------------------------------
+NCCL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                      ncclDataType_t datatype, ncclComm_t comm,
+                                      cudaStream_t stream) {
+  return toNccl(braidAllToAll(sendbuff, recvbuff, count, toBraid(datatype), toBraid(comm),
+                              toBraid(stream, comm)));
+}
+NCCL_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                    ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  return toNccl(braidGather(sendbuff, recvbuff, count, toBraid(datatype), root, toBraid(comm),
+                            toBraid(stream, comm)));
+}
+NCCL_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                     ncclDataType_t datatype, int root, ncclComm_t comm,
+                                     cudaStream_t stream) {
+  return toNccl(braidScatter(sendbuff, recvbuff, count, toBraid(datatype), root, toBraid(comm),
+                             toBraid(stream, comm)));
+}
+NCCL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank,
+                                                  int nId, ncclUniqueId* commIds,
+                                                  ncclConfig_t* config) {
+  if (nId < 1)
+    return toNccl(braid::fail(braidInvalidArgument,
+                              "ncclCommInitRankScalable: nId is %d; it must be at least 1", nId));
+  if (!commIds)
+    return toNccl(braid::fail(braidInvalidArgument, "ncclCommInitRankScalable: commIds is NULL"));
+  braidConfig_t storage, *converted;
+  if (braidResult_t r = toBraid(config, &storage, "ncclCommInitRankScalable", &converted))
+    return toNccl(r);
+  return toNccl(braidCommInitRankConfig(reinterpret_cast<braidComm_t*>(newcomm), nranks,
+                                        toBraid(commIds[0]), myrank, converted));
+}
+NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) {
+  return notYet("ncclCommShrink", "2.27", "a communicator without some ranks (issue 35)");
+}
+NCCL_EXPORT ncclResult_t ncclCommGetUniqueId(ncclComm_t, ncclUniqueId*) {
+  return notYet("ncclCommGetUniqueId", "2.29", "growing a communicator (issue 35)");
+}
+NCCL_EXPORT ncclResult_t ncclCommGrow(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*,
+                                      ncclConfig_t*) {
+  return notYet("ncclCommGrow", "2.29", "growing a communicator (issue 35)");
+}
+NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t, int) {
+  return notYet("ncclCommRevoke", "2.28", "revoking a communicator (issue 35)");
+}
+NCCL_EXPORT ncclResult_t ncclCommSuspend(ncclComm_t, int) {
+  return notYet("ncclCommSuspend", "2.29", "releasing a communicator's buffers");
+}
+NCCL_EXPORT ncclResult_t ncclCommResume(ncclComm_t) {
+  return notYet("ncclCommResume", "2.29", "restoring a communicator's buffers");
+}
+NCCL_EXPORT ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat,
+                                          uint64_t* value) {
+  if (!value) return toNccl(braid::fail(braidInvalidArgument, "ncclCommMemStats: value is NULL"));
+  if (static_cast<int>(stat) < 0 || static_cast<int>(stat) > ncclStatGpuMemTotal)
+    return toNccl(braid::fail(braidInvalidArgument,
+                              "ncclCommMemStats: stat %d is not an ncclCommMemStat_t (0..3)",
+                              static_cast<int>(stat)));
+  int device = -1;
+  if (braidResult_t r = braidCommCuDevice(toBraid(comm), &device)) return toNccl(r);
+  if (device >= 0)
+    return notYet("ncclCommMemStats", "2.29", "counting a device communicator's memory");
+  *value = 0;  // a host communicator holds no device memory, and is never suspended
+  return ncclSuccess;
+}
+NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
+  return notYet("ncclCommWindowRegister", "2.27", "symmetric window registration");
+}
+NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
+  return notYet("ncclCommWindowDeregister", "2.27", "symmetric window registration");
+}
+NCCL_EXPORT ncclResult_t ncclWinGetUserPtr(ncclComm_t, ncclWindow_t, void**) {
+  return notYet("ncclWinGetUserPtr", "2.29", "symmetric window registration");
+}
+NCCL_EXPORT ncclResult_t ncclPutSignal(const void*, size_t, ncclDataType_t, int, ncclWindow_t,
+                                       size_t, int, int, unsigned int, ncclComm_t, cudaStream_t) {
+  return notYet("ncclPutSignal", "2.29", "one-sided put with a signal");
+}
+NCCL_EXPORT ncclResult_t ncclSignal(int, int, int, unsigned int, ncclComm_t, cudaStream_t) {
+  return notYet("ncclSignal", "2.29", "one-sided signals");
+}
+NCCL_EXPORT ncclResult_t ncclWaitSignal(int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t) {
+  return notYet("ncclWaitSignal", "2.29", "one-sided signals");
+}
+NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
+  return notYet("ncclGroupSimulateEnd", "2.22", "simulating a group");
+}
+NCCL_EXPORT ncclResult_t ncclParamBind(ncclParamHandle_t**, const char*) {
+  return notYet("ncclParamBind", "2.30", "the Param API");
+}
+#define NCCL_PARAM_GET(Suffix, T)                                         \
+  NCCL_EXPORT ncclResult_t ncclParamGet##Suffix(ncclParamHandle_t*, T*) { \
+    return notYet("ncclParamGet" #Suffix, "2.30", "the Param API");       \
+  }
+NCCL_PARAM_GET(I8, int8_t)
+NCCL_PARAM_GET(I16, int16_t)
+NCCL_PARAM_GET(I32, int32_t)
+NCCL_PARAM_GET(I64, int64_t)
+NCCL_PARAM_GET(U8, uint8_t)
+NCCL_PARAM_GET(U16, uint16_t)
+NCCL_PARAM_GET(U32, uint32_t)
+NCCL_PARAM_GET(U64, uint64_t)
+NCCL_PARAM_GET(Str, const char*)
+#undef NCCL_PARAM_GET
+NCCL_EXPORT ncclResult_t ncclParamGet(ncclParamHandle_t*, void*, int, int*) {
+  return notYet("ncclParamGet", "2.30", "the Param API");
+}
+NCCL_EXPORT ncclResult_t ncclParamGetParameter(const char*, const char**, int*) {
+  return notYet("ncclParamGetParameter", "2.30", "the Param API");
+}
+NCCL_EXPORT ncclResult_t ncclParamGetAllParameterKeys(const char***, int*) {
+  return notYet("ncclParamGetAllParameterKeys", "2.30", "the Param API");
+}
+// NCCL prints every parameter; Braid says on stderr that it cannot yet.
+NCCL_EXPORT void ncclParamDumpAll(void) {
+  notYet("ncclParamDumpAll", "2.30", "the Param API");
+  std::fprintf(stderr, "BRAID WARN %s\n", braidGetLastError(nullptr));
+}
+
 // The profiling twins: strong aliases of the functions above.
 #define NCCL_PROFILING_TWIN(ret, name, params) \
   __attribute__((visibility("default"), alias(#name))) ret p##name params;
@@ -281,5 +409,48 @@ NCCL_PROFILING_TWIN(ncclResult_t, ncclRecv,
                     (void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
 NCCL_PROFILING_TWIN(ncclResult_t, ncclGroupStart, (void))
 NCCL_PROFILING_TWIN(ncclResult_t, ncclGroupEnd, (void))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclAlltoAll,
+                    (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclGather,
+                    (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclScatter,
+                    (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommInitRankScalable,
+                    (ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommShrink,
+                    (ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommGetUniqueId, (ncclComm_t, ncclUniqueId*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommGrow,
+                    (ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*, ncclConfig_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommRevoke, (ncclComm_t, int))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommSuspend, (ncclComm_t, int))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommResume, (ncclComm_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommMemStats, (ncclComm_t, ncclCommMemStat_t, uint64_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommWindowRegister,
+                    (ncclComm_t, void*, size_t, ncclWindow_t*, int))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t, ncclWindow_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclWinGetUserPtr, (ncclComm_t, ncclWindow_t, void**))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclPutSignal,
+                    (const void*, size_t, ncclDataType_t, int, ncclWindow_t, size_t, int, int,
+                     unsigned int, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclSignal,
+                    (int, int, int, unsigned int, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclWaitSignal,
+                    (int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamBind, (ncclParamHandle_t**, const char*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetI8, (ncclParamHandle_t*, int8_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetI16, (ncclParamHandle_t*, int16_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetI32, (ncclParamHandle_t*, int32_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetI64, (ncclParamHandle_t*, int64_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetU8, (ncclParamHandle_t*, uint8_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetU16, (ncclParamHandle_t*, uint16_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetU32, (ncclParamHandle_t*, uint32_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetU64, (ncclParamHandle_t*, uint64_t*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetStr, (ncclParamHandle_t*, const char**))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGet, (ncclParamHandle_t*, void*, int, int*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetParameter, (const char*, const char**, int*))
+NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetAllParameterKeys, (const char***, int*))
+NCCL_PROFILING_TWIN(void, ncclParamDumpAll, (void))
 
 }  // extern "C"

@@ -4,11 +4,11 @@
  * ncclCommInitRankConfig, ncclCommSplit). Every value is checked exactly; every profiling
  * twin (pncclX) is linked. Exits 0 when all hold, 1 with a message otherwise. */
 #include <nccl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -189,9 +189,34 @@ static void memory(void) {
   }
 }
 
-/* One process of NPROC: config init, a split into even/odd ranks, an all-reduce on each. */
+/* One process of NPROC: config init, a split into even/odd ranks, an all-reduce on each; then
+ * a communicator made by ncclCommInitRankScalable from two ids, and NCCL 2.28's all-to-all,
+ * gather and scatter on it (the latter through their pncclX twins). */
 #define NPROC 4
-static int child(ncclUniqueId id, int rank) {
+#define NIDS 3 /* the ncclCommInitRankConfig id, then ncclCommInitRankScalable's two */
+static void scalable(ncclUniqueId* ids, int rank) {
+  ncclComm_t comm;
+  NCCLCHECK(ncclCommInitRankScalable(&comm, NPROC, rank, 2, ids, NULL));
+  int32_t send[NPROC * 2], recv[NPROC * 2];
+  for (int i = 0; i < NPROC * 2; ++i) send[i] = rank * 100 + i;
+  NCCLCHECK(ncclAlltoAll(send, recv, 2, ncclInt32, comm, NULL));
+  for (int j = 0; j < NPROC; ++j) /* block j came from rank j: its block `rank` */
+    CHECK(recv[2 * j] == j * 100 + 2 * rank && recv[2 * j + 1] == j * 100 + 2 * rank + 1,
+          "rank %d: alltoall block %d = %d %d", rank, j, recv[2 * j], recv[2 * j + 1]);
+  for (int i = 0; i < NPROC * 2; ++i) recv[i] = -1;
+  NCCLCHECK(pncclGather(send, recv, 2, ncclInt32, 3, comm, NULL));
+  if (rank == 3)
+    for (int j = 0; j < NPROC; ++j)
+      CHECK(recv[2 * j] == j * 100 && recv[2 * j + 1] == j * 100 + 1, "gather block %d", j);
+  int32_t mine[2] = {-1, -1};
+  NCCLCHECK(pncclScatter(send, mine, 2, ncclInt32, 1, comm, NULL));
+  CHECK(mine[0] == 100 + 2 * rank && mine[1] == 100 + 2 * rank + 1, "rank %d: scatter %d %d", rank,
+        mine[0], mine[1]);
+  NCCLCHECK(ncclCommDestroy(comm));
+}
+
+static int child(ncclUniqueId* ids, int rank) {
+  ncclUniqueId id = ids[0];
   ncclComm_t comm, half;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
@@ -205,6 +230,7 @@ static int child(ncclUniqueId id, int rank) {
   NCCLCHECK(ncclCommDestroy(half));
   NCCLCHECK(ncclCommFinalize(comm));
   NCCLCHECK(ncclCommDestroy(comm));
+  scalable(ids + 1, rank);
   return failures ? 1 : 0;
 }
 
@@ -225,14 +251,14 @@ static void processes(void) {
     if (pids[r] == 0) {
       for (int q = 0; q < r; ++q) close(pipes[q][1]); /* the earlier ranks' write ends */
       close(pipes[r][1]);
-      ncclUniqueId id;
+      ncclUniqueId ids[NIDS];
       size_t got = 0;
-      while (got < sizeof id) {
-        ssize_t n = read(pipes[r][0], (char*)&id + got, sizeof id - got);
+      while (got < sizeof ids) {
+        ssize_t n = read(pipes[r][0], (char*)ids + got, sizeof ids - got);
         if (n <= 0) _exit(3); /* the parent gave up: no id */
         got += (size_t)n;
       }
-      _exit(child(id, r));
+      _exit(child(ids, r));
     }
     close(pipes[r][0]);
     if (pids[r] < 0) {
@@ -242,13 +268,14 @@ static void processes(void) {
     }
     ++forked;
   }
-  ncclUniqueId id;
-  ncclResult_t idResult = forked == NPROC ? ncclGetUniqueId(&id) : ncclInternalError;
+  ncclUniqueId ids[NIDS];
+  ncclResult_t idResult = forked == NPROC ? ncclSuccess : ncclInternalError;
+  for (int i = 0; i < NIDS && idResult == ncclSuccess; ++i) idResult = ncclGetUniqueId(&ids[i]);
   CHECK(forked < NPROC || idResult == ncclSuccess, "ncclGetUniqueId: %s",
         ncclGetErrorString(idResult));
   for (int r = 0; r < forked; ++r) {
     if (idResult == ncclSuccess)
-      CHECK(write(pipes[r][1], &id, sizeof id) == (ssize_t)sizeof id, "id to rank %d", r);
+      CHECK(write(pipes[r][1], ids, sizeof ids) == (ssize_t)sizeof ids, "ids to rank %d", r);
     close(pipes[r][1]); /* without an id the child reads EOF and exits */
   }
   for (int r = 0; r < forked; ++r) {
