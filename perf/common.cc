@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "algorithm_flag.h"
 #include "launch.h"
 #include "options.h"
 #include "report.h"
@@ -449,64 +450,6 @@ class Rank {
   int bw_count_ = 0;
 };
 
-// The names -A accepts for this binary's collective, in table order.
-std::vector<std::string> AlgorithmNames(const Collective& coll) {
-  std::vector<std::string> names;
-  if (!coll.has_algorithms) return names;
-  int count = 0;
-  if (braidListAlgorithms(coll.collective, nullptr, 0, &count) != braidSuccess) return names;
-  std::vector<const char*> raw(static_cast<size_t>(count));
-  braidListAlgorithms(coll.collective, raw.data(), count, &count);
-  for (int i = 0; i < count && i < static_cast<int>(raw.size()); ++i) names.push_back(raw[i]);
-  return names;
-}
-
-// braidrun and mpirun start every process with the same flags; one of them speaks for -A
-// list (before any communicator exists, rank is known only from the environment).
-bool FirstProcess() {
-  for (const char* var : {"BRAID_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
-    const char* v = getenv(var);
-    if (v != nullptr && *v != '\0' && strcmp(v, "0") != 0) return false;
-  }
-  return true;
-}
-
-// -A list prints and returns 0; an -A name no algorithm answers to exits with status 2;
-// a known one is respelled as the table spells it (names match case-insensitively).
-int CheckAlgorithmFlag(Options* opts, const Collective& coll) {
-  const Options& o = *opts;
-  if (o.algorithm.empty() || o.algorithm == "auto") return -1;
-  const std::vector<std::string> names = AlgorithmNames(coll);
-  if (o.algorithm == "list") {
-    if (!coll.has_algorithms && FirstProcess()) {
-      fprintf(stderr,
-              "%s: %s runs grouped braidSend/braidRecv, which no algorithm of the table "
-              "implements: there is nothing to list\n",
-              o.prog, coll.name);
-    }
-    if (FirstProcess()) {
-      for (const std::string& name : names) printf("%s\n", name.c_str());
-    }
-    return 0;
-  }
-  if (!coll.has_algorithms) {
-    UsageError(o, "-A (--algorithm) " + o.algorithm + ": " + coll.name +
-                      " runs grouped braidSend/braidRecv, which no algorithm implements; "
-                      "-A applies to the collective binaries only");
-  }
-  for (const std::string& name : names) {
-    if (strcasecmp(name.c_str(), o.algorithm.c_str()) == 0) {
-      opts->algorithm = name;
-      return -1;
-    }
-  }
-  std::string known;
-  for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
-  UsageError(o, "-A (--algorithm): no " + std::string(coll.collective) + " algorithm named '" +
-                    o.algorithm + "' (known: " + (known.empty() ? "none" : known) +
-                    "; -A list prints them)");
-}
-
 }  // namespace
 
 int PerfMain(int argc, char** argv, const Collective& coll) {
@@ -566,58 +509,6 @@ int PerfMain(int argc, char** argv, const Collective& coll) {
   if (json != nullptr) fclose(json);
   FinishLaunch(l);
   return *std::max_element(status.begin(), status.end());
-}
-
-CollCounts WholeCounts(size_t count, int /*nranks*/) {
-  CollCounts c;
-  c.send_count = c.recv_count = c.param_count = count;
-  return c;
-}
-
-CollCounts GatherCounts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = c.param_count = c.send_inplace_offset = count / n;
-  c.recv_count = count / n * n;
-  return c;
-}
-
-CollCounts ScatterCounts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = count / n * n;
-  c.recv_count = c.param_count = c.recv_inplace_offset = count / n;
-  return c;
-}
-
-CollCounts AllToAllCounts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = c.recv_count = count / n * n;
-  c.param_count = count / n;
-  return c;
-}
-
-double BusBwOne(int /*nranks*/) { return 1.0; }
-double BusBwAllButOwn(int nranks) { return static_cast<double>(nranks - 1) / nranks; }
-
-void FillSendInput(void* send, const CollCounts& c, const CheckArgs& args) {
-  FillInput(send, c.send_count, 0, args, args.rank);
-}
-
-void FillSendPattern(void* send, const CollCounts& c, const CheckArgs& args) {
-  FillPattern(send, c.send_count, 0, args, args.rank);
-}
-
-void FillSendRootPattern(void* send, const CollCounts& c, const CheckArgs& args) {
-  if (args.rank == args.root) FillPattern(send, c.send_count, 0, args, args.root);
-}
-
-void FillBlocksByRank(void* expected, const CollCounts& c, const CheckArgs& args) {
-  auto* out = static_cast<char*>(expected);
-  const size_t block_bytes = c.param_count * ElementSize(args.dtype);
-  for (int j = 0; j < args.nranks; ++j)
-    FillPattern(out + j * block_bytes, c.param_count, 0, args, j);
 }
 
 }  // namespace braid::perf
