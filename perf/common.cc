@@ -4,10 +4,10 @@
 // process, braidrun's environment, or mpirun); rank 0 prints the header; every rank
 // creates its communicator (forcing -A's algorithm on it, -T its timeout), allocates its
 // buffers (-u elements past their start, registered with -R), and for each datatype, op and
-// root warms up at the largest and smallest size, then -N times for each size makes one
-// untimed call (with -w above 0) and times `iters` back-to-back calls out of place and in
-// place (each one too with -I), reduces the time over ranks (-a), checks the result (-c) and
-// rank 0 prints a row. Every cross-rank reduction of timings, counts and memory figures goes
+// root warms up at the largest and smallest size, then -N times for each size, out of place
+// and in place, makes one untimed call (with -w above 0) and times `iters` back-to-back calls
+// (each one too with -I), reduces the time over ranks (-a), checks the result (-c) and rank 0
+// prints a row. Every cross-rank reduction of timings, counts and memory figures goes
 // through braidAllReduce itself, so MPI is needed only to hand out the unique id.
 #include "common.h"
 
@@ -371,10 +371,6 @@ class Rank {
       const double algbw_bytes = coll_.algbw_bytes != nullptr ? coll_.algbw_bytes(c, es, nranks_)
                                                               : static_cast<double>(bytes);
       if (rank_ == 0) report_.BeginRow(bytes, c.param_count, dtype, op, root);
-      // One untimed call of each size first (unless -w 0): Braid makes a size's plan (the
-      // algorithm choice and the schedule) on its first call, which would otherwise land in
-      // the first timed loop (20 calls of 0.2 us plus one plan of ~50 us read as 3 us each).
-      if (o_.warmup_iters > 0) RunOnce(c, dtype, op, root, false);
       for (bool in_place : {false, true}) {
         if (in_place && !coll_.in_place) {
           if (rank_ == 0) report_.AddNotApplicable();
@@ -423,7 +419,13 @@ class Rank {
       const CheckArgs args{dtype, op, root, rank_, nranks_, 0};
       coll_.fill_send(SendPtr(c, es, in_place), c, args);
     }
+    // One untimed call of the size and placement first (unless -w 0), as nccl-tests' BenchTime
+    // makes: Braid makes a plan (the algorithm choice and the schedule) on the first call of
+    // each, which would otherwise land in the first timed loop (20 calls of 0.2 us plus one
+    // plan of ~50 us read as 3 us each; -I showed the in-place loop's first iteration 30 times
+    // slower than the others while only the out-of-place call was made untimed).
     ToDevice();
+    if (o_.warmup_iters > 0) RunOnce(c, dtype, op, root, in_place);
     Barrier();
     using Clock = std::chrono::steady_clock;
     const double calls = static_cast<double>(o_.iters) * o_.agg_iters;
