@@ -433,7 +433,13 @@ class Rank {
     const auto start = Clock::now();
     for (int i = 0; i < o_.iters; ++i) {
       const auto iter_start = o_.per_iter_timing ? Clock::now() : start;
+      // -m: the iteration's calls in one group, as nccl-tests makes them (Braid runs a group's
+      // calls of one communicator in posting order when it ends).
+      if (o_.agg_iters > 1) Call(braidGroupStart(), "braidGroupStart (-m)");
       for (int a = 0; a < o_.agg_iters; ++a) RunOnce(c, dtype, op, root, in_place);
+      if (o_.agg_iters > 1) {
+        Call(braidGroupEnd(), "braidGroupEnd (-m " + std::to_string(o_.agg_iters) + " calls)");
+      }
       // -z 1 waits and meets the other ranks after each iteration, -z 2 only waits.
       if (o_.blocking != 0 || o_.per_iter_timing) SyncStream();
       if (o_.blocking == 1) Barrier();
