@@ -408,6 +408,11 @@ std::vector<std::string> FlagNotes(const Options& o) {
         "# -y 1: each thread rank keeps its per-thread CUDA stream: thread ranks that shared "
         "the legacy default stream would wait on one another");
   }
+  if (o.report_cputime && !o.device_memory) {
+    notes.push_back(
+        "# -C 1: on host buffers every call returns when done, so the time spent issuing the "
+        "calls (cputime) is their whole time");
+  }
   if (o.cuda_graph > 0) {
     notes.push_back("# -G " + std::to_string(o.cuda_graph) +
                     ": Braid's perf binaries capture no CUDA graph; every iteration is a call");

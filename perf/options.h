@@ -69,7 +69,8 @@ int ParseOptions(int argc, char** argv, Options* o);
 
 /// One '#' line for each flag given that asks for something this run has no counterpart of
 /// (-G: CUDA graphs, -x: a CTA policy, -D/-V: device-side kernels, -R 2: symmetric windows,
-/// -y 1 on host buffers, -p 0), saying what runs instead; rank 0 prints them once.
+/// -y 1 on host buffers, -p 0), or that reads differently on a host (-C 1 on host buffers),
+/// saying what runs instead; rank 0 prints them once.
 std::vector<std::string> FlagNotes(const Options& o);
 
 /// The benchmark sizes in bytes, -b to -e by -f or -i, as nccl-tests steps them (at most

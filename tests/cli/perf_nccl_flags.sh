@@ -48,7 +48,7 @@ refused "-u (--unalign)" -u -1
 cat "$d/out"
 has "$d/out" "# Writing JSON output to $d/t.json" "unalign: 1" "i_p99" "i_cv%" "cputime" \
   "timestamp" "# Host memory usage" "Initialization" "# Peak resident memory" \
-  "# Benchmark buffers" "# -G 1:" "# -x 1:" "# -y 1:" "# -p 0:" \
+  "# Benchmark buffers" "# -C 1:" "# -G 1:" "# -x 1:" "# -y 1:" "# -p 0:" \
   "Blocking Enabled: wait for completion after each collective (no barrier)" \
   "# Timeout: 60 s" "# Buffers registered with braidCommRegister" "Out of bounds values : 0 OK"
 rows=$(grep -c '^ *[0-9]' "$d/out")

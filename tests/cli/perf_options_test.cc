@@ -214,8 +214,11 @@ TEST(PerfOptions, FlagNotesNameWhatAHostRunCannotDo) {
   EXPECT_TRUE(HasNote(notes, "# -y 1:"));
   EXPECT_TRUE(HasNote(notes, "# -p 0:"));
   EXPECT_EQ(notes.size(), 7u);
-  // What runs as asked leaves no note: -p 1, -R 1, -y 1 on device buffers with one thread.
-  EXPECT_TRUE(FlagNotes(Parsed({"-p", "1", "-R", "1", "-y", "1", "-B", "device"})).empty());
+  // What runs as asked leaves no note: -p 1, -R 1, -y 1 and -C 1 on device buffers with one
+  // thread.
+  EXPECT_TRUE(
+      FlagNotes(Parsed({"-p", "1", "-R", "1", "-y", "1", "-C", "1", "-B", "device"})).empty());
+  EXPECT_TRUE(HasNote(FlagNotes(Parsed({"-C", "1"})), "# -C 1:"));
   EXPECT_TRUE(HasNote(FlagNotes(Parsed({"-y", "1", "-B", "device", "-t", "2"})), "# -y 1:"));
 }
 
