@@ -397,9 +397,19 @@ class Rank {
   void RunOnce(const CollCounts& c, braidDataType_t dtype, braidRedOp_t op, int root,
                bool in_place) {
     const size_t es = ElementSize(dtype);
+    // -o mulsum: a PreMulSum op with this rank's scalar, made and destroyed around each call as
+    // nccl-tests' startColl does (a call already queued keeps the op it was made with).
+    braidRedOp_t call_op = op;
+    if (op == kMulSum) {
+      alignas(8) unsigned char scalar[16];
+      PreMulScalarBytes(dtype, rank_, scalar);
+      Call(braidRedOpCreatePreMulSum(&call_op, scalar, dtype, braidScalarHostImmediate, comm_),
+           "braidRedOpCreatePreMulSum (-o mulsum)");
+    }
     const braidResult_t r =
-        coll_.run(Placed(SendPtr(c, es, in_place)), Placed(RecvPtr(c, es, in_place)), c, dtype, op,
-                  root, comm_, stream_);
+        coll_.run(Placed(SendPtr(c, es, in_place)), Placed(RecvPtr(c, es, in_place)), c, dtype,
+                  call_op, root, comm_, stream_);
+    if (op == kMulSum) Call(braidRedOpDestroy(call_op, comm_), "braidRedOpDestroy (-o mulsum)");
     if (r != braidSuccess) {
       std::string what = std::string(coll_.call) + " (" + TypeName(dtype);
       if (coll_.uses_op) what += std::string(" ") + OpName(op);

@@ -83,7 +83,7 @@ void PrintUsage(const char* prog) {
       "\t[-p,--parallel_init <0/1> (Braid's thread ranks always create their communicators "
       "concurrently)]\n"
       "\t[-c,--check <check iteration count: 0 off>]\n"
-      "\t[-o,--op <sum/prod/min/max/avg/all>]\n"
+      "\t[-o,--op <sum/prod/min/max/avg/mulsum/all>]\n"
       "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/"
       "f8e4m3/f8e5m2/all>]\n"
       "\t[-r,--root <root, or all (-1): every rank in turn>]\n"
@@ -192,21 +192,15 @@ void ParseTypes(Options* o, const char* text) {
 }
 
 void ParseOps(Options* o, const char* text) {
-  if (strcmp(text, "mulsum") == 0) {
-    UsageError(*o,
-               "-o (--op) mulsum: nccl-tests' premultiplied sum is not among the perf "
-               "binaries' ops yet (their checks know no exact result for it); expected "
-               "sum, prod, max, min, avg or all");
-  }
   o->ops.clear();
-  for (int i = 0; i < braidNumOps; ++i) {
+  for (int i = 0; i <= static_cast<int>(kMulSum); ++i) {  // nccl-tests' "all" has mulsum too
     if (strcmp(text, "all") == 0 || strcmp(text, OpName(static_cast<braidRedOp_t>(i))) == 0) {
       o->ops.push_back(static_cast<braidRedOp_t>(i));
     }
   }
   if (o->ops.empty()) {
     UsageError(*o, "unknown op '" + std::string(text) + "' for " + FlagName('o') +
-                       ": expected sum, prod, max, min, avg or all");
+                       ": expected sum, prod, max, min, avg, mulsum or all");
   }
 }
 

@@ -75,6 +75,11 @@ python3 "$check" "$d/p.json" --ranks 2 --processes 2 --rows 2 --per-iter || fail
 has "$d/out" "# -D 1:" "# -R 2:" "# -V 64:"
 python3 "$check" "$d/a.json" --ranks 2 --rows 1 --per-iter --no-in-place || fail "a.json"
 
+# -o mulsum: nccl-tests' PreMulSum (+1 on even ranks, -1 on odd ones), every result checked.
+"$perf" -t 3 -b 8 -e 4K -f 8 -n 2 -w 1 -o mulsum -d all > "$d/out" 2>&1 ||
+  { cat "$d/out"; fail "-o mulsum"; }
+has "$d/out" "mulsum" "Out of bounds values : 0 OK"
+
 # Every getopt_long name of nccl-tests.
 "$perf" --nthreads 2 --ngpus 1 --minbytes 8 --maxbytes 64 --stepbytes 8 --stepfactor 2 \
   --iters 2 --agg_iters 2 --warmup_iters 1 --run_cycles 1 --parallel_init 1 --check 1 --op sum \

@@ -20,6 +20,7 @@
 
 #include "options.h"
 #include "report.h"
+#include "verifiable.h"
 
 namespace braid::perf {
 namespace {
@@ -150,6 +151,37 @@ TEST(PerfOptions, DeviceImplementationWithSymmetricRegistration) {
   EXPECT_EQ(Parsed({"-D", "0"}).device_impl, 0);
 }
 
+TEST(PerfOptions, MulsumIsNcclTestsPreMulSum) {
+  const Options o = Parsed({"-o", "mulsum"});
+  ASSERT_EQ(o.ops.size(), 1u);
+  EXPECT_EQ(o.ops[0], kMulSum);
+  EXPECT_STREQ(OpName(kMulSum), "mulsum");
+  const Options all = Parsed({"--op", "all"});  // nccl-tests' "all" has mulsum too
+  ASSERT_EQ(all.ops.size(), static_cast<size_t>(braidNumOps) + 1);
+  EXPECT_EQ(all.ops.back(), kMulSum);
+  // The scalars: +1 on even ranks, -1 on odd ones, in each datatype's bits.
+  EXPECT_EQ(PreMulScalar(0), 1.0);
+  EXPECT_EQ(PreMulScalar(3), -1.0);
+  float f = 0;
+  PreMulScalarBytes(braidFloat32, 1, &f);
+  EXPECT_EQ(f, -1.0f);
+  uint8_t u = 0;
+  PreMulScalarBytes(braidUint8, 1, &u);
+  EXPECT_EQ(u, 255);
+  uint16_t half = 0;
+  PreMulScalarBytes(braidFloat16, 2, &half);
+  EXPECT_EQ(half, 0x3c00);  // +1.0 in fp16
+  // The expected result of 3 ranks: rank 0 - rank 1 + rank 2, element by element.
+  CheckArgs args{braidFloat64, kMulSum, 0, 0, 3, 42};
+  std::vector<double> in[3], want(5);
+  for (int r = 0; r < 3; ++r) {
+    in[r].resize(5);
+    FillInput(in[r].data(), 5, 0, args, r);
+  }
+  FillReduced(want.data(), 5, 0, args);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(want[i], in[0][i] - in[1][i] + in[2][i]) << i;
+}
+
 TEST(PerfOptions, OutputFileAlsoAnswersToJson) {
   EXPECT_EQ(Parsed({"--json", "a.json"}).json_path, "a.json");
 }
@@ -184,7 +216,6 @@ TEST(PerfOptions, BadValuesAreRefusedNamingTheFlag) {
       {{"-I", "2"}, "-I (--per_iter_timing)"},
       {{"-I", "1", "-n", "2000000"}, "-I (--per_iter_timing) 1"},
       {{"-n", "0x"}, "-n (--iters)"},
-      {{"-o", "mulsum"}, "-o (--op) mulsum"},
       {{"-J", ""}, "-J (--output_file) needs a file name"},
       {{"-u"}, "-u (--unalign) needs a value"},
   };
