@@ -2,12 +2,13 @@
 //
 // Flow, as in nccl-tests' common.cu: parse flags; find the ranks (threads of this
 // process, braidrun's environment, or mpirun); rank 0 prints the header; every rank
-// creates its communicator (forcing -A's algorithm on it), and for each datatype, op and
-// root warms up at the largest and smallest size, then for each size makes one untimed call
-// (with -w above 0) and times `iters` back-to-back calls out of place and in place, reduces the
-// time over ranks (-a), checks the result (-c) and rank 0 prints a row. Every cross-rank reduction
-// of timings and counts goes through braidAllReduce itself, so MPI is needed only to hand out the
-// unique id.
+// creates its communicator (forcing -A's algorithm on it, -T its timeout), allocates its
+// buffers (-u elements past their start, registered with -R), and for each datatype, op and
+// root warms up at the largest and smallest size, then -N times for each size, out of place
+// and in place, makes one untimed call (with -w above 0) and times `iters` back-to-back calls
+// (each one too with -I), reduces the time over ranks (-a), checks the result (-c) and rank 0
+// prints a row. Every cross-rank reduction of timings, counts and memory figures goes
+// through braidAllReduce itself, so MPI is needed only to hand out the unique id.
 #include "common.h"
 
 #include <strings.h>
@@ -17,6 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "algorithm_flag.h"
 #include "launch.h"
 #include "options.h"
 #include "report.h"
@@ -33,7 +36,7 @@
 namespace braid::perf {
 namespace {
 
-// Host buffers: posix_memalign's, or with -M shared braidMemAllocHost's.
+// Host buffers: posix_memalign's, or with -B shared braidMemAllocHost's.
 struct FreeDeleter {
   bool shared = false;
   void operator()(void* p) const {
@@ -44,7 +47,7 @@ struct FreeDeleter {
   }
 };
 using Buffer = std::unique_ptr<std::byte, FreeDeleter>;
-// -M device: the collectives' buffers, from braidMemAlloc.
+// -B device: the collectives' buffers, from braidMemAlloc.
 struct DeviceDeleter {
   void operator()(std::byte* p) const { braidMemFree(p); }
 };
@@ -52,28 +55,45 @@ using DeviceBuffer = std::unique_ptr<std::byte, DeviceDeleter>;
 
 constexpr size_t kInfoBytes = 128;  // per-rank record gathered for "# Using devices"
 
+// What the thread ranks of one process share.
+struct Shared {
+  JsonDocument* json = nullptr;  // -J: global rank 0's document
+  int64_t rss_start = -1;        // -M 1: resident bytes before any communicator
+};
+
 class Rank {
  public:
-  Rank(const Options& o, const Launch& l, const Collective& coll, int thread, FILE* json)
+  Rank(const Options& o, const Launch& l, const Collective& coll, int thread, const Shared& shared)
       : o_(o),
         l_(l),
         coll_(coll),
         thread_(thread),
         nranks_(l.nprocs * o.nthreads),
         rank_(l.proc * o.nthreads + thread),
-        report_(coll, o, nranks_, json),
+        shared_(shared),
+        report_(coll, o, nranks_, rank_ == 0 ? shared.json : nullptr),
         pause_forced_allreduce_(o.forces_algorithm() &&
                                 strcasecmp(coll.collective, "allreduce") == 0) {}
 
   // Returns this rank's exit status.
   int Run() {
-    Call(braidCommInitRank(&comm_, nranks_, l_.id, rank_), "braidCommInitRank");
+    if (o_.timeout_sec > 0) {  // -T: nccl-tests' timeout is this communicator's bound
+      braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+      config.timeoutSec = o_.timeout_sec;
+      Call(braidCommInitRankConfig(&comm_, nranks_, l_.id, rank_, &config),
+           "braidCommInitRankConfig (-T " + std::to_string(o_.timeout_sec) + ")");
+    } else {
+      Call(braidCommInitRank(&comm_, nranks_, l_.id, rank_), "braidCommInitRank");
+    }
     if (o_.forces_algorithm()) {
       Call(braidCommSetAlgorithm(comm_, coll_.collective, o_.algorithm.c_str()),
            "braidCommSetAlgorithm (-A " + o_.algorithm + ")");
     }
     PrintDevices();
+    const int64_t rss_init = SampleResident();
     Allocate();
+    Register();
+    const int64_t rss_buffers = SampleResident();
     if (rank_ == 0) report_.PrintHeader();
     std::vector<int> roots{o_.root};
     if (coll_.uses_root && o_.all_roots) {
@@ -85,15 +105,17 @@ class Rank {
         for (int root : coll_.uses_root ? roots : std::vector<int>{0}) Sweep(dtype, op, root);
       }
     }
+    MemoryFigures memory;
+    if (o_.memory_report) memory = GatherMemory(rss_init, rss_buffers, SampleResident());
     if (rank_ == 0) {
-      printf("# Out of bounds values : %d %s\n", errors_, errors_ != 0 ? "FAILED" : "OK");
-      printf("# Avg bus bandwidth    : %g\n", bw_count_ > 0 ? bw_sum_ / bw_count_ : 0.0);
-      printf("#\n");
-      printf("# Collective test concluded: %s\n", coll_.name);
-      fflush(stdout);
+      report_.PrintFooter(errors_, bw_count_ > 0 ? bw_sum_ / bw_count_ : 0.0);
+      if (o_.memory_report) report_.PrintMemory(memory);
     }
     // Nobody exits (possibly non-zero) before rank 0 has printed its summary.
     Barrier();
+    for (void* handle : {send_handle_, recv_handle_}) {
+      if (handle != nullptr) Call(braidCommDeregister(comm_, handle), "braidCommDeregister (-R)");
+    }
     if (stream_) Call(braidStreamDestroy(stream_), "braidStreamDestroy");
     Call(braidCommDestroy(comm_), "braidCommDestroy");
     comm_ = nullptr;
@@ -124,7 +146,7 @@ class Rank {
     }
   }
 
-  // -M device: waits for the calls queued on the CUDA stream (nccl-tests' cudaStreamSynchronize).
+  // -B device: waits for the calls queued on the CUDA stream (nccl-tests' cudaStreamSynchronize).
   void SyncStream() {
     if (stream_) Call(braidStreamSynchronize(stream_), "the calls queued on the CUDA stream");
   }
@@ -155,6 +177,23 @@ class Rank {
     return o_.average == 1 ? value / nranks_ : value;
   }
 
+  // -I 1: each iteration's largest time over the ranks of each process (one row per process,
+  // a max all-reduce over rows that other processes leave at 0), and over all of them.
+  void ReduceIterTimes(const std::vector<double>& mine, Measurement* m) {
+    const size_t n = mine.size(), rows = static_cast<size_t>(l_.nprocs);
+    std::vector<double> all(n * rows, 0.0);
+    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<ptrdiff_t>(n * l_.proc));
+    HarnessAllReduce(all.data(), all.size(), braidFloat64, braidMax,
+                     "braidAllReduce (harness per-iteration times)");
+    m->iter_seconds.assign(n, 0.0);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t i = 0; i < n; ++i)
+        m->iter_seconds[i] = std::max(m->iter_seconds[i], all[r * n + i]);
+      if (rows > 1)
+        m->process_iter_seconds.emplace_back(all.begin() + r * n, all.begin() + (r + 1) * n);
+    }
+  }
+
   int64_t SumOverRanks(int64_t value) {
     HarnessAllReduce(&value, 1, braidInt64, braidSum, "braidAllReduce (harness error count)");
     return value;
@@ -174,24 +213,52 @@ class Rank {
     HarnessAllReduce(info.data(), info.size(), braidUint8, braidSum,
                      "braidAllReduce (harness device report)");
     if (rank_ != 0) return;
+    std::vector<DeviceRecord> devices(static_cast<size_t>(nranks_));
     for (int r = 0; r < nranks_; ++r) {
       const uint8_t* rec = info.data() + kInfoBytes * r;
-      int32_t rpid, rdev;
-      memcpy(&rpid, rec, 4);
-      memcpy(&rdev, rec + 4, 4);
+      DeviceRecord& d = devices[static_cast<size_t>(r)];
+      d.rank = r;
+      memcpy(&d.pid, rec, 4);
+      memcpy(&d.device, rec + 4, 4);
       char rhost[kInfoBytes - 8];
       memcpy(rhost, rec + 8, sizeof(rhost));
       rhost[sizeof(rhost) - 1] = '\0';
-      printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [cpu] host\n", r, 0, rpid, rhost,
-             rdev);
+      d.hostname = rhost;
     }
+    report_.PrintDevices(devices);
+  }
+
+  // -M 1: this process's resident bytes, read by its first thread between two barriers (so
+  // that no rank of it allocates meanwhile); -1 elsewhere and without -M.
+  int64_t SampleResident() {
+    if (!o_.memory_report) return -1;
+    Barrier();
+    const int64_t rss = thread_ == 0 ? ResidentBytes() : -1;
+    Barrier();
+    return rss;
+  }
+
+  // -M 1: what each phase added to a process's resident memory, the largest over processes,
+  // and the buffers of the rank that has the most.
+  MemoryFigures GatherMemory(int64_t rss_init, int64_t rss_buffers, int64_t rss_end) {
+    const bool sampler = thread_ == 0;  // others leave the figures to their process's first
+    const int64_t none = INT64_MIN;
+    int64_t f[6] = {sampler ? rss_init - shared_.rss_start : none,
+                    sampler ? rss_buffers - rss_init : none,
+                    sampler ? rss_end - rss_buffers : none,
+                    sampler ? PeakResidentBytes() : none,
+                    buffer_bytes_,
+                    device_bytes_};
+    HarnessAllReduce(f, 6, braidInt64, braidMax, "braidAllReduce (harness memory report)");
+    return MemoryFigures{f[0], f[1], f[2], f[3], f[4], f[5]};
   }
 
   // Buffers big enough for the largest size of every datatype, in both placements.
   void Allocate() {
-    size_t send_bytes = 64, recv_bytes = 64, region_bytes = 64, region_elems = 1;
+    size_t send_bytes = 64, recv_bytes = 64, region_bytes = 64, region_elems = 1, pad = 0;
     for (braidDataType_t dtype : o_.types) {
       const size_t es = ElementSize(dtype);
+      pad = std::max(pad, static_cast<size_t>(o_.unalign) * es);  // -u: where the calls start
       const CollCounts c = coll_.counts(o_.max_bytes / es, nranks_);
       const size_t r = static_cast<size_t>(rank_);
       send_bytes = std::max(send_bytes, c.send_count * es);
@@ -201,6 +268,8 @@ class Rank {
           std::max({recv_bytes, c.recv_count * es, (c.send_inplace_offset * r + c.send_count) * es,
                     (c.recv_inplace_offset * r + c.recv_count) * es});
     }
+    send_bytes += pad;
+    recv_bytes += pad;
     send_ = Alloc(send_bytes, "send buffer", o_.shared_memory);
     recv_ = Alloc(recv_bytes, "receive buffer", o_.shared_memory);
     send_bytes_ = send_bytes;
@@ -211,9 +280,11 @@ class Rank {
       // Calls ordered on a CUDA stream of this rank's own, as nccl-tests' are on one per GPU:
       // the timed loop queues them all and then waits. The per-thread default stream
       // (cudaStreamPerThread: thread ranks of one process get one each; the legacy default
-      // stream would make rank 0's call block rank 1's); only this thread uses stream_.
+      // stream would make rank 0's call block rank 1's); only this thread uses stream_. -y 1
+      // takes the legacy default stream (NULL), as nccl-tests does, where a process has one rank.
       void* const per_thread_stream = reinterpret_cast<void*>(0x2);
-      Call(braidStreamCreateCuda(&stream_, per_thread_stream), "braidStreamCreateCuda (-M device)");
+      void* const cuda_stream = o_.stream_null && o_.nthreads == 1 ? nullptr : per_thread_stream;
+      Call(braidStreamCreateCuda(&stream_, cuda_stream), "braidStreamCreateCuda (-B device)");
     }
     if (o_.check > 0) {
       expected_ = Alloc(region_bytes, "expected-result buffer");
@@ -232,21 +303,34 @@ class Rank {
       Abort(l_);
     }
     memset(p, 0, rounded);  // first touch by this rank's thread
+    buffer_bytes_ += static_cast<int64_t>(rounded);
     return Buffer(static_cast<std::byte*>(p), FreeDeleter{shared});
+  }
+
+  // -R 1 or 2: the buffers the collectives are given, registered with the communicator
+  // (nccl-tests' ncclCommRegister; Braid has no symmetric windows, so 2 registers the same).
+  void Register() {
+    if (o_.local_register == 0) return;
+    Call(braidCommRegister(comm_, Placed(send_.get()), send_bytes_, &send_handle_),
+         "braidCommRegister (-R, send buffer)");
+    Call(braidCommRegister(comm_, Placed(recv_.get()), recv_bytes_, &recv_handle_),
+         "braidCommRegister (-R, receive buffer)");
   }
 
   DeviceBuffer AllocDevice(size_t bytes, const char* what) {
     void* p = nullptr;
     if (braidMemAlloc(&p, bytes) != braidSuccess) {
       fprintf(stderr,
-              "%s: rank %d: -M device: cannot allocate %zu bytes of device memory for the %s: %s\n",
+              "%s: rank %d: -B device: cannot allocate %zu bytes of device memory for the %s: %s\n",
               o_.prog, rank_, bytes, what, braidGetLastError(nullptr));
       Abort(l_);
     }
+    buffer_bytes_ += static_cast<int64_t>(bytes);
+    device_bytes_ += static_cast<int64_t>(bytes);
     return DeviceBuffer(static_cast<std::byte*>(p));
   }
 
-  // -M device: the host buffers' contents to the device buffers, or the receive buffer back.
+  // -B device: the host buffers' contents to the device buffers, or the receive buffer back.
   void ToDevice() {
     if (!o_.device_memory) return;
     Call(braidMemcpy(dev_send_.get(), send_.get(), send_bytes_), "braidMemcpy (to device)");
@@ -256,7 +340,7 @@ class Rank {
     if (!o_.device_memory) return;
     Call(braidMemcpy(recv_.get(), dev_recv_.get(), recv_bytes_), "braidMemcpy (from device)");
   }
-  // The buffer a collective is given: p itself, or with -M device the same place on the device.
+  // The buffer a collective is given: p itself, or with -B device the same place on the device.
   std::byte* Placed(std::byte* p) {
     if (!o_.device_memory) return p;
     if (p >= send_.get() && p < send_.get() + send_bytes_)
@@ -272,16 +356,21 @@ class Rank {
       const CollCounts c = coll_.counts(bytes / es, nranks_);
       for (int i = 0; i < o_.warmup_iters; ++i) RunOnce(c, dtype, op, root, false);
     }
+    // -N: the whole sweep again, each printed; 0 repeats it until the run is stopped.
+    long long cycles = o_.run_cycles;
+    do {
+      SweepSizes(dtype, op, root);
+    } while (--cycles != 0);
+  }
+
+  void SweepSizes(braidDataType_t dtype, braidRedOp_t op, int root) {
+    const size_t es = ElementSize(dtype);
     for (size_t size : Sizes(o_)) {
       const CollCounts c = coll_.counts(size / es, nranks_);
       const size_t bytes = std::max(c.send_count, c.recv_count) * es;
       const double algbw_bytes = coll_.algbw_bytes != nullptr ? coll_.algbw_bytes(c, es, nranks_)
                                                               : static_cast<double>(bytes);
       if (rank_ == 0) report_.BeginRow(bytes, c.param_count, dtype, op, root);
-      // One untimed call of each size first (unless -w 0): Braid makes a size's plan (the
-      // algorithm choice and the schedule) on its first call, which would otherwise land in
-      // the first timed loop (20 calls of 0.2 us plus one plan of ~50 us read as 3 us each).
-      if (o_.warmup_iters > 0) RunOnce(c, dtype, op, root, false);
       for (bool in_place : {false, true}) {
         if (in_place && !coll_.in_place) {
           if (rank_ == 0) report_.AddNotApplicable();
@@ -294,19 +383,33 @@ class Rank {
     }
   }
 
+  // -u: the calls' buffers start unalign elements into the allocations.
   std::byte* SendPtr(const CollCounts& c, size_t es, bool in_place) {
-    return in_place ? recv_.get() + c.send_inplace_offset * es * rank_ : send_.get();
+    const size_t shift = static_cast<size_t>(o_.unalign) * es;
+    return in_place ? recv_.get() + shift + c.send_inplace_offset * es * rank_
+                    : send_.get() + shift;
   }
   std::byte* RecvPtr(const CollCounts& c, size_t es, bool in_place) {
-    return recv_.get() + (in_place ? c.recv_inplace_offset * es * rank_ : 0);
+    return recv_.get() + static_cast<size_t>(o_.unalign) * es +
+           (in_place ? c.recv_inplace_offset * es * rank_ : 0);
   }
 
   void RunOnce(const CollCounts& c, braidDataType_t dtype, braidRedOp_t op, int root,
                bool in_place) {
     const size_t es = ElementSize(dtype);
+    // -o mulsum: a PreMulSum op with this rank's scalar, made and destroyed around each call as
+    // nccl-tests' startColl does (a call already queued keeps the op it was made with).
+    braidRedOp_t call_op = op;
+    if (op == kMulSum) {
+      alignas(8) unsigned char scalar[16];
+      PreMulScalarBytes(dtype, rank_, scalar);
+      Call(braidRedOpCreatePreMulSum(&call_op, scalar, dtype, braidScalarHostImmediate, comm_),
+           "braidRedOpCreatePreMulSum (-o mulsum)");
+    }
     const braidResult_t r =
-        coll_.run(Placed(SendPtr(c, es, in_place)), Placed(RecvPtr(c, es, in_place)), c, dtype, op,
-                  root, comm_, stream_);
+        coll_.run(Placed(SendPtr(c, es, in_place)), Placed(RecvPtr(c, es, in_place)), c, dtype,
+                  call_op, root, comm_, stream_);
+    if (op == kMulSum) Call(braidRedOpDestroy(call_op, comm_), "braidRedOpDestroy (-o mulsum)");
     if (r != braidSuccess) {
       std::string what = std::string(coll_.call) + " (" + TypeName(dtype);
       if (coll_.uses_op) what += std::string(" ") + OpName(op);
@@ -326,19 +429,46 @@ class Rank {
       const CheckArgs args{dtype, op, root, rank_, nranks_, 0};
       coll_.fill_send(SendPtr(c, es, in_place), c, args);
     }
+    // One untimed call of the size and placement first (unless -w 0), as nccl-tests' BenchTime
+    // makes: Braid makes a plan (the algorithm choice and the schedule) on the first call of
+    // each, which would otherwise land in the first timed loop (20 calls of 0.2 us plus one
+    // plan of ~50 us read as 3 us each; -I showed the in-place loop's first iteration 30 times
+    // slower than the others while only the out-of-place call was made untimed).
     ToDevice();
+    if (o_.warmup_iters > 0) RunOnce(c, dtype, op, root, in_place);
     Barrier();
-    const auto start = std::chrono::steady_clock::now();
+    using Clock = std::chrono::steady_clock;
+    const double calls = static_cast<double>(o_.iters) * o_.agg_iters;
+    std::vector<double> iter_seconds(o_.per_iter_timing ? o_.iters : 0);
+    const auto start = Clock::now();
     for (int i = 0; i < o_.iters; ++i) {
+      const auto iter_start = o_.per_iter_timing ? Clock::now() : start;
+      // -m: the iteration's calls in one group, as nccl-tests makes them (Braid runs a group's
+      // calls of one communicator in posting order when it ends).
+      if (o_.agg_iters > 1) Call(braidGroupStart(), "braidGroupStart (-m)");
       for (int a = 0; a < o_.agg_iters; ++a) RunOnce(c, dtype, op, root, in_place);
-      if (o_.blocking) Barrier();
+      if (o_.agg_iters > 1) {
+        Call(braidGroupEnd(), "braidGroupEnd (-m " + std::to_string(o_.agg_iters) + " calls)");
+      }
+      // -z 1 waits and meets the other ranks after each iteration, -z 2 only waits.
+      if (o_.blocking != 0 || o_.per_iter_timing) SyncStream();
+      if (o_.blocking == 1) Barrier();
+      if (o_.per_iter_timing) {
+        const std::chrono::duration<double> t = Clock::now() - iter_start;
+        iter_seconds[i] = t.count() / o_.agg_iters;
+      }
     }
+    // -C: the time the loop took to issue the calls (the same on host buffers, whose calls
+    // return when done; with -B device, without the wait for the stream).
+    const std::chrono::duration<double> issued = Clock::now() - start;
     SyncStream();
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    const std::chrono::duration<double> elapsed = Clock::now() - start;
     Measurement m;
-    m.seconds = ReduceTime(elapsed.count() / (static_cast<double>(o_.iters) * o_.agg_iters));
-    m.algbw = m.seconds > 0 ? algbw_bytes / 1.0e9 / m.seconds : 0.0;
+    const double seconds = ReduceTime(elapsed.count() / calls);
+    m.seconds = o_.report_cputime ? ReduceTime(issued.count() / calls) : seconds;
+    m.algbw = seconds > 0 ? algbw_bytes / 1.0e9 / seconds : 0.0;
     m.busbw = m.algbw * coll_.busbw_factor(nranks_);
+    if (o_.per_iter_timing) ReduceIterTimes(iter_seconds, &m);
 
     int64_t wrong = 0;
     for (int k = 0; k < o_.check; ++k) {
@@ -435,77 +565,24 @@ class Rank {
   const int thread_;
   const int nranks_;
   const int rank_;
+  const Shared& shared_;
   Report report_;
   const bool pause_forced_allreduce_;
   braidComm_t comm_ = nullptr;
+  void* send_handle_ = nullptr;  // -R
+  void* recv_handle_ = nullptr;
+  int64_t buffer_bytes_ = 0;  // what Alloc and AllocDevice gave this rank (-M 1)
+  int64_t device_bytes_ = 0;
   Buffer send_, recv_, expected_, background_;
   size_t send_bytes_ = 0, recv_bytes_ = 0;
-  DeviceBuffer dev_send_, dev_recv_;  // -M device
-  braidStream_t stream_ = nullptr;    // -M device: ordered with this thread's CUDA stream
+  DeviceBuffer dev_send_, dev_recv_;  // -B device
+  braidStream_t stream_ = nullptr;    // -B device: ordered with this thread's CUDA stream
   std::vector<uint8_t> defined_;
   uint64_t checks_ = 0;
   int errors_ = 0;
   double bw_sum_ = 0;
   int bw_count_ = 0;
 };
-
-// The names -A accepts for this binary's collective, in table order.
-std::vector<std::string> AlgorithmNames(const Collective& coll) {
-  std::vector<std::string> names;
-  if (!coll.has_algorithms) return names;
-  int count = 0;
-  if (braidListAlgorithms(coll.collective, nullptr, 0, &count) != braidSuccess) return names;
-  std::vector<const char*> raw(static_cast<size_t>(count));
-  braidListAlgorithms(coll.collective, raw.data(), count, &count);
-  for (int i = 0; i < count && i < static_cast<int>(raw.size()); ++i) names.push_back(raw[i]);
-  return names;
-}
-
-// braidrun and mpirun start every process with the same flags; one of them speaks for -A
-// list (before any communicator exists, rank is known only from the environment).
-bool FirstProcess() {
-  for (const char* var : {"BRAID_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
-    const char* v = getenv(var);
-    if (v != nullptr && *v != '\0' && strcmp(v, "0") != 0) return false;
-  }
-  return true;
-}
-
-// -A list prints and returns 0; an -A name no algorithm answers to exits with status 2;
-// a known one is respelled as the table spells it (names match case-insensitively).
-int CheckAlgorithmFlag(Options* opts, const Collective& coll) {
-  const Options& o = *opts;
-  if (o.algorithm.empty() || o.algorithm == "auto") return -1;
-  const std::vector<std::string> names = AlgorithmNames(coll);
-  if (o.algorithm == "list") {
-    if (!coll.has_algorithms && FirstProcess()) {
-      fprintf(stderr,
-              "%s: %s runs grouped braidSend/braidRecv, which no algorithm of the table "
-              "implements: there is nothing to list\n",
-              o.prog, coll.name);
-    }
-    if (FirstProcess()) {
-      for (const std::string& name : names) printf("%s\n", name.c_str());
-    }
-    return 0;
-  }
-  if (!coll.has_algorithms) {
-    UsageError(o, "-A (--algorithm) " + o.algorithm + ": " + coll.name +
-                      " runs grouped braidSend/braidRecv, which no algorithm implements; "
-                      "-A applies to the collective binaries only");
-  }
-  for (const std::string& name : names) {
-    if (strcasecmp(name.c_str(), o.algorithm.c_str()) == 0) {
-      opts->algorithm = name;
-      return -1;
-    }
-  }
-  std::string known;
-  for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
-  UsageError(o, "-A (--algorithm): no " + std::string(coll.collective) + " algorithm named '" +
-                    o.algorithm + "' (known: " + (known.empty() ? "none" : known) +
-                    "; -A list prints them)");
-}
 
 }  // namespace
 
@@ -514,37 +591,30 @@ int PerfMain(int argc, char** argv, const Collective& coll) {
   Options o;
   if (const int status = ParseOptions(argc, argv, &o); status >= 0) return status;
   if (const int status = CheckAlgorithmFlag(&o, coll); status >= 0) return status;
+  const std::vector<std::string> args(argv, argv + argc);  // for -J, before MPI_Init edits argv
+  Shared shared;
+  if (o.memory_report) shared.rss_start = ResidentBytes();
   const Launch l = DetectLaunch(o, &argc, &argv);
   const int nranks = l.nprocs * o.nthreads;
   if (coll.uses_root && o.root >= nranks) {
     LaunchError(o, "-r (--root) " + std::to_string(o.root) + " is not a rank: there are " +
                        std::to_string(nranks) + " ranks");
   }
-  FILE* json = nullptr;
+  std::unique_ptr<JsonDocument> json;
   if (l.proc == 0 && !o.json_path.empty()) {
-    json = fopen(o.json_path.c_str(), "w");
-    if (json == nullptr) {
-      LaunchError(o, "-J (--json): cannot open '" + o.json_path +
-                         "' for writing: " + std::string(strerror(errno)));
-    }
+    std::string opened, error;
+    json = JsonDocument::Create(o.json_path, &opened, &error);
+    if (json == nullptr) LaunchError(o, "-J (--output_file): " + error);
+    printf("# Writing JSON output to %s\n", opened.c_str());
+    json->Begin(args);
+    shared.json = json.get();
   }
-  if (l.proc == 0) {
-    printf("# Collective test starting: %s\n", coll.name);
-    printf(
-        "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d "
-        "iters: %d agg iters: %d validation: %d graph: %d\n",
-        o.nthreads, 1, o.min_bytes, o.max_bytes, o.step_factor > 1 ? o.step_factor : o.step_bytes,
-        o.step_factor > 1 ? "factor" : "bytes", o.warmup_iters, o.iters, o.agg_iters, o.check, 0);
-    if (o.forces_algorithm()) printf("# Algorithm: %s (forced by -A)\n", o.algorithm.c_str());
-    if (o.blocking)
-      printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
-    fflush(stdout);
-  }
+  if (l.proc == 0) PrintRunHeader(coll, o);
   if (coll.skip_reason != nullptr) {
     if (const char* why = coll.skip_reason(nranks); why != nullptr) {
       // Every process sees the same nranks, so none of them creates a communicator.
       if (l.proc == 0) printf("nRanks %d %s, skipping\n", nranks, why);
-      if (json != nullptr) fclose(json);
+      json.reset();  // the document closed without results
       FinishLaunch(l);
       return 0;
     }
@@ -559,65 +629,15 @@ int PerfMain(int argc, char** argv, const Collective& coll) {
   std::vector<std::thread> threads;
   threads.reserve(o.nthreads);
   for (int t = 1; t < o.nthreads; ++t) {
-    threads.emplace_back([&, t] { status[t] = Rank(o, l, coll, t, nullptr).Run(); });
+    threads.emplace_back([&, t] { status[t] = Rank(o, l, coll, t, shared).Run(); });
   }
-  status[0] = Rank(o, l, coll, 0, json).Run();
+  status[0] = Rank(o, l, coll, 0, shared).Run();
   for (std::thread& t : threads) t.join();
-  if (json != nullptr) fclose(json);
+  const int worst = *std::max_element(status.begin(), status.end());
+  if (json != nullptr) json->Finish(worst != 0 ? braidGetLastError(nullptr) : "");
+  json.reset();
   FinishLaunch(l);
-  return *std::max_element(status.begin(), status.end());
-}
-
-CollCounts WholeCounts(size_t count, int /*nranks*/) {
-  CollCounts c;
-  c.send_count = c.recv_count = c.param_count = count;
-  return c;
-}
-
-CollCounts GatherCounts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = c.param_count = c.send_inplace_offset = count / n;
-  c.recv_count = count / n * n;
-  return c;
-}
-
-CollCounts ScatterCounts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = count / n * n;
-  c.recv_count = c.param_count = c.recv_inplace_offset = count / n;
-  return c;
-}
-
-CollCounts AllToAllCounts(size_t count, int nranks) {
-  const size_t n = static_cast<size_t>(nranks);
-  CollCounts c;
-  c.send_count = c.recv_count = count / n * n;
-  c.param_count = count / n;
-  return c;
-}
-
-double BusBwOne(int /*nranks*/) { return 1.0; }
-double BusBwAllButOwn(int nranks) { return static_cast<double>(nranks - 1) / nranks; }
-
-void FillSendInput(void* send, const CollCounts& c, const CheckArgs& args) {
-  FillInput(send, c.send_count, 0, args, args.rank);
-}
-
-void FillSendPattern(void* send, const CollCounts& c, const CheckArgs& args) {
-  FillPattern(send, c.send_count, 0, args, args.rank);
-}
-
-void FillSendRootPattern(void* send, const CollCounts& c, const CheckArgs& args) {
-  if (args.rank == args.root) FillPattern(send, c.send_count, 0, args, args.root);
-}
-
-void FillBlocksByRank(void* expected, const CollCounts& c, const CheckArgs& args) {
-  auto* out = static_cast<char*>(expected);
-  const size_t block_bytes = c.param_count * ElementSize(args.dtype);
-  for (int j = 0; j < args.nranks; ++j)
-    FillPattern(out + j * block_bytes, c.param_count, 0, args, j);
+  return worst;
 }
 
 }  // namespace braid::perf

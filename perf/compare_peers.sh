@@ -100,10 +100,10 @@ add_band() {  # LOW HIGH (bytes: sizes in [LOW, HIGH)) ITERS WARMUP MPIARG
 add_band 0 $((SMALL + 1)) 5000 100 500
 add_band $((SMALL + 1)) "$SPLIT" 200 20 20
 add_band "$SPLIT" $((MAXB + 1)) 11 5 20
-# Braid on heap buffers (-M host, what a program that mallocs gets) or on buffers from
-# braidMemAllocHost (-M shared: the ranks read each other's pieces in place).
+# Braid on heap buffers (-B host, what a program that mallocs gets) or on buffers from
+# braidMemAllocHost (-B shared: the ranks read each other's pieces in place).
 run_braid() {  # MEMORY FROM TO ITERS WARMUP OUTFILE (appended to)
-  "$BUILD/tools/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -M "$1" -b "$2" \
+  "$BUILD/tools/braidrun" -n "$N" --no-prefix "$BUILD/perf/all_reduce_perf" -B "$1" -b "$2" \
     -e "$3" -f 2 -n "$4" -w "$5" >>"$6"
 }
 run_mpi() {  # FROM TO ARG
@@ -220,7 +220,7 @@ if floor and braid_rounds and mpi_rounds:
     print(f"# {first} B, us in each round: Braid {fmt(braid_rounds[first])}; Open MPI"
           f" {fmt(mpi_rounds.get(first, []))}; the floor, two processes trading a cache line"
           f" each way (perf/exchange_bench): {fmt(floor)}")
-print("# braid: heap buffers (-M host); shared: braidMemAllocHost buffers (-M shared)")
+print("# braid: heap buffers (-B host); shared: braidMemAllocHost buffers (-B shared)")
 print("# b/mpi: the fastest rounds' ratio; med, min: the median and lowest of each round's own b/mpi")
 print(f"#{'bytes':>11} {'braid_us':>9} {'mpi_us':>9} {'gloo_us':>9} {'braid_bw':>9} {'shared_bw':>9} {'mpi_bw':>9} {'gloo_bw':>9} {'b/mpi':>6} {'med':>5} {'min':>5} {'sh/mpi':>6} {'b/gloo':>7} {'b/memcpy':>8} {'sh/memcpy':>9} {'b/limit':>7} {'sh/limit':>8}")
 na = float("nan")

@@ -11,7 +11,7 @@
 #      (3 x bytes / time) beside cudaMemcpy device to device (2 x bytes / time) and the ratio,
 #      each result checked against the host kernel first;
 #   4. all_reduce_perf, all_gather_perf, reduce_scatter_perf and alltoall_perf on 2 and 4
-#      ranks (braidrun processes) on device memory (-M device: braidMemAlloc buffers, one GPU
+#      ranks (braidrun processes) on device memory (-B device: braidMemAlloc buffers, one GPU
 #      shared by the ranks, the calls queued on each rank's CUDA stream and run by the
 #      stream's proxy thread, device to device: the CUDA IPC transport, each process opening
 #      its peers' buffers), every result checked (#wrong);
@@ -84,16 +84,16 @@ for n in 2 4; do
   for bin in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
     step "$bin on $n ranks"
     check "$bin -n $n" 90 "$build/tools/braidrun" -n "$n" -- "$build/perf/$bin" \
-      -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
+      -B device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
   done
 done
 
 step "all_reduce_perf on 2 thread ranks (device to device within one process)"
 check "all_reduce_perf -t 2" 90 "$build/perf/all_reduce_perf" -t 2 \
-  -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
+  -B device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
 step "all_reduce_perf on 2 ranks staged through host memory (BRAID_CUDA_IPC=0)"
 check "all_reduce_perf staged" 90 env BRAID_CUDA_IPC=0 "$build/tools/braidrun" -n 2 -- \
-  "$build/perf/all_reduce_perf" -M device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
+  "$build/perf/all_reduce_perf" -B device -b 8 -e "$max_bytes" -f 8 -n 5 -w 2 -c 1
 
 step "done"
 if [ ${#failed[@]} -ne 0 ]; then

@@ -17,6 +17,8 @@
 namespace braid::perf {
 namespace {
 
+// nccl-tests' getopt_long names (src/common.cu), then Braid's own; a second name for a letter
+// (--json) is an alias, and FlagName gives the first.
 const struct option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},
     {"ngpus", required_argument, nullptr, 'g'},
@@ -27,18 +29,36 @@ const struct option kLongOptions[] = {
     {"iters", required_argument, nullptr, 'n'},
     {"agg_iters", required_argument, nullptr, 'm'},
     {"warmup_iters", required_argument, nullptr, 'w'},
+    {"run_cycles", required_argument, nullptr, 'N'},
+    {"parallel_init", required_argument, nullptr, 'p'},
     {"check", required_argument, nullptr, 'c'},
     {"op", required_argument, nullptr, 'o'},
     {"datatype", required_argument, nullptr, 'd'},
     {"root", required_argument, nullptr, 'r'},
     {"blocking", required_argument, nullptr, 'z'},
+    {"stream_null", required_argument, nullptr, 'y'},
+    {"timeout", required_argument, nullptr, 'T'},
+    {"cudagraph", required_argument, nullptr, 'G'},
+    {"report_cputime", required_argument, nullptr, 'C'},
+    {"report_timestamps", required_argument, nullptr, 'S'},
+    {"output_file", required_argument, nullptr, 'J'},
     {"average", required_argument, nullptr, 'a'},
-    {"algorithm", required_argument, nullptr, 'A'},
-    {"json", required_argument, nullptr, 'J'},
+    {"local_register", required_argument, nullptr, 'R'},
+    {"cta_policy", required_argument, nullptr, 'x'},
+    {"device_implementation", required_argument, nullptr, 'D'},
+    {"device_cta_count", required_argument, nullptr, 'V'},
     {"memory", required_argument, nullptr, 'M'},
+    {"unalign", required_argument, nullptr, 'u'},
+    {"per_iter_timing", required_argument, nullptr, 'I'},
     {"help", no_argument, nullptr, 'h'},
+    {"algorithm", required_argument, nullptr, 'A'},
+    {"buffers", required_argument, nullptr, 'B'},
+    {"json", required_argument, nullptr, 'J'},
     {nullptr, 0, nullptr, 0},
 };
+// Every flag but -h takes a value; the leading ':' makes getopt report a missing one as ':'.
+constexpr const char* kShortOptions =
+    ":t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:S:J:a:R:x:D:V:M:u:I:A:B:h";
 
 const char* LongName(int c) {
   for (const struct option& o : kLongOptions) {
@@ -59,22 +79,42 @@ void PrintUsage(const char* prog) {
       "\t[-n,--iters <iteration count>]\n"
       "\t[-m,--agg_iters <aggregated iteration count>]\n"
       "\t[-w,--warmup_iters <warmup iteration count>]\n"
-      "\t[-c,--check <check iteration count: 0 off, 1 on>]\n"
-      "\t[-o,--op <sum/prod/min/max/avg/all>]\n"
+      "\t[-N,--run_cycles <sweeps over the sizes, each printed (default 1; 0: until killed)>]\n"
+      "\t[-p,--parallel_init <0/1> (Braid's thread ranks always create their communicators "
+      "concurrently)]\n"
+      "\t[-c,--check <check iteration count: 0 off>]\n"
+      "\t[-o,--op <sum/prod/min/max/avg/mulsum/all>]\n"
       "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/"
       "f8e4m3/f8e5m2/all>]\n"
       "\t[-r,--root <root, or all (-1): every rank in turn>]\n"
-      "\t[-z,--blocking <0/1>: barrier after each call]\n"
+      "\t[-z,--blocking <0/1/2>: 1 wait for each call and barrier, 2 wait without barrier]\n"
+      "\t[-y,--stream_null <0/1>: -B device: the legacy default CUDA stream (one thread per "
+      "process)]\n"
+      "\t[-T,--timeout <seconds: bound of every wait of the communicator; 0: BRAID_TIMEOUT>]\n"
+      "\t[-G,--cudagraph <graph launches: accepted, Braid captures no CUDA graph>]\n"
+      "\t[-C,--report_cputime <0/1>: time the loop that issues the calls, not the wait]\n"
+      "\t[-S,--report_timestamps <0/1>: a timestamp at the end of each row]\n"
+      "\t[-J,--output_file <file: nccl-tests' JSON document (version 2); if it exists, "
+      "file.0, file.1, ...>]\n"
       "\t[-a,--average <0/1/2/3> report iteration time of <0=rank 0/1=avg/2=min/3=max>]\n"
+      "\t[-R,--local_register <0/1/2>: braidCommRegister the buffers (2: the same, Braid has "
+      "no symmetric windows)]\n"
+      "\t[-x,--cta_policy <0/1/2>: accepted, a host has no CTAs]\n"
+      "\t[-D,--device_implementation <N>: accepted with -R 2, Braid has no device-side "
+      "kernels]\n"
+      "\t[-V,--device_cta_count <1..128>: accepted, as -D]\n"
+      "\t[-M,--memory <0/1>: memory report (RSS of the process, Braid's buffers)]\n"
+      "\t[-u,--unalign <elements: buffers start this far past an aligned address>]\n"
+      "\t[-I,--per_iter_timing <0/1>: time each iteration; min, max, p99 and cv%% columns]\n"
       "\t[-A,--algorithm <name: force it / list: print the algorithms of this collective / "
       "auto>]\n"
-      "\t[-J,--json <file: write every row as one JSON object per line>]\n"
-      "\t[-M,--memory <host (default) / shared: host buffers from braidMemAllocHost, read in\n"
+      "\t[-B,--buffers <host (default) / shared: host buffers from braidMemAllocHost, read in\n"
       "\t              place by the ranks of this machine / device: buffers from braidMemAlloc, "
       "CUDA>]\n"
       "\t[-h,--help]\n"
-      "Ranks: -t N threads in this process, times the processes of braidrun "
-      "(BRAID_UNIQUE_ID, BRAID_RANK, BRAID_NRANKS) or mpirun.\n",
+      "Integers as strtol reads them with base 0 (0x10 and 16 alike). Ranks: -t N threads in "
+      "this process, times the processes of braidrun (BRAID_UNIQUE_ID, BRAID_RANK, "
+      "BRAID_NRANKS) or mpirun.\n",
       prog);
 }
 
@@ -85,13 +125,18 @@ std::string FlagName(int c) {
 int64_t ParseInt(const Options& o, int c, const char* text, int64_t lo, int64_t hi) {
   errno = 0;
   char* end = nullptr;
-  const long long v = strtoll(text, &end, 10);
+  const long long v = strtoll(text, &end, 0);  // base 0, as nccl-tests' strtol(optarg, 0, 0)
   if (end == text || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
     UsageError(o, "invalid value '" + std::string(text) + "' for " + FlagName(c) +
                       ": expected an integer in [" + std::to_string(lo) + ", " +
                       std::to_string(hi) + "]");
   }
   return v;
+}
+
+// A 0/1 switch (-C, -S, -M, -I, -p, -y).
+bool ParseSwitch(const Options& o, int c, const char* text) {
+  return ParseInt(o, c, text, 0, 1) != 0;
 }
 
 // "8", "1.5K", "128M", "4g": a decimal number with an optional 1024-based suffix.
@@ -148,14 +193,14 @@ void ParseTypes(Options* o, const char* text) {
 
 void ParseOps(Options* o, const char* text) {
   o->ops.clear();
-  for (int i = 0; i < braidNumOps; ++i) {
+  for (int i = 0; i <= static_cast<int>(kMulSum); ++i) {  // nccl-tests' "all" has mulsum too
     if (strcmp(text, "all") == 0 || strcmp(text, OpName(static_cast<braidRedOp_t>(i))) == 0) {
       o->ops.push_back(static_cast<braidRedOp_t>(i));
     }
   }
   if (o->ops.empty()) {
     UsageError(*o, "unknown op '" + std::string(text) + "' for " + FlagName('o') +
-                       ": expected sum, prod, max, min, avg or all");
+                       ": expected sum, prod, max, min, avg, mulsum or all");
   }
 }
 
@@ -169,9 +214,9 @@ int ParseOptions(int argc, char** argv, Options* o) {
   opterr = 0;  // our own messages, with the flag's long name
   optind = 0;  // 0, not 1: glibc then also forgets a previous scan (ParseOptions may run twice)
   for (;;) {
-    const int c =
-        getopt_long(argc, argv, ":t:g:b:e:i:f:n:m:w:c:o:d:r:z:a:A:J:M:h", kLongOptions, nullptr);
+    const int c = getopt_long(argc, argv, kShortOptions, kLongOptions, nullptr);
     if (c == -1) break;
+    if (c != ':' && c != '?' && c != 'h') o->given += static_cast<char>(c);
     switch (c) {
       case 't':
         o->nthreads = static_cast<int>(ParseInt(*o, c, optarg, 1, 4096));
@@ -204,6 +249,12 @@ int ParseOptions(int argc, char** argv, Options* o) {
       case 'w':
         o->warmup_iters = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
         break;
+      case 'N':
+        o->run_cycles = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
+        break;
+      case 'p':
+        o->parallel_init = ParseSwitch(*o, c, optarg) ? 1 : 0;
+        break;
       case 'c':
         o->check = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
         break;
@@ -219,7 +270,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
         if (!o->all_roots) {
           char* end = nullptr;
           errno = 0;
-          const long v = strtol(optarg, &end, 10);
+          const long v = strtol(optarg, &end, 0);
           if (end == optarg || *end != '\0' || errno == ERANGE || v < 0 || v > INT_MAX) {
             UsageError(*o, "invalid value '" + std::string(optarg) + "' for " + FlagName(c) +
                                ": expected a rank (an integer >= 0), or all (or -1) for every "
@@ -229,10 +280,53 @@ int ParseOptions(int argc, char** argv, Options* o) {
         }
         break;
       case 'z':
-        o->blocking = static_cast<int>(ParseInt(*o, c, optarg, 0, 1));
+        o->blocking = static_cast<int>(ParseInt(*o, c, optarg, 0, 2));
+        break;
+      case 'y':
+        o->stream_null = ParseSwitch(*o, c, optarg) ? 1 : 0;
+        break;
+      case 'T':
+        o->timeout_sec = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
+        break;
+      case 'G':
+        o->cuda_graph = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
+        break;
+      case 'C':
+        o->report_cputime = ParseSwitch(*o, c, optarg);
+        break;
+      case 'S':
+        o->report_timestamps = ParseSwitch(*o, c, optarg);
         break;
       case 'a':
         o->average = static_cast<int>(ParseInt(*o, c, optarg, 0, 3));
+        break;
+      case 'R':
+        o->local_register = static_cast<int>(ParseInt(*o, c, optarg, 0, 2));
+        break;
+      case 'x':
+        o->cta_policy = static_cast<int>(ParseInt(*o, c, optarg, -1, 2));
+        break;
+      case 'D':
+        o->device_impl = static_cast<int>(ParseInt(*o, c, optarg, 0, INT_MAX));
+        break;
+      case 'V':
+        o->device_cta_count = static_cast<int>(ParseInt(*o, c, optarg, 1, 128));
+        break;
+      case 'M':
+        if (strcmp(optarg, "host") == 0 || strcmp(optarg, "shared") == 0 ||
+            strcmp(optarg, "device") == 0) {
+          UsageError(*o, "invalid value '" + std::string(optarg) + "' for " + FlagName(c) +
+                             ": -M is nccl-tests' memory report (0 or 1); the buffers' kind "
+                             "is -B (--buffers) " +
+                             optarg);
+        }
+        o->memory_report = ParseSwitch(*o, c, optarg);
+        break;
+      case 'u':
+        o->unalign = static_cast<int>(ParseInt(*o, c, optarg, 0, kMaxUnalign));
+        break;
+      case 'I':
+        o->per_iter_timing = ParseSwitch(*o, c, optarg);
         break;
       case 'A':
         o->algorithm = optarg;
@@ -242,7 +336,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
         o->json_path = optarg;
         if (o->json_path.empty()) UsageError(*o, FlagName(c) + " needs a file name");
         break;
-      case 'M':
+      case 'B':
         if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0 &&
             strcmp(optarg, "shared") != 0)
           UsageError(*o, "invalid value '" + std::string(optarg) + "' for " + FlagName(c) +
@@ -280,7 +374,61 @@ int ParseOptions(int argc, char** argv, Options* o) {
                        " gives more than " + std::to_string(kMaxSizes) +
                        " sizes; use a larger step or -f");
   }
+  // As nccl-tests: a device implementation runs on symmetric windows only.
+  if (o->device_impl > 0 && o->local_register != 2) {
+    UsageError(*o, "-D (--device_implementation) " + std::to_string(o->device_impl) +
+                       " needs -R (--local_register) 2, as in nccl-tests");
+  }
+  if (o->per_iter_timing && o->iters > kMaxTimedIters) {
+    UsageError(*o, "-I (--per_iter_timing) 1 keeps every iteration's time: -n (--iters) " +
+                       std::to_string(o->iters) + " is more than " +
+                       std::to_string(kMaxTimedIters));
+  }
   return -1;
+}
+
+std::vector<std::string> FlagNotes(const Options& o) {
+  std::vector<std::string> notes;
+  if (o.was_given('p') && o.parallel_init == 0) {
+    notes.push_back(
+        "# -p 0: each thread rank still creates its own communicator, all at once "
+        "(braidCommInitRank returns when every rank has joined), as -p 1 does");
+  }
+  if (o.stream_null && !o.device_memory) {
+    notes.push_back(
+        "# -y 1: no CUDA stream to replace: the calls run on host buffers and return when done");
+  } else if (o.stream_null && o.nthreads > 1) {
+    notes.push_back(
+        "# -y 1: each thread rank keeps its per-thread CUDA stream: thread ranks that shared "
+        "the legacy default stream would wait on one another");
+  }
+  if (o.report_cputime && !o.device_memory) {
+    notes.push_back(
+        "# -C 1: on host buffers every call returns when done, so the time spent issuing the "
+        "calls (cputime) is their whole time");
+  }
+  if (o.cuda_graph > 0) {
+    notes.push_back("# -G " + std::to_string(o.cuda_graph) +
+                    ": Braid's perf binaries capture no CUDA graph; every iteration is a call");
+  }
+  if (o.local_register == 2) {
+    notes.push_back(
+        "# -R 2: Braid has no symmetric windows; the buffers are registered with "
+        "braidCommRegister, as -R 1");
+  }
+  if (o.cta_policy >= 0) {
+    notes.push_back("# -x " + std::to_string(o.cta_policy) +
+                    ": Braid launches no CTAs; the CTA policy applies to nothing here");
+  }
+  if (o.device_impl > 0) {
+    notes.push_back("# -D " + std::to_string(o.device_impl) +
+                    ": Braid has no device-side kernels; the collectives run as library calls");
+  }
+  if (o.was_given('V')) {
+    notes.push_back("# -V " + std::to_string(o.device_cta_count) +
+                    ": Braid has no device-side kernels to give CTAs to");
+  }
+  return notes;
 }
 
 void UsageError(const Options& o, const std::string& msg) {

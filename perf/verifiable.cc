@@ -43,7 +43,8 @@ constexpr Alias kTypeAliases[] = {
     {"fp8e5m2", braidFloat8e5m2}, {"e5m2", braidFloat8e5m2}, {"float8e5m2", braidFloat8e5m2},
 };
 
-constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg", "mulsum"};
+static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == braidNumOps + 1, "an op without a name");
 
 // ---------------------------------------------------------------------------------------
 // Element codecs. fp16, bf16 and the two fp8 formats are "minifloats": sign, ebits of
@@ -217,7 +218,7 @@ template <typename C>
 FloatPlan MakePlan(braidRedOp_t op, int nranks) {
   FloatPlan plan{op};
   const auto n = static_cast<uint64_t>(nranks);
-  if (op == braidSum || op == braidAvg) {
+  if (op == braidSum || op == braidAvg || op == kMulSum) {  // mulsum: +-1 times a sum's inputs
     const auto exact = static_cast<uint64_t>(C::kExactInt);
     plan.amp = std::min<uint64_t>(4, exact / n);
     if (plan.amp == 0) plan.period = (n + exact - 1) / exact;
@@ -234,6 +235,7 @@ double FloatValue(const FloatPlan& plan, uint64_t seed, int rank, size_t index) 
   switch (plan.op) {
     case braidSum:
     case braidAvg:
+    case kMulSum:
       if (plan.amp > 0) {
         return static_cast<double>(static_cast<int64_t>(h % (2 * plan.amp + 1))) -
                static_cast<double>(plan.amp);
@@ -296,6 +298,9 @@ void FillReducedT(void* buf, size_t count, size_t offset, const CheckArgs& args)
           case braidMin:
             acc = std::min(acc, v);
             break;
+          case kMulSum:
+            acc += PreMulScalar(r) * v;
+            break;
           default:
             acc += v;
             break;
@@ -327,6 +332,9 @@ void FillReducedT(void* buf, size_t count, size_t offset, const CheckArgs& args)
             break;
           case braidMin:
             best = std::min(best, v);
+            break;
+          case kMulSum:  // times -1 is the negation modulo 2^bits, as the library's product
+            acc += PreMulScalar(r) < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
             break;
           default:
             acc += static_cast<uint64_t>(v);
@@ -384,7 +392,23 @@ const char* TypeName(braidDataType_t dtype) {
 
 const char* OpName(braidRedOp_t op) {
   const int k = static_cast<int>(op);
-  return k >= 0 && k < braidNumOps ? kOpNames[k] : "unknown";
+  return k >= 0 && k <= braidNumOps ? kOpNames[k] : "unknown";
+}
+
+double PreMulScalar(int rank) { return rank % 2 == 0 ? 1.0 : -1.0; }
+
+void PreMulScalarBytes(braidDataType_t dtype, int rank, void* out) {
+  Dispatch(dtype, [&](auto codec) {
+    using C = decltype(codec);
+    using S = typename C::Storage;
+    S v;
+    if constexpr (C::kIsFloat) {
+      v = C::Encode(PreMulScalar(rank));
+    } else {
+      v = static_cast<S>(PreMulScalar(rank) < 0 ? -1 : 1);  // unsigned: 2^bits - 1
+    }
+    memcpy(out, &v, sizeof(S));
+  });
 }
 
 std::vector<braidDataType_t> AllTypes() {

@@ -33,7 +33,17 @@ struct CheckArgs {
 size_t ElementSize(braidDataType_t dtype);
 /// nccl-tests' name of dtype ("float", "half", "bfloat16", "int8", ...), "unknown" if bad.
 const char* TypeName(braidDataType_t dtype);
-/// nccl-tests' name of a built-in op ("sum", "prod", "max", "min", "avg"), "unknown" if bad.
+/// nccl-tests' mulsum: the perf binaries' stand-in op (one past the built-in ones, as
+/// nccl-tests stands ncclNumOps in for it) for a PreMulSum op that each call creates with
+/// braidRedOpCreatePreMulSum: sum over ranks of PreMulScalar(rank) * input.
+constexpr braidRedOp_t kMulSum = static_cast<braidRedOp_t>(braidNumOps);
+/// A rank's PreMulSum scalar: +1 on even ranks, -1 on odd ones, so that every product and
+/// partial sum stays exact in every datatype (integers wrap, as their sums do).
+double PreMulScalar(int rank);
+/// PreMulScalar(rank) as one element of dtype, into out (ElementSize(dtype) bytes).
+void PreMulScalarBytes(braidDataType_t dtype, int rank, void* out);
+
+/// nccl-tests' name of an op ("sum", "prod", "max", "min", "avg", "mulsum"), "unknown" if bad.
 const char* OpName(braidRedOp_t op);
 /// Every datatype, in braidDataType_t order (what "-d all" runs).
 std::vector<braidDataType_t> AllTypes();
@@ -49,7 +59,8 @@ uint64_t Mix(uint64_t seed, uint64_t a, uint64_t b);
 void FillInput(void* buf, size_t count, size_t offset, const CheckArgs& args, int rank);
 
 /// Writes op over ranks 0..nranks-1 of FillInput's elements [offset, offset + count)
-/// into buf, rounded as braid.h documents (avg: exact sum, then one division).
+/// into buf, rounded as braid.h documents (avg: exact sum, then one division; kMulSum: the
+/// sum of each rank's input times PreMulScalar(rank)).
 void FillReduced(void* buf, size_t count, size_t offset, const CheckArgs& args);
 
 /// Writes elements [offset, offset + count) of rank's data-movement pattern into buf: every

@@ -451,7 +451,7 @@ braidResult_t braidMemAllocHost(void** ptr, size_t size);
 braidResult_t braidMemFreeHost(void* ptr);
 /// Braid extension: copies bytes from src to dst, each host or device memory (CUDA works out
 /// which), after the device has finished its queued work, and returns when the copy is done.
-/// For harnesses without a CUDA runtime of their own (the perf binaries' --memory device).
+/// For harnesses without a CUDA runtime of their own (the perf binaries' -B device).
 /// Host to host is memcpy, also without CUDA. @return braidInvalidArgument for NULL pointers
 /// with bytes > 0; braidUnhandledCudaError if a device side has no CUDA to copy it.
 braidResult_t braidMemcpy(void* dst, const void* src, size_t bytes);

@@ -97,7 +97,7 @@ namespace {
 // How many pieces a ring all-reduce step runs ahead of the next step (see
 // buildRingAllReduce). 2 leaves one piece of slack for the hop to the neighbour while the
 // piece being reduced is still in a core's cache when it is sent on. Measured on 2 ranks,
-// 5 interleaved rounds (all_reduce_perf -M host, median): 16 MiB 1494 -> 1267 us, 256 MiB
+// 5 interleaved rounds (all_reduce_perf -B host, median): 16 MiB 1494 -> 1267 us, 256 MiB
 // 31.5 -> 27.1 ms against plain step order; 4 pieces: 1383 us and 27.3 ms. On 4 ranks
 // (oversubscribed, 3 rounds) 2 pieces was 2-13% faster at 1, 16 and 64 MiB and 6% slower at 4.
 constexpr size_t kRingLagPieces = 2;
