@@ -32,4 +32,20 @@ braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t 
                                braidDataType_t dtype, const char* algorithm, double* predictedUs,
                                const char** chosen);
 
+/// Braid extension (NCCL's ncclGroupSimulateEnd, 2.22): closes the calling thread's group like
+/// braidGroupEnd, but runs none of its calls: it predicts their time instead and drops them.
+/// Each communicator's calls are predicted in posting order, each collective by the algorithm
+/// it would run (braidCommSetAlgorithm's, BRAID_ALGO's, braid-tune's table or the cost model's
+/// pick, as a call chooses) with the cost model of braidCommPredict, and each run of
+/// consecutive sends and receives as one fused exchange (its largest peer's bytes over the
+/// link to that peer, plus the link's latency); the communicators of a group run side by
+/// side, so *estimatedUs is the largest communicator's sum, in microseconds. Nothing is sent,
+/// buffers are neither read nor written, no peer takes part (each rank predicts its own share).
+/// Inside a nested group it only closes that level (as braidGroupEnd), leaving *estimatedUs
+/// alone; the outermost one predicts the whole group.
+/// @return braidInvalidUsage outside a group; braidInvalidArgument for a NULL estimatedUs (the
+///         group stays open: end it again, or run it with braidGroupEnd); a call of the group
+///         that was refused: its error, as braidGroupEnd returns it (nothing predicted).
+braidResult_t braidGroupSimulateEnd(double* estimatedUs);
+
 #endif  // BRAID_BRAID_ALGORITHMS_H_

@@ -442,8 +442,10 @@ ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclCo
 ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
                              cudaStream_t stream);
 
-/* NCCL 2.22: ends the group without running it and sets simInfo->estimatedTime. Not in Braid
- * yet. */
+/* NCCL 2.22: ends the group without running it and sets simInfo->estimatedTime (microseconds)
+ * to Braid's prediction (braidGroupSimulateEnd: each call by the algorithm it would run, on
+ * the communicator's cost model). simInfo NULL: ncclGroupEnd. ncclInvalidArgument, the group
+ * left open, for a simInfo not made by NCCL_SIM_INFO_INITIALIZER. */
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 

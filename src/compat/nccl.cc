@@ -327,8 +327,19 @@ NCCL_EXPORT ncclResult_t ncclSignal(int, int, int, unsigned int, ncclComm_t, cud
 NCCL_EXPORT ncclResult_t ncclWaitSignal(int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t) {
   return notYet("ncclWaitSignal", "2.29", "one-sided signals");
 }
-NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
-  return notYet("ncclGroupSimulateEnd", "2.22", "simulating a group");
+NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  if (!simInfo) return ncclGroupEnd();  // NCCL's: no simInfo, an ordinary group end
+  if (simInfo->magic != 0x74685283 ||
+      simInfo->size < offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float))
+    return toNccl(braid::fail(braidInvalidArgument,
+                              "ncclGroupSimulateEnd: simInfo was not initialised with "
+                              "NCCL_SIM_INFO_INITIALIZER (size %zu, magic 0x%x); the group is "
+                              "still open",
+                              simInfo->size, simInfo->magic));
+  double us = 0;
+  const braidResult_t r = braidGroupSimulateEnd(&us);
+  if (r == braidSuccess) simInfo->estimatedTime = static_cast<float>(us);
+  return toNccl(r);
 }
 NCCL_EXPORT ncclResult_t ncclParamBind(ncclParamHandle_t**, const char*) {
   return notYet("ncclParamBind", "2.30", "the Param API");

@@ -232,7 +232,8 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
   const PreMul pm = capturePreMul(comm, args.op);
   const size_t elemBytes = braidTypeSize(c.dtype);
   const size_t sendBytes = c.sendElems * elemBytes, recvBytes = c.recvElems * elemBytes;
-  return submit(comm, stream, [=]() {
+  const bool deferred = t_groupDepth > 0;
+  const braidResult_t res = submit(comm, stream, [=]() {
     braid::CollArgs a = args;
     if (!arrays.empty()) {
       const size_t n = arrays.size() / 4;
@@ -258,6 +259,20 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
                             }));
     return stageOut(st);
   });
+  // What braidGroupSimulateEnd predicts the deferred call from.
+  if (deferred && res == braidSuccess && !nothing && !t_pending.empty()) {
+    braid::CollArgs shape = args;
+    shape.rank = comm->rank;
+    shape.nranks = comm->nranks;
+    if (!arrays.empty()) {  // all-to-all-v: the mean of the blocks this rank sends
+      const size_t n = arrays.size() / 4;
+      size_t total = 0;
+      for (size_t k = 0; k < n; ++k) total += arrays[k];
+      shape.count = total / n;
+    }
+    t_pending.back().call = shape;
+  }
+  return res;
 }
 
 braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDataType_t dtype,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct Pending {
   bool isP2P;
   braid::P2POp p2p;
   std::function<braidResult_t()> work;
+  // A collective's shape (no buffers or arrays; all-to-all-v's count is its mean block), for
+  // braidGroupSimulateEnd's prediction; empty for sends and receives, and for a call of
+  // nothing (count 0), which takes no time.
+  std::optional<braid::CollArgs> call;
 };
 // Each call reads it: initial-exec and constinit, as error.h's t_log_rank (one load).
 BRAID_STATIC_TLS extern constinit thread_local int t_groupDepth;

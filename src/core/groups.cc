@@ -1,10 +1,13 @@
-// Groups: braidGroupStart/End and the calling thread's open group. Inside it, the calls that
+// Groups: braidGroupStart/End (and braidGroupSimulateEnd, which predicts instead of running)
+// and the calling thread's open group. Inside it, the calls that
 // collectives.cc checks are deferred (entry_points.h), and the outermost braidGroupEnd runs them:
 // nothing if one was refused, else each communicator's share in posting order, consecutive sends
 // and receives fused into one schedule, the communicators of one stream as one piece of work on
 // it, side by side.
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -17,6 +20,7 @@
 #include "core/entry_points.h"
 #include "core/stream.h"
 #include "device/device.h"
+#include "tuning/cost_model.h"
 
 using braid::fail;
 using braid::Pending;
@@ -95,6 +99,68 @@ braidResult_t runSideBySide(const std::vector<GroupPart>& parts, int* failedPart
   return braidSuccess;
 }
 
+// One fused run of sends and receives (runP2PStaged): every peer's queue progresses at once, so
+// it takes as long as its slowest peer: the link's latency plus the larger direction's bytes.
+double predictP2PUs(const braidComm* comm, const std::vector<braid::P2POp>& batch) {
+  std::vector<size_t> sent(static_cast<size_t>(comm->nranks)), received(sent.size());
+  for (const braid::P2POp& op : batch) (op.isSend ? sent : received)[op.peer] += op.bytes;
+  const braid::tuning::Fabric& f = comm->fabric;
+  double us = 0;
+  for (size_t peer = 0; peer < sent.size(); ++peer) {
+    const size_t bytes = std::max(sent[peer], received[peer]);
+    if (bytes == 0) continue;
+    double latency = 0, gbs = f.copy_gbs;  // to itself: a copy
+    if (static_cast<int>(peer) != comm->rank) {
+      const bool sameHost = f.hostOf.empty() || f.hostOf[peer] == f.hostOf[comm->rank];
+      const braid::tuning::LinkCost& link = sameHost ? f.intra : f.inter;
+      latency = link.latency_us;
+      gbs = link.bw_gbs;
+    }
+    us = std::max(us, f.step_overhead_us + latency + (gbs > 0 ? bytes / (gbs * 1e3) : 0.0));
+  }
+  return us;
+}
+
+// One communicator's share of a group, predicted in posting order as runGroupItems would run it.
+braidResult_t predictGroupItems(braidComm* comm, const std::vector<Pending>& items, double* us) {
+  std::lock_guard<std::mutex> lock(comm->mu);  // chooseAlgorithm reads the forced algorithms
+  std::vector<braid::P2POp> batch;
+  *us = 0;
+  for (size_t i = 0; i <= items.size(); ++i) {
+    const bool flush = i == items.size() || !items[i].isP2P;
+    if (flush && !batch.empty()) {
+      *us += predictP2PUs(comm, batch);
+      batch.clear();
+    }
+    if (i == items.size()) break;
+    if (items[i].isP2P) {
+      batch.push_back(items[i].p2p);
+      continue;
+    }
+    if (!items[i].call) continue;  // a call of nothing
+    braid::CollArgs args = *items[i].call;
+    args.hostOf = comm->nhosts > 1 ? comm->hostOf.data() : nullptr;
+    args.ring = comm->ring.empty() ? nullptr : comm->ring.data();
+    const braid::AlgorithmInfo* algo = nullptr;
+    BRAID_TRY(braid::chooseAlgorithm(comm, args, &algo));
+    *us += braid::tuning::predictCallUs(*algo, args, braidTypeSize(args.dtype), comm->fabric);
+  }
+  return braidSuccess;
+}
+
+// braidGroupEnd's refusal of a group one of whose calls was refused: nothing of it runs, and
+// each of its communicators keeps the message.
+braidResult_t refuseGroup(const char* fn, const std::vector<Pending>& pending) {
+  const braidResult_t res = t_groupError;
+  t_groupError = braidSuccess;
+  braid::LogRankScope rankScope(t_groupErrorRank);  // "rank 1: braidGroupEnd: ..."
+  fail(res, "%s: a call of the group was refused (%s); nothing of the group ran, as with %s", fn,
+       t_groupErrorMessage.c_str(),
+       std::strcmp(fn, "braidGroupEnd") == 0 ? "ncclGroupEnd" : "ncclGroupSimulateEnd");
+  for (const Pending& p : pending) record(p.comm, res);
+  return res;
+}
+
 }  // namespace
 
 extern "C" {
@@ -113,18 +179,7 @@ braidResult_t braidGroupEnd(void) {
     if (--t_groupDepth > 0) return braidSuccess;
     std::vector<Pending> pending;
     pending.swap(t_pending);
-    if (t_groupError != braidSuccess) {
-      const braidResult_t res = t_groupError;
-      t_groupError = braidSuccess;
-      braid::LogRankScope rankScope(t_groupErrorRank);  // "rank 1: braidGroupEnd: ..."
-      fail(res,
-           "braidGroupEnd: a call of the group was refused (%s); nothing of the group "
-           "ran, as with ncclGroupEnd",
-           t_groupErrorMessage.c_str());
-      // Each communicator of the group keeps the message (braidGetLastError(comm)).
-      for (const Pending& p : pending) record(p.comm, res);
-      return res;
-    }
+    if (t_groupError != braidSuccess) return refuseGroup("braidGroupEnd", pending);
     // Each communicator's items, in first-appearance order; a communicator's stream is that
     // of its first item.
     std::vector<GroupPart> parts;
@@ -174,6 +229,37 @@ braidResult_t braidGroupEnd(void) {
       }
     }
     return first == braidSuccess ? first : braid::failVerbatim(first, firstMessage);
+  });
+}
+
+braidResult_t braidGroupSimulateEnd(double* estimatedUs) {
+  return braid::guardApi("braidGroupSimulateEnd", [&]() -> braidResult_t {
+    if (t_groupDepth == 0)
+      return fail(braidInvalidUsage, "braidGroupSimulateEnd without a matching braidGroupStart");
+    if (!estimatedUs)
+      return fail(braidInvalidArgument,
+                  "braidGroupSimulateEnd: estimatedUs is NULL; the group is still open");
+    if (--t_groupDepth > 0) return braidSuccess;
+    std::vector<Pending> pending;
+    pending.swap(t_pending);
+    if (t_groupError != braidSuccess) return refuseGroup("braidGroupSimulateEnd", pending);
+    // Each communicator's items in posting order (as braidGroupEnd groups them); they would run
+    // side by side.
+    std::vector<braidComm*> comms;
+    for (const Pending& p : pending)
+      if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
+    double longest = 0;
+    for (braidComm* comm : comms) {
+      std::vector<Pending> items;
+      for (const Pending& p : pending)
+        if (p.comm == comm) items.push_back(p);
+      double us = 0;
+      if (const braidResult_t res = predictGroupItems(comm, items, &us); res != braidSuccess)
+        return record(comm, res);
+      longest = std::max(longest, us);
+    }
+    *estimatedUs = longest;
+    return braidSuccess;
   });
 }
 

@@ -197,6 +197,48 @@ static void collectives(ncclComm_t* comms) {
   CHECK(r == ncclInvalidArgument, "scatter root -1 gave %d", (int)r);
 }
 
+/* ncclGroupSimulateEnd: the group's time predicted, nothing run (buffers untouched), the same
+ * figure from the twin and for the same calls again; a larger all-reduce takes longer; a bad
+ * simInfo leaves the group open, and ncclGroupEnd then runs it; NULL is ncclGroupEnd. */
+static float simulated(ncclComm_t* comms, int32_t (*buf)[1024], size_t count, int twin) {
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  NCCLCHECK(ncclGroupStart());
+  for (int d = 0; d < NDEV; ++d)
+    NCCLCHECK(ncclAllReduce(buf[d], buf[d], count, ncclInt32, ncclSum, comms[d], NULL));
+  NCCLCHECK(twin ? pncclGroupSimulateEnd(&sim) : ncclGroupSimulateEnd(&sim));
+  return sim.estimatedTime;
+}
+
+static void simulate(ncclComm_t* comms) {
+  static int32_t buf[NDEV][1024];
+  for (int d = 0; d < NDEV; ++d)
+    for (int i = 0; i < 1024; ++i) buf[d][i] = value(d, i);
+  const float small = simulated(comms, buf, 16, 0), large = simulated(comms, buf, 1024, 0);
+  CHECK(small > 0 && large > small, "predicted %g us for 16 elements, %g for 1024", small, large);
+  CHECK(simulated(comms, buf, 1024, 1) == large, "pncclGroupSimulateEnd predicted otherwise");
+  for (int d = 0; d < NDEV; ++d)
+    for (int i = 0; i < 1024; ++i)
+      CHECK(buf[d][i] == value(d, i), "the simulated group ran: rank %d [%d]", d, i);
+
+  ncclSimInfo_t bad = NCCL_SIM_INFO_INITIALIZER;
+  bad.magic = 0;
+  NCCLCHECK(ncclGroupStart());
+  for (int d = 0; d < NDEV; ++d)
+    NCCLCHECK(ncclAllReduce(buf[d], buf[d], 4, ncclInt32, ncclSum, comms[d], NULL));
+  ncclResult_t r = ncclGroupSimulateEnd(&bad);
+  CHECK(r == ncclInvalidArgument, "a simInfo without its magic gave %d", (int)r);
+  CHECK(strstr(ncclGetLastError(NULL), "NCCL_SIM_INFO_INITIALIZER") != NULL, "message: %s",
+        ncclGetLastError(NULL));
+  NCCLCHECK(ncclGroupSimulateEnd(NULL)); /* the group was still open: this runs it */
+  for (int d = 0; d < NDEV; ++d)
+    for (int i = 0; i < 4; ++i)
+      CHECK(buf[d][i] == value(0, i) + value(1, i) + value(2, i) + value(3, i),
+            "the group after a refused simInfo: rank %d [%d] is %d", d, i, buf[d][i]);
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  r = ncclGroupSimulateEnd(&sim);
+  CHECK(r == ncclInvalidUsage, "ncclGroupSimulateEnd outside a group gave %d", (int)r);
+}
+
 static void memStats(ncclComm_t comm) {
   for (int s = ncclStatGpuMemSuspend; s <= ncclStatGpuMemTotal; ++s) {
     uint64_t v = 12345;
@@ -231,7 +273,6 @@ static void notYet(ncclComm_t* comms) {
   void* ptr = NULL;
   char buf[64];
   ncclWaitSignalDesc_t desc = {1, 1, 0, 0};
-  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   ncclParamHandle_t* h = NULL;
   int8_t i8;
   int16_t i16;
@@ -256,7 +297,6 @@ static void notYet(ncclComm_t* comms) {
   NOT_YET(ncclPutSignal, buf, 4, ncclInt8, 1, win, 0, 0, 0, 0, comms[0], NULL);
   NOT_YET(ncclSignal, 1, 0, 0, 0, comms[0], NULL);
   NOT_YET(ncclWaitSignal, 1, &desc, comms[0], NULL);
-  NOT_YET(ncclGroupSimulateEnd, &sim);
   NOT_YET(ncclParamBind, &h, "BUFFSIZE");
   NOT_YET(ncclParamGetI8, h, &i8);
   NOT_YET(ncclParamGetI16, h, &i16);
@@ -271,7 +311,6 @@ static void notYet(ncclComm_t* comms) {
   NOT_YET(ncclParamGetParameter, "BUFFSIZE", &str, &n);
   NOT_YET(ncclParamGetAllParameterKeys, &keys, &n);
   CHECK(out == NULL && win == NULL && ptr == NULL && h == NULL, "an output was written");
-  CHECK(sim.estimatedTime == -1.0f, "simInfo was written");
   ncclParamDumpAll(); /* prints that it cannot yet */
   pncclParamDumpAll();
 }
@@ -339,6 +378,7 @@ int main(void) {
   if (failures == 0) {
     collectives(comms);
     memStats(comms[0]);
+    simulate(comms);
     notYet(comms);
     twins(comms[0]);
     for (int d = 0; d < NDEV; ++d) NCCLCHECK(ncclCommDestroy(comms[d]));

@@ -354,6 +354,37 @@ TEST(Selector, CommPredict) {
   for (const std::string& e : errors) EXPECT_TRUE(e.empty()) << e;
 }
 
+// braidGroupSimulateEnd: a group's calls predicted as braidCommPredict predicts each (their
+// sum on one communicator), none run; a NULL result leaves the group open for braidGroupEnd.
+TEST(Selector, GroupSimulateEnd) {
+  auto errors = test::runThreads(4, [](braidComm_t comm, int rank) -> std::string {
+    const size_t big = 1 << 20, small = 1024;
+    std::vector<float> a(big, static_cast<float>(rank)), b(small, static_cast<float>(rank));
+    double allreduceUs = 0, broadcastUs = 0, us = -1;
+    if (braidCommPredict(comm, "allreduce", big, braidFloat32, nullptr, &allreduceUs, nullptr) ||
+        braidCommPredict(comm, "broadcast", small, braidFloat32, nullptr, &broadcastUs, nullptr))
+      return std::string("predict: ") + braidGetLastError(comm);
+    braidGroupStart();
+    braidAllReduce(a.data(), a.data(), big, braidFloat32, braidSum, comm, nullptr);
+    braidBroadcast(b.data(), b.data(), small, braidFloat32, 0, comm, nullptr);
+    if (braidGroupSimulateEnd(&us) != braidSuccess)
+      return std::string("simulate: ") + braidGetLastError(comm);
+    if (us != allreduceUs + broadcastUs)
+      return "simulated " + std::to_string(us) + " us, predicted " + std::to_string(allreduceUs) +
+             " + " + std::to_string(broadcastUs);
+    if (a[0] != rank || a[big - 1] != rank || b[small - 1] != rank) return "the group ran";
+    // NULL: refused, the group still open; braidGroupEnd then runs it.
+    braidGroupStart();
+    braidAllReduce(b.data(), b.data(), small, braidFloat32, braidSum, comm, nullptr);
+    if (braidGroupSimulateEnd(nullptr) != braidInvalidArgument) return "NULL was accepted";
+    if (braidGroupEnd() != braidSuccess) return std::string("end: ") + braidGetLastError(comm);
+    if (b[0] != 0 + 1 + 2 + 3) return "the group after NULL gave " + std::to_string(b[0]);
+    if (braidGroupSimulateEnd(&us) != braidInvalidUsage) return "accepted outside a group";
+    return "";
+  });
+  for (const std::string& e : errors) EXPECT_TRUE(e.empty()) << e;
+}
+
 // braid-tune --calibrate's file: every key read, unknown keys and bad values refused naming
 // the line; what the file does not give keeps its value; the text round-trips.
 TEST(Calibration, ParsesAndRoundTrips) {
