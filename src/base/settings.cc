@@ -71,8 +71,9 @@ using C = const Config&;
 // Other programs' variables that Braid consults (the launchers' RANK, OMPI_COMM_WORLD_RANK,
 // MASTER_ADDR, ...; TMPDIR; HWLOC_FSROOT) are theirs, not Braid settings.
 const Row kRows[] = {
-    {"BRAID_DEBUG", T::kEnum, "NCCL_DEBUG", [](C c) -> std::string { return levelName(c.debugLevel); },
-     nullptr, false, "log level: NONE, WARN, INFO or TRACE (NCCL's VERSION: NONE)"},
+    {"BRAID_DEBUG", T::kEnum, "NCCL_DEBUG",
+     [](C c) -> std::string { return levelName(c.debugLevel); }, nullptr, false,
+     "log level: NONE, WARN, INFO or TRACE (NCCL's VERSION: NONE)"},
     {"BRAID_DEBUG_SUBSYS", T::kString, "NCCL_DEBUG_SUBSYS", [](C c) { return c.debugSubsys; },
      nullptr, false, "subsystems logged: comma list, ^ excludes; empty: all"},
     {"BRAID_TIMEOUT", T::kDouble, "NCCL_TIMEOUT", [](C c) { return text(c.timeoutSec); }, nullptr,
@@ -98,15 +99,14 @@ const Row kRows[] = {
      "braid-tune --json's table (rank 0's)"},
     {"BRAID_TOPO_FILE", T::kString, "NCCL_TOPO_FILE", [](C c) { return c.topoFile; }, nullptr,
      false, "NCCL or hwloc XML used instead of detection"},
-    {"BRAID_TOPO_DUMP_FILE", T::kString, "NCCL_TOPO_DUMP_FILE",
-     [](C c) { return c.topoDumpFile; }, nullptr, false, "where rank 0 writes its topology"},
+    {"BRAID_TOPO_DUMP_FILE", T::kString, "NCCL_TOPO_DUMP_FILE", [](C c) { return c.topoDumpFile; },
+     nullptr, false, "where rank 0 writes its topology"},
     {"BRAID_TRANSPORT", T::kEnum, nullptr, [](C c) { return c.transport; }, nullptr, false,
      "shm, tcp or ucx; empty: shm within a host, tcp across"},
-    {"BRAID_NSOCKS_PERPEER", T::kInt, nullptr,
-     [](C c) { return std::to_string(c.nsocksPerPeer); }, nullptr, false,
-     "tcp sockets per peer and direction, 1..16"},
-    {"BRAID_CHUNKSIZE", T::kSize, "NCCL_CHUNKSIZE", [](C c) { return text(c.chunkSize); },
-     nullptr, false, "bytes per pipelined step"},
+    {"BRAID_NSOCKS_PERPEER", T::kInt, nullptr, [](C c) { return std::to_string(c.nsocksPerPeer); },
+     nullptr, false, "tcp sockets per peer and direction, 1..16"},
+    {"BRAID_CHUNKSIZE", T::kSize, "NCCL_CHUNKSIZE", [](C c) { return text(c.chunkSize); }, nullptr,
+     false, "bytes per pipelined step"},
     {"BRAID_SINGLE_COPY", T::kEnum, "NCCL_SINGLE_COPY",
      [](C c) -> std::string { return singleCopyName(c.singleCopy); }, nullptr, false,
      "single copy within a host: shared, threads, all or off"},
@@ -206,8 +206,7 @@ int findSetting(const std::vector<Setting>& table, const std::string& key) {
   for (size_t i = 0; i < table.size(); ++i) {
     const Setting& s = table[i];
     if (key.empty()) break;
-    if (key == s.name || key == s.ncclName || "BRAID_" + key == s.name)
-      return static_cast<int>(i);
+    if (key == s.name || key == s.ncclName || "BRAID_" + key == s.name) return static_cast<int>(i);
   }
   return -1;
 }

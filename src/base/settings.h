@@ -18,7 +18,7 @@ enum class SettingType { kInt, kSize, kDouble, kBool, kString, kEnum };
 const char* settingTypeName(SettingType type);
 
 struct Setting {
-  std::string name;      // the variable Braid reads first: "BRAID_BUFFSIZE"
+  std::string name;  // the variable Braid reads first: "BRAID_BUFFSIZE"
   SettingType type;
   std::string ncclName;  // NCCL's variable of the same meaning read where name is unset ("")
   std::string value;     // effective value: "1048576" for BRAID_BUFFSIZE=1M

@@ -79,8 +79,8 @@ ncclResult_t getWhole(const char* fn, const char* typeName, ncclParamHandle_t* h
                               "ncclParamGetStr reads its text",
                               fn, s.name, v, s.type));
   if (!inRange)
-    return toNccl(braid::fail(braidInvalidArgument, "%s: %s is %s, outside %s's range [%s, %s]",
-                              fn, s.name, v, typeName,
+    return toNccl(braid::fail(braidInvalidArgument, "%s: %s is %s, outside %s's range [%s, %s]", fn,
+                              s.name, v, typeName,
                               std::to_string(+std::numeric_limits<T>::min()).c_str(),
                               std::to_string(+std::numeric_limits<T>::max()).c_str()));
   *out = value;
@@ -112,8 +112,7 @@ NCCL_EXPORT ncclResult_t ncclParamBind(ncclParamHandle_t** out, const char* key)
   if (!out) return null("ncclParamBind", "out");
   if (!key) return null("ncclParamBind", "key");
   braidSetting_t s;
-  if (braidConfigGet(key, &s) != braidSuccess)
-    return unknownKey("ncclParamBind", key);
+  if (braidConfigGet(key, &s) != braidSuccess) return unknownKey("ncclParamBind", key);
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<ncclParamHandle>> handles;
   std::lock_guard<std::mutex> lock(mu);
@@ -123,9 +122,9 @@ NCCL_EXPORT ncclResult_t ncclParamBind(ncclParamHandle_t** out, const char* key)
   return ncclSuccess;
 }
 
-#define NCCL_PARAM_GET(Suffix, T)                                              \
+#define NCCL_PARAM_GET(Suffix, T)                                               \
   NCCL_EXPORT ncclResult_t ncclParamGet##Suffix(ncclParamHandle_t* h, T* out) { \
-    return getWhole("ncclParamGet" #Suffix, #T, h, out);                       \
+    return getWhole("ncclParamGet" #Suffix, #T, h, out);                        \
   }
 NCCL_PARAM_GET(I8, int8_t)
 NCCL_PARAM_GET(I16, int16_t)
@@ -157,16 +156,15 @@ NCCL_EXPORT ncclResult_t ncclParamGet(ncclParamHandle_t* h, void* out, int maxLe
   const std::string bytes = rawBytes(s);
   if (maxLen < 0 || static_cast<size_t>(maxLen) < bytes.size())
     return toNccl(braid::fail(braidInvalidArgument,
-                              "ncclParamGet: %s (%s) needs %zu bytes; maxLen is %d", s.name,
-                              s.type, bytes.size(), maxLen));
+                              "ncclParamGet: %s (%s) needs %zu bytes; maxLen is %d", s.name, s.type,
+                              bytes.size(), maxLen));
   std::memcpy(out, bytes.data(), bytes.size());
   *len = static_cast<int>(bytes.size());
   return ncclSuccess;
 }
 
 // *valueLen: the text's length without its NUL. Unknown key: *value NULL, *valueLen 0 (NCCL's).
-NCCL_EXPORT ncclResult_t ncclParamGetParameter(const char* key, const char** value,
-                                               int* valueLen) {
+NCCL_EXPORT ncclResult_t ncclParamGetParameter(const char* key, const char** value, int* valueLen) {
   if (!key) return null("ncclParamGetParameter", "key");
   if (!value) return null("ncclParamGetParameter", "value");
   if (!valueLen) return null("ncclParamGetParameter", "valueLen");

@@ -21,8 +21,7 @@ struct SettingsView {
     entries.reserve(table.size());
     for (const braid::Setting& s : table)
       entries.push_back({s.name.c_str(), braid::settingTypeName(s.type), s.ncclName.c_str(),
-                         s.value.c_str(), s.defaultValue.c_str(), s.source.c_str(),
-                         s.description});
+                         s.value.c_str(), s.defaultValue.c_str(), s.source.c_str(), s.description});
   }
 };
 

@@ -33,16 +33,16 @@ const Setting& get(const std::vector<Setting>& table, const std::string& key) {
 // here.
 TEST(Settings, EveryVariableOnce) {
   const std::vector<std::string> names = {
-      "BRAID_DEBUG",          "BRAID_DEBUG_SUBSYS",      "BRAID_TIMEOUT",
-      "BRAID_STALL_WARN",     "BRAID_CHECK",             "BRAID_CUDA_IPC",
-      "BRAID_SOCKET_IFNAME",  "BRAID_HOST_ID",           "BRAID_ALGO",
-      "BRAID_RING",           "BRAID_TUNE_FILE",         "BRAID_TUNE_TABLE",
-      "BRAID_TOPO_FILE",      "BRAID_TOPO_DUMP_FILE",    "BRAID_TRANSPORT",
-      "BRAID_NSOCKS_PERPEER", "BRAID_CHUNKSIZE",         "BRAID_SINGLE_COPY",
-      "BRAID_STREAM_STORES",  "BRAID_CACHE_BYTES",       "BRAID_SINGLE_COPY_BYTES",
-      "BRAID_BUFFSIZE",       "BRAID_KERNEL_ISA",        "BRAID_CONFIG_WARNED",
-      "BRAID_RANK",           "BRAID_NRANKS",            "BRAID_LOCAL_RANK",
-      "BRAID_UNIQUE_ID",      "BRAID_COMM_ID",           "BRAID_COMM_SECRET"};
+      "BRAID_DEBUG",          "BRAID_DEBUG_SUBSYS",   "BRAID_TIMEOUT",
+      "BRAID_STALL_WARN",     "BRAID_CHECK",          "BRAID_CUDA_IPC",
+      "BRAID_SOCKET_IFNAME",  "BRAID_HOST_ID",        "BRAID_ALGO",
+      "BRAID_RING",           "BRAID_TUNE_FILE",      "BRAID_TUNE_TABLE",
+      "BRAID_TOPO_FILE",      "BRAID_TOPO_DUMP_FILE", "BRAID_TRANSPORT",
+      "BRAID_NSOCKS_PERPEER", "BRAID_CHUNKSIZE",      "BRAID_SINGLE_COPY",
+      "BRAID_STREAM_STORES",  "BRAID_CACHE_BYTES",    "BRAID_SINGLE_COPY_BYTES",
+      "BRAID_BUFFSIZE",       "BRAID_KERNEL_ISA",     "BRAID_CONFIG_WARNED",
+      "BRAID_RANK",           "BRAID_NRANKS",         "BRAID_LOCAL_RANK",
+      "BRAID_UNIQUE_ID",      "BRAID_COMM_ID",        "BRAID_COMM_SECRET"};
   const std::vector<Setting> table = from({});
   std::vector<std::string> listed;
   for (const Setting& s : table) listed.push_back(s.name);
@@ -117,9 +117,8 @@ TEST(Settings, RefusedValueIsDefault) {
                                        {"BRAID_DEBUG", "LOUD"},
                                        {"BRAID_SINGLE_COPY", "sometimes"},
                                        {"BRAID_TIMEOUT", "-1"}});
-  for (const char* name :
-       {"BRAID_NSOCKS_PERPEER", "BRAID_CHUNKSIZE", "BRAID_DEBUG", "BRAID_SINGLE_COPY",
-        "BRAID_TIMEOUT"}) {
+  for (const char* name : {"BRAID_NSOCKS_PERPEER", "BRAID_CHUNKSIZE", "BRAID_DEBUG",
+                           "BRAID_SINGLE_COPY", "BRAID_TIMEOUT"}) {
     EXPECT_EQ(get(t, name).source, "default") << name;
     EXPECT_EQ(get(t, name).value, get(t, name).defaultValue) << name;
   }
@@ -154,9 +153,9 @@ TEST(Settings, RingFromNcclRings) {
 }
 
 TEST(Settings, SecretsHidden) {
-  const std::vector<Setting> t =
-      from({{"BRAID_COMM_SECRET", "hunter2"}, {"BRAID_UNIQUE_ID", "00ab"}, {"BRAID_COMM_ID",
-                                                                           "node0:29500"}});
+  const std::vector<Setting> t = from({{"BRAID_COMM_SECRET", "hunter2"},
+                                       {"BRAID_UNIQUE_ID", "00ab"},
+                                       {"BRAID_COMM_ID", "node0:29500"}});
   EXPECT_EQ(get(t, "BRAID_COMM_SECRET").value, kSecretText);
   EXPECT_EQ(get(t, "BRAID_COMM_SECRET").source, "BRAID_COMM_SECRET");
   EXPECT_EQ(get(t, "BRAID_UNIQUE_ID").value, kSecretText);

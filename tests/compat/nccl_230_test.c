@@ -300,8 +300,8 @@ static void params(void) {
   /* NCCL's key, Braid's, and either without its prefix: one handle a setting. */
   NCCLCHECK(ncclParamBind(&buff, "NCCL_BUFFSIZE"));
   NCCLCHECK(pncclParamBind(&again, "BRAID_BUFFSIZE"));
-  CHECK(buff != NULL && again == buff, "BRAID_BUFFSIZE bound to %p, NCCL_BUFFSIZE %p",
-        (void*)again, (void*)buff);
+  CHECK(buff != NULL && again == buff, "BRAID_BUFFSIZE bound to %p, NCCL_BUFFSIZE %p", (void*)again,
+        (void*)buff);
   NCCLCHECK(ncclParamBind(&again, "BUFFSIZE"));
   CHECK(again == buff, "BUFFSIZE bound to another handle");
   NCCLCHECK(ncclParamBind(&chunk, "NCCL_CHUNKSIZE"));
