@@ -6,8 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -52,6 +56,49 @@ TEST(Settings, EveryVariableOnce) {
     EXPECT_EQ(s.value, s.defaultValue) << s.name;
     EXPECT_NE(s.description, nullptr) << s.name;
   }
+}
+
+// The same from the sources: each BRAID_ variable src/ reads, in the ways it reads them
+// (getenv, getEnv, launch_env.cc's envValue, config.cc's Reader), has a row.
+TEST(Settings, EverySourceReadHasARow) {
+  const std::vector<std::pair<std::regex, std::string>> reads = {
+      {std::regex(R"re(\b(?:getEnv|either)\("([A-Z0-9_]+)")re"), "BRAID_"},
+      {std::regex(R"re(\b(?:getenv|envValue|only|env_)\("(BRAID_[A-Z0-9_]+)")re"), ""},
+      {std::regex(R"re(\{"(BRAID_[A-Z0-9_]+)", &Config::)re"), ""}};
+  // Names read that are another row's: BRAID_RINGS is NCCL_RINGS' BRAID_ twin of BRAID_RING.
+  const std::set<std::string> aliases = {"BRAID_RINGS"};
+  const std::vector<Setting> table = from({});
+  std::set<std::string> found;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(BRAID_SOURCE_DIR) + "/src")) {
+    const std::string path = entry.path().string();
+    if (!entry.is_regular_file() || (path.size() < 3 || (path.substr(path.size() - 3) != ".cc" &&
+                                                         path.substr(path.size() - 2) != ".h")))
+      continue;
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string code = text.str();
+    // launch_env.cc's launchers: braidrun's variables in its RankVars row.
+    std::string scanned = code;
+    std::smatch row;
+    if (std::regex_search(code, row, std::regex(R"re(RankVars kBraidrun = \{[^;]*;)re")))
+      scanned += std::regex_replace(row.str(), std::regex(R"re("(BRAID_[A-Z0-9_]+)")re"),
+                                    "getenv(\"$1\")");
+    for (const auto& [re, prefix] : reads) {
+      for (std::sregex_iterator it(scanned.begin(), scanned.end(), re), end; it != end; ++it) {
+        const std::string name = prefix + (*it)[1].str();
+        found.insert(name);
+        if (!aliases.count(name))
+          EXPECT_GE(findSetting(table, name), 0)
+              << path << " reads " << name << ", not in the table";
+      }
+    }
+  }
+  // The scan sees the reads it should (else a changed idiom would pass it silently).
+  for (const char* name : {"BRAID_BUFFSIZE", "BRAID_KERNEL_ISA", "BRAID_RANK", "BRAID_COMM_SECRET",
+                           "BRAID_TUNE_TABLE", "BRAID_CUDA_IPC", "BRAID_CONFIG_WARNED"})
+    EXPECT_TRUE(found.count(name)) << name;
 }
 
 TEST(Settings, Defaults) {
