@@ -34,20 +34,26 @@ ncclResult_t toNccl(braidResult_t r) { return static_cast<ncclResult_t>(r); }
 
 // ncclInvalidArgument, with "fn: arg is NULL" for ncclGetLastError.
 ncclResult_t null(const char* fn, const char* arg) {
-  return toNccl(braid::fail(braidInvalidArgument, "%s: %s is NULL", fn, arg));
+  braid::fail(braidInvalidArgument, "%s: %s is NULL", fn, arg);
+  return ncclInvalidArgument;
 }
 ncclResult_t unknownKey(const char* fn, const char* key) {
-  return toNccl(braid::fail(braidInvalidArgument,
-                            "%s: key \"%s\" names no setting (ncclParamGetAllParameterKeys lists "
-                            "them)",
-                            fn, key));
+  braid::fail(braidInvalidArgument,
+              "%s: key \"%s\" names no setting (ncclParamGetAllParameterKeys lists them)", fn, key);
+  return ncclInvalidArgument;
 }
 
 // The handle's setting now, or an error naming fn.
 ncclResult_t lookup(const char* fn, const ncclParamHandle_t* h, braidSetting_t* s) {
   if (!h) return null(fn, "handle");
-  if (braidResult_t r = braidConfigGet(h->name.c_str(), s))
-    return toNccl(braid::fail(r, "%s: %s", fn, braidGetLastError(nullptr)));
+  if (braidResult_t r = braidConfigGet(h->name.c_str(), s)) {
+    braid::fail(r, "%s: %s", fn, braidGetLastError(nullptr));
+    return toNccl(r);
+  }
+  if (!s->name || !s->type || !s->value) {  // braidConfigGet's contract; checked, not assumed
+    braid::fail(braidInternalError, "%s: braidConfigGet left a string NULL", fn);
+    return ncclInternalError;
+  }
   return ncclSuccess;
 }
 
@@ -55,7 +61,7 @@ ncclResult_t lookup(const char* fn, const ncclParamHandle_t* h, braidSetting_t* 
 template <typename T>
 ncclResult_t getWhole(const char* fn, const char* typeName, ncclParamHandle_t* h, T* out) {
   if (!out) return null(fn, "out");
-  braidSetting_t s;
+  braidSetting_t s{};
   if (ncclResult_t r = lookup(fn, h, &s)) return r;
   const char* v = s.value;
   char* end = nullptr;
@@ -111,7 +117,7 @@ extern "C" {
 NCCL_EXPORT ncclResult_t ncclParamBind(ncclParamHandle_t** out, const char* key) {
   if (!out) return null("ncclParamBind", "out");
   if (!key) return null("ncclParamBind", "key");
-  braidSetting_t s;
+  braidSetting_t s{};
   if (braidConfigGet(key, &s) != braidSuccess) return unknownKey("ncclParamBind", key);
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<ncclParamHandle>> handles;
@@ -138,7 +144,7 @@ NCCL_PARAM_GET(U64, uint64_t)
 
 NCCL_EXPORT ncclResult_t ncclParamGetStr(ncclParamHandle_t* h, const char** out) {
   if (!out) return null("ncclParamGetStr", "out");
-  braidSetting_t s;
+  braidSetting_t s{};
   if (ncclResult_t r = lookup("ncclParamGetStr", h, &s)) return r;
   thread_local std::string text;
   text = s.value;
@@ -151,7 +157,7 @@ NCCL_EXPORT ncclResult_t ncclParamGet(ncclParamHandle_t* h, void* out, int maxLe
   if (!len) return null("ncclParamGet", "len");
   *len = 0;
   if (!out) return null("ncclParamGet", "out");
-  braidSetting_t s;
+  braidSetting_t s{};
   if (ncclResult_t r = lookup("ncclParamGet", h, &s)) return r;
   const std::string bytes = rawBytes(s);
   if (maxLen < 0 || static_cast<size_t>(maxLen) < bytes.size())
@@ -168,7 +174,7 @@ NCCL_EXPORT ncclResult_t ncclParamGetParameter(const char* key, const char** val
   if (!key) return null("ncclParamGetParameter", "key");
   if (!value) return null("ncclParamGetParameter", "value");
   if (!valueLen) return null("ncclParamGetParameter", "valueLen");
-  braidSetting_t s;
+  braidSetting_t s{};
   if (braidConfigGet(key, &s) != braidSuccess) {
     *value = nullptr;
     *valueLen = 0;
