@@ -449,8 +449,22 @@ ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclC
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 
-/* NCCL 2.30's Param API: bind a parameter by name (without NCCL_), read it as a type, list and
- * dump them. Not in Braid yet. */
+/* NCCL 2.30's Param API, over Braid's settings (braid/braid_config.h: every variable Braid
+ * reads, BRAID_DEBUG ... BRAID_COMM_SECRET). A key is NCCL's variable name where Braid reads it
+ * ("NCCL_BUFFSIZE"), Braid's ("BRAID_BUFFSIZE"), or either without its prefix ("BUFFSIZE");
+ * ncclParamGetAllParameterKeys lists Braid's names. Values are those in effect, as text:
+ * BRAID_BUFFSIZE=1M reads "1048576"; a refused value reads as the default; a secret (BRAID_COMM_
+ * SECRET, BRAID_UNIQUE_ID) reads "(secret)". As NCCL: one handle per setting, valid for the
+ * process; unknown keys and NULL arguments give ncclInvalidArgument, ncclGetLastError naming the
+ * key or argument (ncclParamGetParameter then sets *value NULL, *valueLen 0); returned strings and
+ * tables stay valid until the same function's next call on the thread; *valueLen excludes the
+ * NUL; ncclParamDumpAll prints "NAME=value (source)" a line to stdout, source being the variable
+ * the value came from or "default". Unlike NCCL, whose settings each have one C type:
+ * ncclParamGetI8 ... GetU64 take any setting whose value is a whole number in the type's range
+ * (else ncclInvalidArgument, the output untouched), ncclParamGetStr any setting's text, and
+ * ncclParamGet copies an int setting as int32_t, a size as uint64_t, a bool as uint8_t, a double
+ * as double, text with its NUL (*len: the bytes; a maxLen too small: ncclInvalidArgument, *len 0).
+ */
 ncclResult_t ncclParamBind(ncclParamHandle_t** out, const char* key);
 ncclResult_t pncclParamBind(ncclParamHandle_t** out, const char* key);
 ncclResult_t ncclParamGetI8(ncclParamHandle_t* h, int8_t* out);

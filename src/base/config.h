@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "base/error.h"
@@ -63,6 +65,20 @@ struct Config {
 };
 
 const Config& config();
+
+// One environment variable's value, or nullptr when it is unset.
+using EnvLookup = std::function<const char*(const char* name)>;
+// The variable each setting's value was taken from, by setting name: "BRAID_BUFFSIZE" ->
+// "NCCL_BUFFSIZE" when only NCCL's name was set. A setting that is absent has its default:
+// nothing was set, or what was set was refused (and warned about).
+using SettingSources = std::map<std::string, std::string>;
+
+// The configuration an environment gives, as config() reads the process's own. warn: report
+// refused values on stderr (config() does, once a process); from (if given): where each
+// taken value came from.
+Config configFrom(const EnvLookup& env, bool warn = false, SettingSources* from = nullptr);
+// Where config()'s values came from (the environment as config() first read it).
+const SettingSources& configSources();
 
 // The bound of waits on this thread, in seconds: a communicator's own timeout while its init
 // runs here (WaitTimeoutScope), else BRAID_TIMEOUT.

@@ -341,37 +341,6 @@ NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (r == braidSuccess) simInfo->estimatedTime = static_cast<float>(us);
   return toNccl(r);
 }
-NCCL_EXPORT ncclResult_t ncclParamBind(ncclParamHandle_t**, const char*) {
-  return notYet("ncclParamBind", "2.30", "the Param API");
-}
-#define NCCL_PARAM_GET(Suffix, T)                                         \
-  NCCL_EXPORT ncclResult_t ncclParamGet##Suffix(ncclParamHandle_t*, T*) { \
-    return notYet("ncclParamGet" #Suffix, "2.30", "the Param API");       \
-  }
-NCCL_PARAM_GET(I8, int8_t)
-NCCL_PARAM_GET(I16, int16_t)
-NCCL_PARAM_GET(I32, int32_t)
-NCCL_PARAM_GET(I64, int64_t)
-NCCL_PARAM_GET(U8, uint8_t)
-NCCL_PARAM_GET(U16, uint16_t)
-NCCL_PARAM_GET(U32, uint32_t)
-NCCL_PARAM_GET(U64, uint64_t)
-NCCL_PARAM_GET(Str, const char*)
-#undef NCCL_PARAM_GET
-NCCL_EXPORT ncclResult_t ncclParamGet(ncclParamHandle_t*, void*, int, int*) {
-  return notYet("ncclParamGet", "2.30", "the Param API");
-}
-NCCL_EXPORT ncclResult_t ncclParamGetParameter(const char*, const char**, int*) {
-  return notYet("ncclParamGetParameter", "2.30", "the Param API");
-}
-NCCL_EXPORT ncclResult_t ncclParamGetAllParameterKeys(const char***, int*) {
-  return notYet("ncclParamGetAllParameterKeys", "2.30", "the Param API");
-}
-// NCCL prints every parameter; Braid says on stderr that it cannot yet.
-NCCL_EXPORT void ncclParamDumpAll(void) {
-  notYet("ncclParamDumpAll", "2.30", "the Param API");
-  std::fprintf(stderr, "BRAID WARN %s\n", braidGetLastError(nullptr));
-}
 
 // The profiling twins: strong aliases of the functions above.
 #define NCCL_PROFILING_TWIN(ret, name, params) \
@@ -449,19 +418,5 @@ NCCL_PROFILING_TWIN(ncclResult_t, ncclSignal,
 NCCL_PROFILING_TWIN(ncclResult_t, ncclWaitSignal,
                     (int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t))
 NCCL_PROFILING_TWIN(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamBind, (ncclParamHandle_t**, const char*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetI8, (ncclParamHandle_t*, int8_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetI16, (ncclParamHandle_t*, int16_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetI32, (ncclParamHandle_t*, int32_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetI64, (ncclParamHandle_t*, int64_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetU8, (ncclParamHandle_t*, uint8_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetU16, (ncclParamHandle_t*, uint16_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetU32, (ncclParamHandle_t*, uint32_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetU64, (ncclParamHandle_t*, uint64_t*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetStr, (ncclParamHandle_t*, const char**))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGet, (ncclParamHandle_t*, void*, int, int*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetParameter, (const char*, const char**, int*))
-NCCL_PROFILING_TWIN(ncclResult_t, ncclParamGetAllParameterKeys, (const char***, int*))
-NCCL_PROFILING_TWIN(void, ncclParamDumpAll, (void))
 
 }  // extern "C"

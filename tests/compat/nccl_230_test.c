@@ -6,6 +6,9 @@
  *    call as nccl-tests issues them), exact values, with their bad arguments (the process ranks
  *    run them in nccl_compat_test.c);
  *  - ncclCommMemStats on a host communicator (0 bytes of device memory) and its bad arguments;
+ *  - the Param API over Braid's settings (meson.build sets BRAID_BUFFSIZE=1M and
+ *    NCCL_CHUNKSIZE=64K): exact values of every getter, the dump's sources, and the refusals
+ *    (unknown key, NULL, out of range, not a number, a buffer too small);
  *  - every function Braid cannot carry out yet returns ncclInvalidUsage, with
  *    ncclGetLastError naming the function and saying nothing was done;
  *  - every pncclX twin called beside its ncclX with the same arguments, giving the same result.
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NDEV 4
 
@@ -273,18 +277,6 @@ static void notYet(ncclComm_t* comms) {
   void* ptr = NULL;
   char buf[64];
   ncclWaitSignalDesc_t desc = {1, 1, 0, 0};
-  ncclParamHandle_t* h = NULL;
-  int8_t i8;
-  int16_t i16;
-  int32_t i32;
-  int64_t i64;
-  uint8_t u8;
-  uint16_t u16;
-  uint32_t u32;
-  uint64_t u64;
-  const char* str;
-  const char** keys;
-  int n;
   NOT_YET(ncclCommShrink, comms[0], exclude, 1, &out, NULL, NCCL_SHRINK_DEFAULT);
   NOT_YET(ncclCommGetUniqueId, comms[0], &id);
   NOT_YET(ncclCommGrow, comms[0], NDEV + 1, &id, -1, &out, NULL);
@@ -297,22 +289,7 @@ static void notYet(ncclComm_t* comms) {
   NOT_YET(ncclPutSignal, buf, 4, ncclInt8, 1, win, 0, 0, 0, 0, comms[0], NULL);
   NOT_YET(ncclSignal, 1, 0, 0, 0, comms[0], NULL);
   NOT_YET(ncclWaitSignal, 1, &desc, comms[0], NULL);
-  NOT_YET(ncclParamBind, &h, "BUFFSIZE");
-  NOT_YET(ncclParamGetI8, h, &i8);
-  NOT_YET(ncclParamGetI16, h, &i16);
-  NOT_YET(ncclParamGetI32, h, &i32);
-  NOT_YET(ncclParamGetI64, h, &i64);
-  NOT_YET(ncclParamGetU8, h, &u8);
-  NOT_YET(ncclParamGetU16, h, &u16);
-  NOT_YET(ncclParamGetU32, h, &u32);
-  NOT_YET(ncclParamGetU64, h, &u64);
-  NOT_YET(ncclParamGetStr, h, &str);
-  NOT_YET(ncclParamGet, h, buf, (int)sizeof buf, &n);
-  NOT_YET(ncclParamGetParameter, "BUFFSIZE", &str, &n);
-  NOT_YET(ncclParamGetAllParameterKeys, &keys, &n);
-  CHECK(out == NULL && win == NULL && ptr == NULL && h == NULL, "an output was written");
-  ncclParamDumpAll(); /* prints that it cannot yet */
-  pncclParamDumpAll();
+  CHECK(out == NULL && win == NULL && ptr == NULL, "an output was written");
 }
 
 /* Each twin beside its name on the same (mostly refused) arguments: the same result. */
@@ -321,6 +298,206 @@ static void notYet(ncclComm_t* comms) {
     ncclResult_t a_ = fn(__VA_ARGS__), b_ = p##fn(__VA_ARGS__);        \
     CHECK(a_ == b_, "%s gave %d, p%s %d", #fn, (int)a_, #fn, (int)b_); \
   } while (0)
+/* NCCL 2.30's Param API over Braid's settings. meson.build runs this test with BRAID_BUFFSIZE=1M,
+ * NCCL_CHUNKSIZE=64K and NCCL_DEBUG=NONE, BRAID_NSOCKS_PERPEER and NCCL_ALGO unset. */
+static void expectInvalid(ncclResult_t r, const char* what, const char* needle) {
+  CHECK(r == ncclInvalidArgument, "%s gave %d (%s), not ncclInvalidArgument", what, (int)r,
+        ncclGetErrorString(r));
+  CHECK(strstr(ncclGetLastError(NULL), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what,
+        ncclGetLastError(NULL), needle);
+}
+
+/* What ncclParamDumpAll printed on stdout (both calls: ncclX and pncclX). */
+static void dumpAll(char* out, size_t size) {
+  FILE* tmp = tmpfile();
+  CHECK(tmp != NULL, "tmpfile");
+  out[0] = '\0';
+  if (!tmp) return;
+  fflush(stdout);
+  int saved = dup(1);
+  dup2(fileno(tmp), 1);
+  ncclParamDumpAll();
+  pncclParamDumpAll();
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  rewind(tmp);
+  size_t n = fread(out, 1, size - 1, tmp);
+  out[n] = '\0';
+  fclose(tmp);
+}
+
+static int occurrences(const char* text, const char* line) {
+  int n = 0;
+  for (const char* p = strstr(text, line); p; p = strstr(p + 1, line)) ++n;
+  return n;
+}
+
+static void params(void) {
+  ncclParamHandle_t *buff = NULL, *again = NULL, *chunk = NULL, *nsocks = NULL, *debug = NULL,
+                    *algo = NULL, *timeout = NULL;
+  /* NCCL's key, Braid's, and either without its prefix: one handle a setting. */
+  NCCLCHECK(ncclParamBind(&buff, "NCCL_BUFFSIZE"));
+  NCCLCHECK(pncclParamBind(&again, "BRAID_BUFFSIZE"));
+  CHECK(buff != NULL && again == buff, "BRAID_BUFFSIZE bound to %p, NCCL_BUFFSIZE %p", (void*)again,
+        (void*)buff);
+  NCCLCHECK(ncclParamBind(&again, "BUFFSIZE"));
+  CHECK(again == buff, "BUFFSIZE bound to another handle");
+  NCCLCHECK(ncclParamBind(&chunk, "NCCL_CHUNKSIZE"));
+  NCCLCHECK(ncclParamBind(&nsocks, "BRAID_NSOCKS_PERPEER"));
+  NCCLCHECK(ncclParamBind(&debug, "NCCL_DEBUG"));
+  NCCLCHECK(ncclParamBind(&algo, "NCCL_ALGO"));
+  NCCLCHECK(ncclParamBind(&timeout, "NCCL_TIMEOUT"));
+
+  /* Typed values, each twin beside its name. */
+  int8_t i8 = 0;
+  int16_t i16 = 0;
+  int32_t i32 = 0;
+  int64_t i64 = 0;
+  uint8_t u8 = 0;
+  uint16_t u16 = 0;
+  uint32_t u32 = 0;
+  uint64_t u64 = 0;
+  SAME(ncclParamGetU64, buff, &u64);
+  NCCLCHECK(ncclParamGetU64(buff, &u64));
+  EQ(u64, 1048576);
+  SAME(ncclParamGetI64, chunk, &i64);
+  NCCLCHECK(ncclParamGetI64(chunk, &i64));
+  EQ(i64, 65536);
+  SAME(ncclParamGetI32, buff, &i32);
+  NCCLCHECK(ncclParamGetI32(buff, &i32));
+  EQ(i32, 1048576);
+  SAME(ncclParamGetU32, chunk, &u32);
+  NCCLCHECK(ncclParamGetU32(chunk, &u32));
+  EQ(u32, 65536);
+  SAME(ncclParamGetI16, nsocks, &i16);
+  NCCLCHECK(ncclParamGetI16(nsocks, &i16));
+  EQ(i16, 2);
+  SAME(ncclParamGetU16, nsocks, &u16);
+  NCCLCHECK(ncclParamGetU16(nsocks, &u16));
+  EQ(u16, 2);
+  SAME(ncclParamGetI8, nsocks, &i8);
+  NCCLCHECK(ncclParamGetI8(nsocks, &i8));
+  EQ(i8, 2);
+  SAME(ncclParamGetU8, nsocks, &u8);
+  NCCLCHECK(ncclParamGetU8(nsocks, &u8));
+  EQ(u8, 2);
+  NCCLCHECK(ncclParamGetI32(timeout, &i32));
+  EQ(i32, 300);
+
+  /* Out of the type's range, not a number, NULL: refused, the output untouched. */
+  i8 = 7;
+  expectInvalid(ncclParamGetI8(buff, &i8), "GetI8 of 1048576", "BRAID_BUFFSIZE is 1048576");
+  EQ(i8, 7);
+  u16 = 7;
+  expectInvalid(ncclParamGetU16(chunk, &u16), "GetU16 of 65536", "[0, 65535]");
+  EQ(u16, 7);
+  expectInvalid(ncclParamGetI16(buff, &i16), "GetI16 of 1048576", "outside");
+  expectInvalid(ncclParamGetU8(buff, &u8), "GetU8 of 1048576", "outside");
+  i32 = 7;
+  expectInvalid(ncclParamGetI32(debug, &i32), "GetI32 of NONE", "not a whole number");
+  EQ(i32, 7);
+  expectInvalid(ncclParamGetI64(algo, &i64), "GetI64 of an empty string", "not a whole number");
+  expectInvalid(ncclParamGetU64(buff, NULL), "GetU64 out NULL", "out is NULL");
+  expectInvalid(ncclParamGetU64(NULL, &u64), "GetU64 handle NULL", "handle is NULL");
+
+  /* Text, of any setting. */
+  const char* str = NULL;
+  SAME(ncclParamGetStr, buff, &str);
+  NCCLCHECK(ncclParamGetStr(buff, &str));
+  CHECK(str && strcmp(str, "1048576") == 0, "BUFFSIZE text %s", str ? str : "(null)");
+  NCCLCHECK(ncclParamGetStr(debug, &str));
+  CHECK(str && strcmp(str, "NONE") == 0, "DEBUG text %s", str ? str : "(null)");
+  NCCLCHECK(ncclParamGetStr(algo, &str));
+  CHECK(str && strcmp(str, "") == 0, "ALGO text %s", str ? str : "(null)");
+  expectInvalid(ncclParamGetStr(buff, NULL), "GetStr out NULL", "out is NULL");
+
+  /* Raw bytes: a size as uint64_t, an int as int32_t, a double, an enum's text with its NUL. */
+  char buf[64];
+  int n = -1;
+  uint64_t raw64 = 0;
+  SAME(ncclParamGet, buff, &raw64, (int)sizeof raw64, &n);
+  NCCLCHECK(ncclParamGet(buff, &raw64, (int)sizeof raw64, &n));
+  EQ(n, 8);
+  EQ(raw64, 1048576);
+  int32_t raw32 = 0;
+  NCCLCHECK(ncclParamGet(nsocks, &raw32, (int)sizeof raw32, &n));
+  EQ(n, 4);
+  EQ(raw32, 2);
+  double seconds = 0;
+  NCCLCHECK(ncclParamGet(timeout, &seconds, (int)sizeof seconds, &n));
+  EQ(n, 8);
+  CHECK(seconds == 300.0, "TIMEOUT raw %g", seconds);
+  NCCLCHECK(ncclParamGet(debug, buf, (int)sizeof buf, &n));
+  EQ(n, 5);
+  CHECK(memcmp(buf, "NONE", 5) == 0, "DEBUG raw %s", buf);
+  n = 99;
+  expectInvalid(ncclParamGet(buff, buf, 4, &n), "Get into 4 bytes", "needs 8 bytes");
+  EQ(n, 0);
+  expectInvalid(ncclParamGet(debug, buf, 4, &n), "Get NONE into 4 bytes", "needs 5 bytes");
+  expectInvalid(ncclParamGet(buff, buf, 0, &n), "Get maxLen 0", "maxLen is 0");
+  expectInvalid(ncclParamGet(buff, NULL, 8, &n), "Get out NULL", "out is NULL");
+  expectInvalid(ncclParamGet(buff, buf, 8, NULL), "Get len NULL", "len is NULL");
+  expectInvalid(ncclParamGet(NULL, buf, 8, &n), "Get handle NULL", "handle is NULL");
+
+  /* By key, without a handle. */
+  int len = -1;
+  SAME(ncclParamGetParameter, "NCCL_CHUNKSIZE", &str, &len);
+  NCCLCHECK(ncclParamGetParameter("NCCL_CHUNKSIZE", &str, &len));
+  CHECK(str && strcmp(str, "65536") == 0 && len == 5, "CHUNKSIZE %s len %d", str ? str : "", len);
+  NCCLCHECK(ncclParamGetParameter("BRAID_BUFFSIZE", &str, &len));
+  CHECK(str && strcmp(str, "1048576") == 0 && len == 7, "BUFFSIZE %s len %d", str ? str : "", len);
+  expectInvalid(ncclParamGetParameter("NCCL_NO_SUCH_KEY", &str, &len), "GetParameter unknown",
+                "\"NCCL_NO_SUCH_KEY\"");
+  CHECK(str == NULL && len == 0, "unknown key left %p, %d", (const void*)str, len);
+  expectInvalid(ncclParamGetParameter(NULL, &str, &len), "GetParameter key NULL", "key is NULL");
+  expectInvalid(ncclParamGetParameter("NCCL_DEBUG", NULL, &len), "GetParameter value NULL",
+                "value is NULL");
+  expectInvalid(ncclParamGetParameter("NCCL_DEBUG", &str, NULL), "GetParameter valueLen NULL",
+                "valueLen is NULL");
+
+  /* Binding what names nothing. */
+  ncclParamHandle_t* h = NULL;
+  expectInvalid(ncclParamBind(&h, "NCCL_NO_SUCH_KEY"), "Bind unknown", "\"NCCL_NO_SUCH_KEY\"");
+  CHECK(h == NULL, "Bind of an unknown key wrote a handle");
+  expectInvalid(ncclParamBind(NULL, "NCCL_DEBUG"), "Bind out NULL", "out is NULL");
+  expectInvalid(ncclParamBind(&h, NULL), "Bind key NULL", "key is NULL");
+
+  /* Every key, once, each readable; 30 settings (tests/base/settings_test.cc lists them). */
+  const char** keys = NULL;
+  int count = 0, twinCount = 0;
+  SAME(ncclParamGetAllParameterKeys, &keys, &twinCount);
+  NCCLCHECK(ncclParamGetAllParameterKeys(&keys, &count));
+  EQ(count, 30);
+  EQ(twinCount, count);
+  const char* want[] = {"BRAID_BUFFSIZE", "BRAID_CHUNKSIZE", "BRAID_DEBUG", "BRAID_KERNEL_ISA",
+                        "BRAID_COMM_SECRET"};
+  for (size_t w = 0; w < sizeof want / sizeof want[0]; ++w) {
+    int hits = 0;
+    for (int i = 0; keys && i < count; ++i) hits += strcmp(keys[i], want[w]) == 0;
+    CHECK(hits == 1, "%s listed %d times", want[w], hits);
+  }
+  for (int i = 0; keys && i < count; ++i)
+    CHECK(ncclParamGetParameter(keys[i], &str, &len) == ncclSuccess, "listed %s unreadable",
+          keys[i]);
+  expectInvalid(ncclParamGetAllParameterKeys(NULL, &count), "keys table NULL", "table is NULL");
+  expectInvalid(ncclParamGetAllParameterKeys(&keys, NULL), "keys tableLen NULL",
+                "tableLen is NULL");
+
+  /* The dump names each value's source: Braid's variable, NCCL's, or the default. */
+  static char dump[16384];
+  dumpAll(dump, sizeof dump);
+  const char* lines[] = {"BRAID_BUFFSIZE=1048576 (BRAID_BUFFSIZE)\n",
+                         "BRAID_CHUNKSIZE=65536 (NCCL_CHUNKSIZE)\n",
+                         "BRAID_DEBUG=NONE (NCCL_DEBUG)\n", "BRAID_NSOCKS_PERPEER=2 (default)\n",
+                         "BRAID_TIMEOUT=300 (default)\n"};
+  for (size_t l = 0; l < sizeof lines / sizeof lines[0]; ++l)
+    CHECK(occurrences(dump, lines[l]) == 2, "dump: %d times %s", occurrences(dump, lines[l]),
+          lines[l]);
+  CHECK(occurrences(dump, "\nBRAID_") == 2 * 30, "dump: %d settings:\n%s",
+        occurrences(dump, "\nBRAID_"), dump);
+}
+
 static void twins(ncclComm_t comm) {
   int v = 0, w = 0;
   char buf[64];
@@ -380,6 +557,7 @@ int main(void) {
     memStats(comms[0]);
     simulate(comms);
     notYet(comms);
+    params();
     twins(comms[0]);
     for (int d = 0; d < NDEV; ++d) NCCLCHECK(ncclCommDestroy(comms[d]));
   }
