@@ -4,6 +4,7 @@
 // refused (never run, never hang), braidCommAbort and braidCommDestroy stop an init whose peers
 // never come, and bad arguments are refused at once. Ranks as threads and as processes.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -163,6 +164,43 @@ TEST(NonBlockingAbort, DestroyStopsAnInitWhosePeerNeverComes) {
   startAloneThenStop(braidCommDestroy);
 }
 
+// The same with ranks as processes: rank 1's process never calls init; rank 0's aborts its
+// init (an alarm kills it, failing the test, if the abort hangs).
+int abortAloneChild(int rank, int nranks) {
+  if (rank != 0) return 0;
+  braidUniqueId id;
+  if (braidUniqueIdFromString(std::getenv("BRAID_UNIQUE_ID"), &id) != braidSuccess) return 3;
+  braidConfig_t config = nonBlocking();
+  braidComm_t comm = nullptr;
+  if (braidCommInitRankConfig(&comm, nranks, id, rank, &config) != braidInProgress || !comm) {
+    std::printf("init did not start: %s\n", braidGetLastError(nullptr));
+    return 1;
+  }
+  for (int i = 0; i < 5; ++i) {
+    braidResult_t state = braidSuccess;
+    if (braidCommGetAsyncError(comm, &state) != braidSuccess || state != braidInProgress) {
+      std::printf("poll %d: %s\n", i, braidGetErrorString(state));
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  int32_t x = 1;
+  if (braidAllReduce(&x, &x, 1, braidInt32, braidSum, comm, nullptr) != braidInvalidArgument) {
+    std::printf("a call on an initialising communicator was not refused\n");
+    return 1;
+  }
+  alarm(10);
+  const braidResult_t res = braidCommAbort(comm);
+  alarm(0);
+  std::printf("abort: %s\n", braidGetErrorString(res));
+  return res == braidSuccess ? 0 : 1;
+}
+
+TEST(NonBlockingAbort, ProcessesAbortAnInitWhosePeerNeverComes) {
+  const auto results = runProcesses(2, "nonblocking-abort-alone");
+  EXPECT_EQ(failedChildren(results), "");
+}
+
 // Init's own failure arrives through braidCommGetAsyncError: rank 0 of 2 alone with a 0.3 s
 // timeout ends with braidTimeout, whose message braidGetLastError(comm) gives; calls are then
 // refused with that error, and braidCommDestroy frees the half-made communicator.
@@ -268,6 +306,7 @@ TEST(NonBlockingSplit, SplitWithBlockingZeroFinishesBeforeReturning) {
 
 int main(int argc, char** argv) {
   braid::test::registerRawChildRole("nonblocking-init", braid::test::nonBlockingInitChild);
+  braid::test::registerRawChildRole("nonblocking-abort-alone", braid::test::abortAloneChild);
   const int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   testing::InitGoogleTest(&argc, argv);
