@@ -25,9 +25,9 @@
 extern "C" {
 #endif
 
-/// In C++ the enums below have int as their fixed underlying type, so that any int a C caller
-/// passes (an out-of-range datatype such as 42) is a value of the type, which the library
-/// then refuses with an error, rather than undefined behaviour in C++.
+/// In C++ the enums below have int as their fixed underlying type: any int a C caller passes
+/// (a datatype of 42) is a value of the type, which the library refuses with an error, rather
+/// than undefined behaviour in C++.
 #ifdef __cplusplus
 #define BRAID_ENUM_INT : int
 #else
@@ -130,7 +130,8 @@ braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId com
 /// Per-communicator settings, given to braidCommInitRankConfig (NCCL's ncclConfig_t: the same
 /// leading fields; initialise with BRAID_CONFIG_INITIALIZER, then set what you need).
 /// Host communicators ignore the GPU fields (cgaClusterSize, minCTAs, maxCTAs, netName,
-/// splitShare); `blocking` = 0 is accepted, but Braid's calls always return when done.
+/// splitShare). `blocking` = 0 makes braidCommInitRankConfig non-blocking (see there); every
+/// other call, braidCommSplit and braidCommFinalize included, returns when done.
 typedef struct {
   size_t size;         ///< sizeof(braidConfig_t), set by the initializer
   unsigned int magic;  ///< set by the initializer
@@ -158,7 +159,11 @@ typedef struct {
   { sizeof(braidConfig_t), BRAID_CONFIG_MAGIC, BRAID_VERSION_CODE, 1, 0, 0, 0, 0, 0, 0.0, -1.0, -1 }
 
 /// braidCommInitRank with per-communicator settings (NCCL's ncclCommInitRankConfig). A NULL
-/// config is braidCommInitRank.
+/// config is braidCommInitRank. config->blocking = 0 (NCCL's non-blocking init): arguments are
+/// checked at once, then *comm is set and braidInProgress returned while a thread inits; poll
+/// braidCommGetAsyncError until braidSuccess or init's error (braidGetLastError(*comm) says
+/// why). Other calls on *comm meanwhile return braidInvalidArgument (as NCCL's);
+/// braidCommAbort and braidCommDestroy stop the init and free it.
 /// @return what braidCommInitRank returns; braidInvalidArgument, naming the field, for a
 ///         config not made by BRAID_CONFIG_INITIALIZER (size, magic) or a bad timeoutSec.
 braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId, int rank,
@@ -246,17 +251,19 @@ braidResult_t braidUniqueIdFromEnv(braidUniqueId* id, int* rank, int* nranks, in
 /// Each communicator may then be driven by its own thread or through streams.
 braidResult_t braidCommInitAll(braidComm_t* comms, int ndev, const int* devlist);
 
-/// Frees the communicator; waits for its queued work first. NULL is refused.
+/// Frees comm (stopping a non-blocking init); waits for its queued work first. NULL is refused.
 braidResult_t braidCommDestroy(braidComm_t comm);
 
-/// Aborts comm (NCCL's ncclCommAbort), from any thread, also while another thread is blocked
-/// in a call on it: that call returns braidInvalidUsage ("aborted") at its next wait; peers
-/// on this host waiting on this rank fail with braidRemoteError naming it within 0.1 s
-/// instead of at BRAID_TIMEOUT, and network peers see its sockets close. Work queued on
-/// streams fails. Then frees comm as braidCommDestroy does; comm must not be used again,
-/// and a call that starts on comm while braidCommAbort runs is undefined (as in NCCL).
+/// Aborts comm (NCCL's ncclCommAbort), from any thread, also during a non-blocking init (which
+/// it stops) or while another thread is blocked in a call on it: that call returns
+/// braidInvalidUsage ("aborted") at its next wait; peers on this host waiting on this rank fail
+/// with braidRemoteError naming it within 0.1 s instead of at BRAID_TIMEOUT, and network peers see
+/// its sockets close. Work queued on streams fails. Then frees comm as braidCommDestroy does; comm
+/// must not be used again, and a call that starts on comm while braidCommAbort runs is undefined
+/// (as in NCCL).
 braidResult_t braidCommAbort(braidComm_t comm);
-/// comm's asynchronous error (NCCL's ncclCommGetAsyncError): braidSuccess while it works,
+/// comm's asynchronous error (NCCL's ncclCommGetAsyncError): braidInProgress while its
+/// non-blocking init runs, that init's error if it failed, braidSuccess while comm works,
 /// else the result of the call that left it unusable (a peer lost, a timeout, mismatched
 /// calls), also one run on a stream. @return braidInvalidArgument for a NULL asyncError.
 braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError);

@@ -19,9 +19,13 @@
  *    run on a proxy thread when the stream reaches them: device to device between ranks of
  *    one host that all have a device (CUDA IPC; NCCL_P2P_DISABLE=1 turns it off), else
  *    staged through host memory.
- *  - ncclCommInitRankConfig and ncclCommSplit accept config->blocking = 0 but always finish
- *    before they return (never ncclInProgress); the GPU fields (cgaClusterSize, minCTAs,
- *    maxCTAs, netName, splitShare) are read only for validity.
+ *  - ncclCommInitRankConfig with config->blocking = 0 returns ncclInProgress with *comm set
+ *    while init goes on in the background: poll ncclCommGetAsyncError until it is ncclSuccess
+ *    (or init's error); other calls on that comm meanwhile return ncclInvalidArgument (as
+ *    NCCL's), and ncclCommAbort or ncclCommDestroy stop the init and free it. ncclCommSplit
+ *    and ncclCommFinalize finish before they return, blocking = 0 or not (NCCL allows it). The
+ *    GPU fields (cgaClusterSize, minCTAs, maxCTAs, netName, splitShare) are read only for
+ *    validity.
  *  - A wait bounded by BRAID_TIMEOUT that expires returns ncclTimeout (NCCL 2.30's code);
  *    ncclGetLastError says which rank did not answer.
  *  - Environment: NCCL_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_ALGO, NCCL_SOCKET_IFNAME,

@@ -336,6 +336,17 @@ WaitTimeoutScope::WaitTimeoutScope(double seconds) : saved_(t_waitTimeout) {
 }
 WaitTimeoutScope::~WaitTimeoutScope() { t_waitTimeout = saved_; }
 
+namespace {
+thread_local const std::atomic<bool>* t_abortFlag = nullptr;
+}  // namespace
+
+const std::atomic<bool>* waitAbortFlag() { return t_abortFlag; }
+bool waitAborted() { return t_abortFlag && t_abortFlag->load(std::memory_order_acquire); }
+WaitAbortScope::WaitAbortScope(const std::atomic<bool>* flag) : saved_(t_abortFlag) {
+  t_abortFlag = flag;
+}
+WaitAbortScope::~WaitAbortScope() { t_abortFlag = saved_; }
+
 bool Config::subsysEnabled(const char* subsys) const {
   if (debugSubsys.empty()) return true;
   bool exclude = debugSubsys[0] == '^';

@@ -2,6 +2,7 @@
 // honoured where a BRAID_ name is unset.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -92,6 +93,24 @@ class WaitTimeoutScope {
 
  private:
   double saved_;
+};
+
+// The abort flag of the communicator whose non-blocking init runs on this thread
+// (WaitAbortScope), else none: the socket waits of that init (base/socket.h, the bootstrap, the
+// tcp backend's connect) poll it at least every kAbortPollMs and end with braidInvalidUsage
+// once it is set, so braidCommAbort stops the init promptly.
+constexpr int kAbortPollMs = 20;
+const std::atomic<bool>* waitAbortFlag();
+bool waitAborted();  // the flag is set
+class WaitAbortScope {
+ public:
+  explicit WaitAbortScope(const std::atomic<bool>* flag);
+  ~WaitAbortScope();
+  WaitAbortScope(const WaitAbortScope&) = delete;
+  WaitAbortScope& operator=(const WaitAbortScope&) = delete;
+
+ private:
+  const std::atomic<bool>* saved_;
 };
 
 // The last-level cache Braid assumes where BRAID_CACHE_BYTES is unset, in bytes, from what

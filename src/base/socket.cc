@@ -21,10 +21,18 @@
 namespace braid {
 namespace {
 
+// One poll's bound: the time left, at most 1 s, or kAbortPollMs where an abort flag is watched.
 int msUntil(Deadline d) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - Clock::now()).count();
   if (left < 0) return 0;
-  return left > 1000 ? 1000 : static_cast<int>(left);
+  const int cap = waitAbortFlag() ? kAbortPollMs : 1000;
+  return left > cap ? cap : static_cast<int>(left);
+}
+
+braidResult_t abortedWait() {
+  return fail(braidInvalidUsage,
+              "init aborted: braidCommAbort or braidCommDestroy ran while the communicator's "
+              "non-blocking init waited");
 }
 
 }  // namespace
@@ -146,6 +154,10 @@ braidResult_t connectTo(const sockaddr_in& sa, Deadline deadline, int* fd) {
       r = poll(&p, 1, msUntil(deadline));
       if (r > 0) break;
       if (r < 0 && errno != EINTR) break;
+      if (waitAborted()) {
+        close(s);
+        return abortedWait();
+      }
       if (Clock::now() >= deadline) {
         close(s);
         return fail(braidTimeout, "connecting to %s timed out", addressString(sa).c_str());
@@ -183,6 +195,7 @@ braidResult_t sendAll(int fd, const void* buf, size_t len, Deadline deadline) {
       return fail(braidRemoteError, "send failed: %s", strerror(errno));
     pollfd pf{fd, POLLOUT, 0};
     poll(&pf, 1, msUntil(deadline));
+    if (waitAborted()) return abortedWait();
     if (Clock::now() >= deadline) return fail(braidTimeout, "send timed out");
   }
   return braidSuccess;
@@ -202,6 +215,7 @@ braidResult_t recvAll(int fd, void* buf, size_t len, Deadline deadline) {
       return fail(braidRemoteError, "recv failed: %s", strerror(errno));
     pollfd pf{fd, POLLIN, 0};
     poll(&pf, 1, msUntil(deadline));
+    if (waitAborted()) return abortedWait();
     if (Clock::now() >= deadline) return braidTimeout;
   }
   return braidSuccess;
@@ -239,8 +253,12 @@ int connectQuietly(const sockaddr_in& sa, Deadline deadline, int* fd) {
         err = ETIMEDOUT;
         break;
       }
+      if (waitAborted()) {
+        err = ECANCELED;
+        break;
+      }
       pollfd p{s, POLLOUT, 0};
-      int r = poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+      int r = poll(&p, 1, msUntil(deadline));
       if (r < 0 && errno != EINTR) {
         err = errno;
         break;

@@ -39,6 +39,16 @@ void waitForQueuedWork(braidComm* comm, bool close) {
   q.cv.wait(lock, [&q] { return q.running == 0; });
 }
 
+// braidCommDestroy and braidCommAbort: a non-blocking init still running is stopped (its
+// waits see comm->aborted within kAbortPollMs) and its thread joined; one that finished is
+// joined. comm is then as a blocking init left it, whole or half made.
+void stopInit(braidComm* comm) {
+  if (!comm->initThread.joinable()) return;
+  if (comm->initState.load(std::memory_order_acquire) == braidInProgress)
+    comm->aborted.store(true, std::memory_order_release);
+  comm->initThread.join();
+}
+
 // braidCommAbort: closes the queue at once, so work not started yet (a CUDA stream may never
 // reach it) fails without touching comm, and waits for the work that has started (it fails
 // at once now that comm is aborted).
@@ -166,6 +176,9 @@ braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcom
     if (!(merged.timeoutSec > 0)) merged.timeoutSec = comm->timeoutSec;
     if (merged.stallWarnSec < 0) merged.stallWarnSec = comm->stallWarnSec;
     if (merged.checkCalls < 0) merged.checkCalls = comm->checkCalls ? 1 : 0;
+    // blocking = 0 too: the split's last round needs every new communicator's result, so it
+    // finishes before returning (NCCL may complete a non-blocking call at once, too).
+    merged.blocking = 1;
     made = braidCommInitRankConfig(newcomm, static_cast<int>(members.size()), ids[members[0]].id,
                                    newRank, &merged);
     if (made != braidSuccess)
@@ -248,6 +261,8 @@ braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUnique
                   nranks);
     braid::UniqueIdData data;
     BRAID_TRY(braid::decodeUniqueId(commId, &data));
+    if (config && config->blocking == 0)
+      return braid::commInitAsync(comm, nranks, commId, rank, *config);
     return braid::commInit(comm, nranks, commId, rank, config);
   });
 }
@@ -311,7 +326,8 @@ braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* 
 
 braidResult_t braidCommDestroy(braidComm_t comm) {
   return braid::guardApi("braidCommDestroy", [&]() -> braidResult_t {
-    BRAID_TRY(checkComm(comm, "braidCommDestroy"));
+    BRAID_TRY(braid::checkCommHandle(comm, "braidCommDestroy"));
+    stopInit(comm);
     waitForQueuedWork(comm, true);  // it would run on freed memory
     {
       std::lock_guard<std::mutex> lock(comm->mu);  // waits for a running collective
@@ -325,7 +341,8 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
 
 braidResult_t braidCommAbort(braidComm_t comm) {
   return braid::guardApi("braidCommAbort", [&]() -> braidResult_t {
-    BRAID_TRY(checkComm(comm, "braidCommAbort"));
+    BRAID_TRY(braid::checkCommHandle(comm, "braidCommAbort"));
+    stopInit(comm);
     comm->aborted.store(true);
     // Peers on this host that wait on this rank see the connection lost at their next
     // liveness check (within 0.1 s) instead of waiting for BRAID_TIMEOUT.
@@ -349,10 +366,12 @@ braidResult_t braidCommAbort(braidComm_t comm) {
 
 braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError) {
   return braid::guardApi("braidCommGetAsyncError", [&]() -> braidResult_t {
-    BRAID_TRY(checkComm(comm, "braidCommGetAsyncError"));
+    BRAID_TRY(braid::checkCommHandle(comm, "braidCommGetAsyncError"));
     if (!asyncError)
       return fail(braidInvalidArgument, "braidCommGetAsyncError: asyncError is NULL");
-    *asyncError = comm->brokenCode.load();  // no lock: a watchdog polls while a call runs
+    // No lock: a watchdog polls while a call runs, an application while init runs.
+    const braidResult_t init = comm->initState.load(std::memory_order_acquire);
+    *asyncError = init != braidSuccess ? init : comm->brokenCode.load();
     return braidSuccess;
   });
 }
@@ -508,6 +527,10 @@ const char* braidGetErrorString(braidResult_t result) {
 }
 
 const char* braidGetLastError(braidComm_t comm) {
+  if (comm && comm->magic == braidComm::kMagic) {
+    const braidResult_t init = comm->initState.load(std::memory_order_acquire);
+    if (init != braidSuccess && init != braidInProgress) return comm->initError.c_str();
+  }
   if (comm && comm->magic == braidComm::kMagic && !comm->lastError.empty())
     return comm->lastError.c_str();
   return braid::lastError();

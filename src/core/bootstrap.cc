@@ -62,6 +62,10 @@ braidResult_t connectRetrying(const sockaddr_in& sa, Deadline deadline, int* fd)
                    addressString(sa).c_str(), attempts);
       return braidSuccess;
     }
+    if (waitAborted())
+      return fail(braidInvalidUsage,
+                  "init aborted while connecting to the bootstrap root at %s (braidCommAbort)",
+                  addressString(sa).c_str());
     const Clock::time_point now = Clock::now();
     if (now >= deadline)
       return fail(braidTimeout,
@@ -69,7 +73,11 @@ braidResult_t connectRetrying(const sockaddr_in& sa, Deadline deadline, int* fd)
                   "(%d attempts, last: %s); rank 0 starts it there: is rank 0 running, on the "
                   "host BRAID_COMM_ID or MASTER_ADDR names, with the same variables?",
                   addressString(sa).c_str(), waitTimeoutSec(), attempts, strerror(err));
-    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    // In slices, so that an abort (waitAborted) is seen within kAbortPollMs.
+    const Deadline until = std::min<Deadline>(now + pause, deadline);
+    while (Clock::now() < until && !waitAborted())
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(std::chrono::milliseconds(kAbortPollMs), until - Clock::now()));
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
 }
@@ -417,6 +425,7 @@ braidResult_t Bootstrap::allGather(const std::string& mine, std::vector<std::str
     d = deadlineAfter(3);
     res = recvAll(fd_, &s, sizeof(s), d);
   }
+  if (res != braidSuccess && waitAborted()) return res;  // its message says so
   if (res == braidTimeout)
     return fail(braidTimeout, "bootstrap: other ranks did not join within BRAID_TIMEOUT=%g s",
                 waitTimeoutSec());

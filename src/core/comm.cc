@@ -26,11 +26,24 @@
 
 namespace braid {
 
-braidResult_t checkComm(const braidComm* comm, const char* fn) {
+braidResult_t checkCommHandle(const braidComm* comm, const char* fn) {
   if (!comm) return fail(braidInvalidArgument, "%s: comm is NULL", fn);
   if (comm->magic != braidComm::kMagic)
     return fail(braidInvalidArgument, "%s: comm is not a live communicator (destroyed?)", fn);
   return braidSuccess;
+}
+
+braidResult_t checkComm(const braidComm* comm, const char* fn) {
+  BRAID_TRY(checkCommHandle(comm, fn));
+  const braidResult_t state = comm->initState.load(std::memory_order_acquire);
+  if (state == braidSuccess) return braidSuccess;
+  if (state == braidInProgress)
+    return fail(braidInvalidArgument,
+                "%s: the communicator's init is still in progress (non-blocking); poll "
+                "braidCommGetAsyncError until it returns braidSuccess",
+                fn);
+  return fail(state, "%s: the communicator's non-blocking init failed: %s", fn,
+              comm->initError.c_str());
 }
 
 std::string PeerCard::encode() const {
@@ -394,13 +407,13 @@ braidResult_t chooseRing(braidComm* comm) {
 
 }  // namespace
 
-braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
-                       const braidConfig_t* userConfig) {
+namespace {
+
+// Everything of init after the communicator's allocation: comm's rank, nranks and cudaDevice
+// are set. On failure comm is left half made, for the caller to delete.
+braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidConfig_t* userConfig) {
+  const int rank = comm->rank, nranks = comm->nranks;
   LogRankScope rankScope(rank);
-  auto comm = std::make_unique<braidComm>();
-  comm->cudaDevice = device::runtime().currentDevice(nullptr);
-  comm->rank = rank;
-  comm->nranks = nranks;
   comm->timeoutSec =
       userConfig && userConfig->timeoutSec > 0 ? userConfig->timeoutSec : config().timeoutSec;
   comm->stallWarnSec = userConfig && userConfig->stallWarnSec >= 0 ? userConfig->stallWarnSec
@@ -408,7 +421,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   WaitTimeoutScope initBound(comm->timeoutSec);
   UniqueIdData idData;
   BRAID_TRY(decodeUniqueId(id, &idData));
-  BRAID_TRY(loadTopology(comm.get()));
+  BRAID_TRY(loadTopology(comm));
   std::unique_ptr<Bootstrap> boot;
   BRAID_TRY(Bootstrap::join(id, rank, nranks, &boot));
 
@@ -507,7 +520,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     std::string why;
     BRAID_TRY(pickTransport(*comm, r, rule, &net, &why));
     remote[r] = net;
-    if (!net) BRAID_TRY(connectShm(comm.get(), r));
+    if (!net) BRAID_TRY(connectShm(comm, r));
     // A network peer on this machine: its segment too, where it publishes its position (the
     // stall summary) and, after a failure, the rank it blamed (its connection says only that
     // it closed). Best effort: another /dev/shm (a container) just goes without.
@@ -521,7 +534,7 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
     BRAID_INFO("INIT", "rank %d -> rank %d via %s (%s)", rank, r, net ? backendName.c_str() : "shm",
                why.c_str());
   }
-  BRAID_TRY(connectNetwork(comm.get(), boot.get(), backendName, remote, anyNet, idData));
+  BRAID_TRY(connectNetwork(comm, boot.get(), backendName, remote, anyNet, idData));
   for (int r = 0; r < nranks; ++r)
     if (remote[r] && comm->peerSegments[r])
       if (auto* f = dynamic_cast<FifoConnection*>(comm->connections[r].get()))
@@ -565,9 +578,9 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   } else if (rank != 0 && !comm->peers[0].stallAddr.empty()) {
     comm->stallBoard = StallBoard::forPeer(comm->peers[0].stallAddr, idData.secret);
   }
-  BRAID_TRY(chooseRing(comm.get()));
-  BRAID_TRY(commFabric(comm.get()));
-  BRAID_TRY(commAlgoSpec(comm.get()));
+  BRAID_TRY(chooseRing(comm));
+  BRAID_TRY(commFabric(comm));
+  BRAID_TRY(commAlgoSpec(comm));
   // A rank with network peers has a busy second thread, its proxy.
   comm->oversubscribed = local * (comm->proxy ? 2 : 1) > sysconf(_SC_NPROCESSORS_ONLN);
   comm->localRanks = std::max(local, 1);
@@ -578,8 +591,46 @@ braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, in
   boot->close();
   BRAID_INFO("INIT", "communicator ready: rank %d of %d, %d host%s", rank, nranks, comm->nhosts,
              comm->nhosts == 1 ? "" : "s");
+  return braidSuccess;
+}
+
+}  // namespace
+
+braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
+                       const braidConfig_t* userConfig) {
+  auto comm = std::make_unique<braidComm>();
+  comm->cudaDevice = device::runtime().currentDevice(nullptr);
+  comm->rank = rank;
+  comm->nranks = nranks;
+  BRAID_TRY(commSetup(comm.get(), id, userConfig));
   *out = comm.release();
   return braidSuccess;
+}
+
+braidResult_t commInitAsync(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
+                            const braidConfig_t& userConfig) {
+  auto comm = std::make_unique<braidComm>();
+  comm->cudaDevice = device::runtime().currentDevice(nullptr);
+  comm->rank = rank;
+  comm->nranks = nranks;
+  // The caller's config and id need not outlive the call: the thread has its own copies.
+  braidConfig_t config = BRAID_CONFIG_INITIALIZER;
+  std::memcpy(&config, &userConfig, userConfig.size);  // a size checkConfig accepted
+  config.size = sizeof config;
+  comm->initState.store(braidInProgress, std::memory_order_relaxed);
+  braidComm* c = comm.get();
+  c->initThread = std::thread([c, id, config] {
+    // braidCommAbort and braidCommDestroy set c->aborted: every wait of this init polls it.
+    WaitAbortScope abortable(&c->aborted);
+    const braidResult_t res = guardApi("braidCommInitRankConfig", [&]() -> braidResult_t {
+      if (c->cudaDevice >= 0) BRAID_TRY(device::runtime().setDevice(c->cudaDevice));
+      return commSetup(c, id, &config);
+    });
+    if (res != braidSuccess) c->initError = lastError();
+    c->initState.store(res, std::memory_order_release);
+  });
+  *out = comm.release();
+  return braidInProgress;
 }
 
 }  // namespace braid

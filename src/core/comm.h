@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -123,9 +124,16 @@ struct braidComm {
   std::string broken;  // why the communicator became unusable, once a call failed mid-way
   // and the result code it failed with (read without the lock: braidCommGetAsyncError)
   std::atomic<braidResult_t> brokenCode{braidSuccess};
-  // braidCommAbort: every wait of a call on this communicator ends at once.
+  // braidCommAbort: every wait of a call on this communicator ends at once (and those of a
+  // non-blocking init: WaitAbortScope).
   std::atomic<bool> aborted{false};
-  int blamed = -1;  // the rank the failed call blamed (ExecContext::blamed), for abandon()
+  // Non-blocking init (braidConfig_t::blocking = 0): braidInProgress while initThread runs it,
+  // then braidSuccess or init's error, whose message initError holds (written before the
+  // state; read only once the state says init failed). braidSuccess for a blocking init.
+  std::atomic<braidResult_t> initState{braidSuccess};
+  std::string initError;
+  std::thread initThread;  // joined by braidCommDestroy and braidCommAbort
+  int blamed = -1;         // the rank the failed call blamed (ExecContext::blamed), for abandon()
   // API calls running on this communicator (any thread); braidCommAbort frees it only once
   // they have returned.
   std::atomic<int> inFlight{0};
@@ -184,12 +192,20 @@ class InFlight {
 
 // braidInvalidArgument naming `fn` when comm is NULL or not a live communicator (destroyed, or
 // not one at all: its magic word does not match), else braidSuccess.
+braidResult_t checkCommHandle(const braidComm* comm, const char* fn);
+// checkCommHandle, and comm is ready: braidInvalidArgument while its non-blocking init runs
+// (as NCCL's ncclCommEnsureReady), init's own error if that failed.
 braidResult_t checkComm(const braidComm* comm, const char* fn);
 // config may be null (the environment's settings); it has been checked.
 // True inside braidGroupStart/End on the calling thread (collectives are deferred there).
 bool insideGroup();
 braidResult_t commInit(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
                        const braidConfig_t* config = nullptr);
+// Non-blocking init (config->blocking = 0): allocates the communicator, sets *out, starts the
+// rest of commInit on comm->initThread and returns braidInProgress (braidSystemError, *out
+// untouched, if the thread cannot start). The arguments have been checked.
+braidResult_t commInitAsync(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
+                            const braidConfig_t& config);
 // braidCommSplit, where `prior` may carry the caller's own failure (a code, its message in
 // lastError()): this rank still takes part in the exchange and fails with it, and its peers
 // fail naming it (ncclCommSplit with a bad ncclConfig_t).

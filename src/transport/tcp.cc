@@ -126,8 +126,10 @@ class TcpBackend : public NetBackend {
     braidResult_t acceptRes = braidSuccess;
     std::string acceptError;
     const int logRankHere = logRank();
+    const std::atomic<bool>* abortFlag = waitAbortFlag();  // a non-blocking init's
     std::thread acceptor([&] {
       LogRankScope scope(logRankHere);
+      WaitAbortScope abortable(abortFlag);
       acceptRes = acceptAll(remote, expected * nsocks_, deadline, &byPeer);
       if (acceptRes != braidSuccess) acceptError = lastError();
     });
@@ -303,6 +305,10 @@ class TcpBackend : public NetBackend {
       if (acceptStop_.load()) {
         cleanup();
         return braidSuccess;  // the connecting side failed and says why
+      }
+      if (waitAborted()) {
+        cleanup();
+        return fail(braidInvalidUsage, "tcp: init aborted while accepting connections");
       }
       if (Clock::now() > deadline) {
         cleanup();

@@ -11,15 +11,19 @@
  *    (unknown key, NULL, out of range, not a number, a buffer too small);
  *  - every function Braid cannot carry out yet returns ncclInvalidUsage, with
  *    ncclGetLastError naming the function and saying nothing was done;
- *  - every pncclX twin called beside its ncclX with the same arguments, giving the same result.
+ *  - every pncclX twin called beside its ncclX with the same arguments, giving the same result;
+ *  - non-blocking init (config.blocking = 0) on 3 thread ranks: ncclInProgress with the comm
+ *    set, ncclCommGetAsyncError polled until ncclSuccess, then an exact all-reduce.
  * Exits 0 when all hold, 1 with a message otherwise. */
 #include <limits.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NDEV 4
@@ -548,8 +552,80 @@ static void twins(ncclComm_t comm) {
   SAME(ncclCommDestroy, NULL);
 }
 
+/* One rank of a non-blocking init: what it saw, for the main thread to check (CHECK's counter
+ * is not for threads). */
+#define NB_RANKS 3
+#define NB_COUNT 1031
+struct nbRank {
+  ncclUniqueId id;
+  int rank;
+  ncclResult_t started, state, reduced;
+  int polls, inProgressAfterReady;
+  int32_t data[NB_COUNT];
+  char why[256];
+};
+static void* nbRankMain(void* arg) {
+  struct nbRank* me = (struct nbRank*)arg;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = NULL;
+  me->started = ncclCommInitRankConfig(&comm, NB_RANKS, me->id, me->rank, &config);
+  me->state = ncclInProgress;
+  if (comm == NULL || (me->started != ncclInProgress && me->started != ncclSuccess)) {
+    snprintf(me->why, sizeof me->why, "%s", ncclGetLastError(NULL));
+    return NULL;
+  }
+  const struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 120000 && me->state == ncclInProgress; ++i) {
+    if (ncclCommGetAsyncError(comm, &me->state) != ncclSuccess) break;
+    ++me->polls;
+    if (me->state == ncclInProgress) nanosleep(&ms, NULL);
+  }
+  if (me->state != ncclSuccess) {
+    snprintf(me->why, sizeof me->why, "%s", ncclGetLastError(comm));
+    ncclCommAbort(comm);
+    return NULL;
+  }
+  ncclResult_t again = ncclInProgress;
+  ncclCommGetAsyncError(comm, &again);
+  me->inProgressAfterReady = again != ncclSuccess;
+  for (int i = 0; i < NB_COUNT; ++i) me->data[i] = (me->rank + 1) * 100 + i;
+  me->reduced = ncclAllReduce(me->data, me->data, NB_COUNT, ncclInt32, ncclSum, comm, NULL);
+  if (me->reduced != ncclSuccess) snprintf(me->why, sizeof me->why, "%s", ncclGetLastError(comm));
+  ncclCommDestroy(comm);
+  return NULL;
+}
+static void nonBlocking(void) {
+  static struct nbRank ranks[NB_RANKS];
+  pthread_t threads[NB_RANKS];
+  ncclUniqueId id;
+  NCCLCHECK(ncclGetUniqueId(&id));
+  for (int r = 0; r < NB_RANKS; ++r) {
+    ranks[r].id = id;
+    ranks[r].rank = r;
+    CHECK(pthread_create(&threads[r], NULL, nbRankMain, &ranks[r]) == 0, "pthread_create");
+  }
+  for (int r = 0; r < NB_RANKS; ++r) pthread_join(threads[r], NULL);
+  for (int r = 0; r < NB_RANKS; ++r) {
+    const struct nbRank* me = &ranks[r];
+    CHECK(me->started == ncclInProgress || me->started == ncclSuccess,
+          "rank %d: non-blocking init gave %d: %s", r, (int)me->started, me->why);
+    CHECK(me->state == ncclSuccess, "rank %d: ncclCommGetAsyncError ended at %d after %d polls: %s",
+          r, (int)me->state, me->polls, me->why);
+    CHECK(!me->inProgressAfterReady, "rank %d: in progress again after ncclSuccess", r);
+    CHECK(me->reduced == ncclSuccess, "rank %d: all-reduce gave %d: %s", r, (int)me->reduced,
+          me->why);
+    for (int i = 0; i < NB_COUNT && me->reduced == ncclSuccess; ++i)
+      if (me->data[i] != 600 + NB_RANKS * i) {
+        CHECK(0, "rank %d: element %d is %d, want %d", r, i, (int)me->data[i], 600 + NB_RANKS * i);
+        break;
+      }
+  }
+}
+
 int main(void) {
   abi();
+  nonBlocking();
   ncclComm_t comms[NDEV];
   NCCLCHECK(ncclCommInitAll(comms, NDEV, NULL));
   if (failures == 0) {
