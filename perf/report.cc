@@ -192,8 +192,12 @@ void JsonDocument::Begin(const std::vector<std::string>& args) {
   bool first = true;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string var = *e;
-    // The unique id carries the job's secret, which every connection proves: not for a file.
-    if (var.rfind("BRAID_UNIQUE_ID=", 0) == 0) var = "BRAID_UNIQUE_ID=(withheld)";
+    // The settings that shape the run (NCCL_*, BRAID_*), not the whole environment, which may
+    // hold any credential. The unique id and BRAID_COMM_SECRET carry the job's secret, which
+    // every connection proves: not for a file.
+    if (var.rfind("NCCL_", 0) != 0 && var.rfind("BRAID_", 0) != 0) continue;
+    for (const char* secret : {"BRAID_UNIQUE_ID=", "BRAID_COMM_SECRET="})
+      if (var.rfind(secret, 0) == 0) var = std::string(secret) + "(withheld)";
     if (!first) out += ",";
     out += Str(var);
     first = false;

@@ -37,8 +37,9 @@ braidResult_t braidCommPredict(braidComm_t comm, const char* collective, size_t 
 /// Each communicator's calls are predicted in posting order, each collective by the algorithm
 /// it would run (braidCommSetAlgorithm's, BRAID_ALGO's, braid-tune's table or the cost model's
 /// pick, as a call chooses) with the cost model of braidCommPredict, and each run of
-/// consecutive sends and receives as one fused exchange (its largest peer's bytes over the
-/// link to that peer, plus the link's latency); the communicators of a group run side by
+/// consecutive sends and receives as one fused exchange (the bytes each of the rank's ports
+/// carries, within the host and to the network, over its bandwidth, plus the largest link
+/// latency met); the communicators of a group run side by
 /// side, so *estimatedUs is the largest communicator's sum, in microseconds. Nothing is sent,
 /// buffers are neither read nor written, no peer takes part (each rank predicts its own share).
 /// Inside a nested group it only closes that level (as braidGroupEnd), leaving *estimatedUs

@@ -36,6 +36,10 @@
  *    BRAID_ALGO) applies on every rank; a BRAID_ALGO that does not parse fails init.
  *  - Send and receive buffers that overlap without being the call's in-place form return
  *    ncclInvalidArgument (NCCL runs them, with undefined results).
+ *  - Init inside ncclGroupStart/End runs at once, not at ncclGroupEnd: one thread cannot
+ *    init several ranks of one communicator in a group (each waits for the others until
+ *    BRAID_TIMEOUT); use ncclCommInitAll, or a thread per rank. ncclCommDestroy of a comm with
+ *    calls in the thread's open group returns ncclInvalidUsage; ncclCommAbort drops them.
  */
 #ifndef NCCL_H_
 #define NCCL_H_
@@ -448,8 +452,9 @@ ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclC
 
 /* NCCL 2.22: ends the group without running it and sets simInfo->estimatedTime (microseconds)
  * to Braid's prediction (braidGroupSimulateEnd: each call by the algorithm it would run, on
- * the communicator's cost model). simInfo NULL: ncclGroupEnd. ncclInvalidArgument, the group
- * left open, for a simInfo not made by NCCL_SIM_INFO_INITIALIZER. */
+ * the communicator's cost model); a nested level leaves it alone. simInfo NULL: ncclGroupEnd.
+ * A simInfo not made by NCCL_SIM_INFO_INITIALIZER: the group ends, nothing of it runs, and the
+ * call returns ncclInvalidArgument (as NCCL). */
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 
@@ -460,8 +465,9 @@ ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
  * BRAID_BUFFSIZE=1M reads "1048576"; a refused value reads as the default; a secret (BRAID_COMM_
  * SECRET, BRAID_UNIQUE_ID) reads "(secret)". As NCCL: one handle per setting, valid for the
  * process; unknown keys and NULL arguments give ncclInvalidArgument, ncclGetLastError naming the
- * key or argument (ncclParamGetParameter then sets *value NULL, *valueLen 0); returned strings and
- * tables stay valid until the same function's next call on the thread; *valueLen excludes the
+ * key or argument (ncclParamGetParameter then sets *value NULL, *valueLen 0); returned strings
+ * stay valid until the same function's next call on the thread (the key table for the
+ * process); *valueLen excludes the
  * NUL; ncclParamDumpAll prints "NAME=value (source)" a line to stdout, source being the variable
  * the value came from or "default". Unlike NCCL, whose settings each have one C type:
  * ncclParamGetI8 ... GetU64 take any setting whose value is a whole number in the type's range

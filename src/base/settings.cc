@@ -1,5 +1,6 @@
 #include "base/settings.h"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -9,10 +10,11 @@ namespace {
 
 std::string text(bool b) { return b ? "1" : "0"; }
 std::string text(size_t bytes) { return std::to_string(bytes); }
+// The shortest text that reads back as the same double (1234567 reads "1234567", 0.3 "0.3").
 std::string text(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", seconds);
-  return buf;
+  char buf[40];
+  const auto res = std::to_chars(buf, buf + sizeof buf, seconds);
+  return std::string(buf, res.ptr);
 }
 
 const char* levelName(LogLevel level) {

@@ -329,17 +329,19 @@ NCCL_EXPORT ncclResult_t ncclWaitSignal(int, ncclWaitSignalDesc_t*, ncclComm_t, 
 }
 NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (!simInfo) return ncclGroupEnd();  // NCCL's: no simInfo, an ordinary group end
+  double us = -1;                       // left alone by a nested level
+  const braidResult_t r = braidGroupSimulateEnd(&us);
+  if (r != braidSuccess) return toNccl(r);  // outside a group; a refused call of the group
+  // As NCCL: a simInfo it cannot read ends the group (dropped, nothing run) with an error.
   if (simInfo->magic != 0x74685283 ||
       simInfo->size < offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float))
     return toNccl(braid::fail(braidInvalidArgument,
                               "ncclGroupSimulateEnd: simInfo was not initialised with "
-                              "NCCL_SIM_INFO_INITIALIZER (size %zu, magic 0x%x); the group is "
-                              "still open",
+                              "NCCL_SIM_INFO_INITIALIZER (size %zu, magic 0x%x); the group "
+                              "was ended and nothing of it ran",
                               simInfo->size, simInfo->magic));
-  double us = 0;
-  const braidResult_t r = braidGroupSimulateEnd(&us);
-  if (r == braidSuccess) simInfo->estimatedTime = static_cast<float>(us);
-  return toNccl(r);
+  if (us >= 0) simInfo->estimatedTime = static_cast<float>(us);
+  return ncclSuccess;
 }
 
 // The profiling twins: strong aliases of the functions above.

@@ -94,17 +94,32 @@ ncclResult_t getWhole(const char* fn, const char* typeName, ncclParamHandle_t* h
 }
 
 // ncclParamGet's bytes: a whole-number setting as the C type Braid keeps it (int: int32_t;
-// size: uint64_t; bool: uint8_t), a double as a double, text (string, enum) with its NUL.
-std::string rawBytes(const braidSetting_t& s) {
+// size: uint64_t), through getWhole's checks (text that is no whole number in range, an unset
+// launch variable's "", is refused); bool as uint8_t; a double as a double; text (string, enum)
+// with its NUL.
+ncclResult_t rawBytes(ncclParamHandle_t* h, const braidSetting_t& s, std::string* bytes) {
   const std::string type = s.type;
-  auto bytesOf = [](const auto& x) {
-    return std::string(reinterpret_cast<const char*>(&x), sizeof x);
+  auto bytesOf = [&](const auto& x) {
+    *bytes = std::string(reinterpret_cast<const char*>(&x), sizeof x);
+    return ncclSuccess;
   };
-  if (type == "int") return bytesOf(static_cast<int32_t>(std::strtol(s.value, nullptr, 10)));
-  if (type == "size") return bytesOf(static_cast<uint64_t>(std::strtoull(s.value, nullptr, 10)));
-  if (type == "bool") return bytesOf(static_cast<uint8_t>(std::strcmp(s.value, "1") == 0));
+  if (type == "int" || type == "size") {
+    int32_t i = 0;
+    uint64_t u = 0;
+    if (ncclResult_t r = type == "int" ? getWhole("ncclParamGet", "int32_t", h, &i)
+                                       : getWhole("ncclParamGet", "uint64_t", h, &u))
+      return r;
+    return type == "int" ? bytesOf(i) : bytesOf(u);
+  }
+  if (type == "bool") {
+    if (std::strcmp(s.value, "0") != 0 && std::strcmp(s.value, "1") != 0)
+      return toNccl(braid::fail(braidInvalidArgument, "ncclParamGet: %s is \"%s\", not 0 or 1",
+                                s.name, s.value));
+    return bytesOf(static_cast<uint8_t>(s.value[0] == '1'));
+  }
   if (type == "double") return bytesOf(std::strtod(s.value, nullptr));
-  return std::string(s.value, std::strlen(s.value) + 1);
+  *bytes = std::string(s.value, std::strlen(s.value) + 1);
+  return ncclSuccess;
 }
 
 }  // namespace
@@ -159,7 +174,8 @@ NCCL_EXPORT ncclResult_t ncclParamGet(ncclParamHandle_t* h, void* out, int maxLe
   if (!out) return null("ncclParamGet", "out");
   braidSetting_t s{};
   if (ncclResult_t r = lookup("ncclParamGet", h, &s)) return r;
-  const std::string bytes = rawBytes(s);
+  std::string bytes;
+  if (ncclResult_t r = rawBytes(h, s, &bytes)) return r;
   if (maxLen < 0 || static_cast<size_t>(maxLen) < bytes.size())
     return toNccl(braid::fail(braidInvalidArgument,
                               "ncclParamGet: %s (%s) needs %zu bytes; maxLen is %d", s.name, s.type,
@@ -171,6 +187,8 @@ NCCL_EXPORT ncclResult_t ncclParamGet(ncclParamHandle_t* h, void* out, int maxLe
 
 // *valueLen: the text's length without its NUL. Unknown key: *value NULL, *valueLen 0 (NCCL's).
 NCCL_EXPORT ncclResult_t ncclParamGetParameter(const char* key, const char** value, int* valueLen) {
+  if (value) *value = nullptr;  // as documented: NULL and 0 unless a value is found
+  if (valueLen) *valueLen = 0;
   if (!key) return null("ncclParamGetParameter", "key");
   if (!value) return null("ncclParamGetParameter", "value");
   if (!valueLen) return null("ncclParamGetParameter", "valueLen");
@@ -194,12 +212,18 @@ NCCL_EXPORT ncclResult_t ncclParamGetAllParameterKeys(const char*** table, int* 
   const braidSetting_t* settings = nullptr;
   int count = 0;
   if (braidResult_t r = braidConfigList(&settings, &count)) return toNccl(r);
-  thread_local std::vector<std::string> names;
-  thread_local std::vector<const char*> pointers;
-  names.clear();
-  for (int i = 0; i < count; ++i) names.emplace_back(settings[i].name);
-  pointers.clear();
-  for (const std::string& n : names) pointers.push_back(n.c_str());
+  // The keys are fixed for the process: one table, valid for its whole life (on any thread).
+  static const std::vector<std::string> names = [&] {
+    std::vector<std::string> n;
+    for (int i = 0; i < count; ++i) n.emplace_back(settings[i].name);
+    return n;
+  }();
+  static std::vector<const char*> pointers = [] {
+    std::vector<const char*> p;
+    for (const std::string& n : names) p.push_back(n.c_str());
+    return p;
+  }();
+  count = static_cast<int>(pointers.size());
   *table = pointers.data();
   *tableLen = count;
   return ncclSuccess;

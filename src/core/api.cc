@@ -19,6 +19,7 @@
 #include "braid/braid.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
+#include "core/entry_points.h"
 #include "core/stream.h"
 #include "device/device.h"
 
@@ -327,6 +328,12 @@ braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* 
 braidResult_t braidCommDestroy(braidComm_t comm) {
   return braid::guardApi("braidCommDestroy", [&]() -> braidResult_t {
     BRAID_TRY(braid::checkCommHandle(comm, "braidCommDestroy"));
+    // Calls deferred to this thread's open group would run (or be predicted) on freed memory.
+    if (std::any_of(braid::t_pending.begin(), braid::t_pending.end(),
+                    [&](const braid::Pending& p) { return p.comm == comm; }))
+      return fail(braidInvalidUsage,
+                  "braidCommDestroy: comm has calls in this thread's open group; end the group "
+                  "first (braidGroupEnd), or braidCommAbort, which drops them");
     stopInit(comm);
     waitForQueuedWork(comm, true);  // it would run on freed memory
     {
@@ -342,6 +349,8 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
 braidResult_t braidCommAbort(braidComm_t comm) {
   return braid::guardApi("braidCommAbort", [&]() -> braidResult_t {
     BRAID_TRY(braid::checkCommHandle(comm, "braidCommAbort"));
+    // Its calls deferred to this thread's open group are dropped: they would run on freed memory.
+    std::erase_if(braid::t_pending, [&](const braid::Pending& p) { return p.comm == comm; });
     stopInit(comm);
     comm->aborted.store(true);
     // Peers on this host that wait on this rank see the connection lost at their next

@@ -52,6 +52,18 @@ braidResult_t refuse(braidComm* comm, braidResult_t res, uint32_t kind,
   return record(comm, res);
 }
 
+// checkComm for a call: inside a group a refused communicator refuses the group too (its
+// braidGroupEnd runs nothing and returns this error), as NCCL's group does.
+braidResult_t checkCallComm(const braidComm* comm, const char* fn) {
+  const braidResult_t res = checkComm(comm, fn);
+  if (res != braidSuccess && braid::insideGroup() && t_groupError == braidSuccess) {
+    t_groupError = res;
+    t_groupErrorRank = -1;
+    t_groupErrorMessage = braid::lastError();
+  }
+  return res;
+}
+
 constexpr uint32_t kAllToAllvKind = static_cast<uint32_t>(Collective::kAllToAllv) + 1;
 
 // What one call asks for, checked in one place.
@@ -205,7 +217,7 @@ braidResult_t withPreMulSum(const PreMul& pm, braidRedOp_t op, braidDataType_t d
 
 braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, braidStream_t stream,
                          size_t preMulElems = 0, const size_t* a2avArrays[4] = nullptr) {
-  BRAID_TRY(checkComm(c.comm, c.fn));
+  BRAID_TRY(checkCallComm(c.comm, c.fn));
   braid::LogRankScope rankScope(c.comm->rank);  // a refusal's log line and message name it
   braid::InFlight running(c.comm);
   // Nothing moves: a successful no-op on every rank (after BRAID_CHECK's comparison).
@@ -277,7 +289,7 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
 
 braidResult_t p2p(const char* fn, bool isSend, void* buff, size_t count, braidDataType_t dtype,
                   int peer, braidComm_t comm, braidStream_t stream) {
-  BRAID_TRY(checkComm(comm, fn));
+  BRAID_TRY(checkCallComm(comm, fn));
   braid::LogRankScope rankScope(comm->rank);
   braid::InFlight running(comm);
   Call c{fn, comm, Collective::kAllToAll, dtype, count, isSend ? count : 0, isSend ? 0 : count};
@@ -405,7 +417,7 @@ braidResult_t braidAllToAllv(const void* sendbuff, const size_t sendcounts[],
                              const size_t rdispls[], braidDataType_t datatype, braidComm_t comm,
                              braidStream_t stream) {
   return braid::guardApi("braidAllToAllv", [&]() -> braidResult_t {
-    BRAID_TRY(checkComm(comm, "braidAllToAllv"));
+    BRAID_TRY(checkCallComm(comm, "braidAllToAllv"));
     braid::LogRankScope rankScope(comm->rank);
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
       return refuse(comm,

@@ -99,26 +99,30 @@ braidResult_t runSideBySide(const std::vector<GroupPart>& parts, int* failedPart
   return braidSuccess;
 }
 
-// One fused run of sends and receives (runP2PStaged): every peer's queue progresses at once, so
-// it takes as long as its slowest peer: the link's latency plus the larger direction's bytes.
+// One fused run of sends and receives (runP2PStaged): every peer's queue progresses at once,
+// and a rank's transfers share its ports (cost.h's Fabric): one send and one receive port
+// within the host, the NIC beyond it. So the run takes the largest link latency it meets plus,
+// per port and direction, the bytes over that port's bandwidth; the host and network ports
+// work side by side, a copy to itself beside them.
 double predictP2PUs(const braidComm* comm, const std::vector<braid::P2POp>& batch) {
-  std::vector<size_t> sent(static_cast<size_t>(comm->nranks)), received(sent.size());
-  for (const braid::P2POp& op : batch) (op.isSend ? sent : received)[op.peer] += op.bytes;
   const braid::tuning::Fabric& f = comm->fabric;
-  double us = 0;
-  for (size_t peer = 0; peer < sent.size(); ++peer) {
-    const size_t bytes = std::max(sent[peer], received[peer]);
-    if (bytes == 0) continue;
-    double latency = 0, gbs = f.copy_gbs;  // to itself: a copy
-    if (static_cast<int>(peer) != comm->rank) {
-      const bool sameHost = f.hostOf.empty() || f.hostOf[peer] == f.hostOf[comm->rank];
-      const braid::tuning::LinkCost& link = sameHost ? f.intra : f.inter;
-      latency = link.latency_us;
-      gbs = link.bw_gbs;
+  double intra[2] = {0, 0}, inter[2] = {0, 0}, self = 0, latency = 0;  // [send, receive] bytes
+  for (const braid::P2POp& op : batch) {
+    if (op.bytes == 0) continue;
+    if (op.peer == comm->rank) {
+      if (op.isSend) self += static_cast<double>(op.bytes);
+      continue;
     }
-    us = std::max(us, f.step_overhead_us + latency + (gbs > 0 ? bytes / (gbs * 1e3) : 0.0));
+    const bool sameHost = f.hostOf.empty() || f.hostOf[op.peer] == f.hostOf[comm->rank];
+    (sameHost ? intra : inter)[op.isSend ? 0 : 1] += static_cast<double>(op.bytes);
+    latency = std::max(latency, (sameHost ? f.intra : f.inter).latency_us);
   }
-  return us;
+  auto over = [](double bytes, double gbs) { return gbs > 0 ? bytes / (gbs * 1e3) : 0.0; };
+  const double moving =
+      std::max({over(std::max(intra[0], intra[1]), f.intra.bw_gbs),
+                over(std::max(inter[0], inter[1]), f.inter.bw_gbs), over(self, f.copy_gbs)});
+  if (moving == 0 && latency == 0) return 0;
+  return f.step_overhead_us + latency + moving;
 }
 
 // One communicator's share of a group, predicted in posting order as runGroupItems would run it.

@@ -60,8 +60,11 @@ def main():
     if not top["args"] or not all(isinstance(x, str) for x in top["args"]):
         fail("args is not a list of strings")
     for var in top["env"]:
-        if var.startswith("BRAID_UNIQUE_ID=") and var != "BRAID_UNIQUE_ID=(withheld)":
-            fail("the unique id's secret is in env")
+        if not var.startswith(("NCCL_", "BRAID_")):
+            fail(f"env holds {var.split('=')[0]}, which is not an NCCL_ or BRAID_ setting")
+        for secret in ("BRAID_UNIQUE_ID=", "BRAID_COMM_SECRET="):
+            if var.startswith(secret) and var != secret + "(withheld)":
+                fail(f"{secret[:-1]}'s secret is in env")
     config = dict(top["config"])
     step = "step_factor" if "step_factor" in config else "step_bytes"
     config = keys(top["config"], CONFIG_HEAD + [step] + CONFIG_TAIL, "config")

@@ -57,8 +57,11 @@ stamped=$(grep -Ec '^ *[0-9].*[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]
 [ "$stamped" -eq 8 ] || fail "$stamped rows end with a timestamp, want 8"
 python3 "$check" "$d/t.json" --ranks 2 --rows 8 --per-iter --cputime || fail "t.json"
 
-# An existing file is kept; the next free name gets the run.
-"$perf" -t 2 -b 8 -e 8 -n 1 -w 0 -J "$d/t.json" > "$d/out" 2>&1 || { cat "$d/out"; fail "rerun"; }
+# An existing file is kept; the next free name gets the run. The job's secret and variables that
+# are not NCCL's or Braid's settings stay out of the file (perf_json_check.py).
+BRAID_COMM_SECRET=hunter2 SOME_API_TOKEN=hunter3 \
+  "$perf" -t 2 -b 8 -e 8 -n 1 -w 0 -J "$d/t.json" > "$d/out" 2>&1 || { cat "$d/out"; fail "rerun"; }
+! grep -q hunter "$d/t.json.0" || fail "a secret is in t.json.0"
 has "$d/out" "# Writing JSON output to $d/t.json.0"
 python3 "$check" "$d/t.json.0" --ranks 2 --rows 1 || fail "t.json.0"
 python3 "$check" "$d/t.json" --ranks 2 --rows 8 --per-iter --cputime || fail "t.json overwritten"

@@ -237,14 +237,62 @@ static void simulate(ncclComm_t* comms) {
   CHECK(r == ncclInvalidArgument, "a simInfo without its magic gave %d", (int)r);
   CHECK(strstr(ncclGetLastError(NULL), "NCCL_SIM_INFO_INITIALIZER") != NULL, "message: %s",
         ncclGetLastError(NULL));
-  NCCLCHECK(ncclGroupSimulateEnd(NULL)); /* the group was still open: this runs it */
+  for (int d = 0; d < NDEV; ++d)
+    CHECK(buf[d][0] == value(d, 0), "the group of a refused simInfo ran: rank %d", d);
+  /* The group was ended: the next one runs; NULL simInfo is ncclGroupEnd. */
+  NCCLCHECK(ncclGroupStart());
+  for (int d = 0; d < NDEV; ++d)
+    NCCLCHECK(ncclAllReduce(buf[d], buf[d], 4, ncclInt32, ncclSum, comms[d], NULL));
+  NCCLCHECK(ncclGroupSimulateEnd(NULL));
   for (int d = 0; d < NDEV; ++d)
     for (int i = 0; i < 4; ++i)
       CHECK(buf[d][i] == value(0, i) + value(1, i) + value(2, i) + value(3, i),
             "the group after a refused simInfo: rank %d [%d] is %d", d, i, buf[d][i]);
+  /* A nested level leaves estimatedTime alone. */
+  ncclSimInfo_t nested = NCCL_SIM_INFO_INITIALIZER;
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclGroupStart());
+  for (int d = 0; d < NDEV; ++d)
+    NCCLCHECK(ncclAllReduce(buf[d] + 8, buf[d] + 8, 4, ncclInt32, ncclSum, comms[d], NULL));
+  NCCLCHECK(ncclGroupSimulateEnd(&nested));
+  CHECK(nested.estimatedTime == NCCL_UNDEF_FLOAT, "a nested level wrote %g", nested.estimatedTime);
+  NCCLCHECK(ncclGroupSimulateEnd(&nested));
+  CHECK(nested.estimatedTime > 0, "the outer level predicted %g", nested.estimatedTime);
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   r = ncclGroupSimulateEnd(&sim);
   CHECK(r == ncclInvalidUsage, "ncclGroupSimulateEnd outside a group gave %d", (int)r);
+}
+
+/* Misuse inside a group: a call refused for its communicator refuses the group (nothing runs,
+ * ncclGroupEnd returns the error); destroying a communicator with calls in the open group is
+ * refused, aborting it drops them. */
+static void groupMisuse(ncclComm_t* comms) {
+  int32_t a[NDEV] = {1, 1, 1, 1};
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclAllReduce(&a[0], &a[0], 1, ncclInt32, ncclSum, comms[0], NULL));
+  ncclResult_t r = ncclAllReduce(&a[1], &a[1], 1, ncclInt32, ncclSum, NULL, NULL);
+  CHECK(r == ncclInvalidArgument, "a NULL comm in a group gave %d", (int)r);
+  r = ncclGroupEnd();
+  CHECK(r == ncclInvalidArgument, "the group of a NULL comm's call ended with %d", (int)r);
+  CHECK(a[0] == 1, "the refused group ran");
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  NCCLCHECK(ncclGroupStart());
+  r = ncclSend(&a[1], 1, ncclInt32, 0, NULL, NULL);
+  CHECK(r == ncclInvalidArgument, "a send on a NULL comm in a group gave %d", (int)r);
+  r = ncclGroupSimulateEnd(&sim);
+  CHECK(r == ncclInvalidArgument && sim.estimatedTime == NCCL_UNDEF_FLOAT,
+        "simulating a group with a NULL comm's send gave %d, %g", (int)r, sim.estimatedTime);
+
+  ncclComm_t pair[2];
+  NCCLCHECK(ncclCommInitAll(pair, 2, NULL));
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclAllReduce(&a[2], &a[2], 1, ncclInt32, ncclSum, pair[0], NULL));
+  r = ncclCommDestroy(pair[0]);
+  CHECK(r == ncclInvalidUsage, "destroying a comm with calls in the open group gave %d", (int)r);
+  NCCLCHECK(ncclCommAbort(pair[0])); /* drops its call */
+  NCCLCHECK(ncclGroupEnd());         /* nothing left to run */
+  CHECK(a[2] == 1, "the aborted comm's call ran");
+  NCCLCHECK(ncclCommDestroy(pair[1]));
 }
 
 static void memStats(ncclComm_t comm) {
@@ -335,6 +383,30 @@ static int occurrences(const char* text, const char* line) {
   int n = 0;
   for (const char* p = strstr(text, line); p; p = strstr(p + 1, line)) ++n;
   return n;
+}
+
+/* The key table outlives the thread that asked for it; an unset launch variable (BRAID_RANK)
+ * is no number for ncclParamGet. */
+static void* keysOnAThread(void* out) {
+  int n = 0;
+  if (ncclParamGetAllParameterKeys((const char***)out, &n) != ncclSuccess) *(void**)out = NULL;
+  return NULL;
+}
+
+static void paramEdges(void) {
+  const char** keys = NULL;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, keysOnAThread, &keys) == 0, "pthread_create");
+  pthread_join(t, NULL);
+  CHECK(keys != NULL && strncmp(keys[0], "BRAID_", 6) == 0, "the key table after its thread: %s",
+        keys ? keys[0] : "(none)");
+  ncclParamHandle_t* rank = NULL;
+  NCCLCHECK(ncclParamBind(&rank, "BRAID_RANK"));
+  int32_t v = 7;
+  int len = 5;
+  ncclResult_t r = ncclParamGet(rank, &v, (int)sizeof v, &len);
+  CHECK(r == ncclInvalidArgument && v == 7 && len == 0,
+        "ncclParamGet of an unset BRAID_RANK gave %d, %d, len %d", (int)r, (int)v, len);
 }
 
 static void params(void) {
@@ -632,8 +704,10 @@ int main(void) {
     collectives(comms);
     memStats(comms[0]);
     simulate(comms);
+    groupMisuse(comms);
     notYet(comms);
     params();
+    paramEdges();
     twins(comms[0]);
     for (int d = 0; d < NDEV; ++d) NCCLCHECK(ncclCommDestroy(comms[d]));
   }

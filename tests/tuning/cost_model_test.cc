@@ -380,6 +380,21 @@ TEST(Selector, GroupSimulateEnd) {
     if (braidGroupEnd() != braidSuccess) return std::string("end: ") + braidGetLastError(comm);
     if (b[0] != 0 + 1 + 2 + 3) return "the group after NULL gave " + std::to_string(b[0]);
     if (braidGroupSimulateEnd(&us) != braidInvalidUsage) return "accepted outside a group";
+    // Sends and receives share the rank's port: 64 KiB to each of 3 peers take longer than to
+    // one, and no longer than three such exchanges one after another.
+    auto exchange = [&](int peers) {
+      braidGroupStart();
+      for (int k = 1; k <= peers; ++k) {
+        braidSend(a.data(), 16384, braidFloat32, (rank + k) % 4, comm, nullptr);
+        braidRecv(a.data() + 16384 * k, 16384, braidFloat32, (rank + 4 - k) % 4, comm, nullptr);
+      }
+      double t = -1;
+      return braidGroupSimulateEnd(&t) == braidSuccess ? t : -1.0;
+    };
+    const double one = exchange(1), three = exchange(3);
+    if (!(one > 0 && three > one && three <= 3 * one))
+      return "sends to 1 and 3 peers predicted " + std::to_string(one) + " and " +
+             std::to_string(three) + " us";
     return "";
   });
   for (const std::string& e : errors) EXPECT_TRUE(e.empty()) << e;
