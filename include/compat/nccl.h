@@ -4,8 +4,10 @@
  * the FP8 datatypes), so that code written for NCCL builds unchanged against it and links to
  * Braid's libnccl.so.2, which forwards every call to the braid* function of the same meaning
  * (include/braid/braid.h documents each one). Each declaration after 2.19 says which NCCL
- * release brought it. NCCL_VERSION_CODE names the newest release whose whole public API
- * Braid provides (2.19.3); a function of a later release that Braid cannot carry out yet
+ * release brought it. NCCL_VERSION_CODE names the newest release whose whole public host API
+ * Braid provides (2.22.3, whose last addition is ncclGroupSimulateEnd; of 2.24's additions,
+ * ncclCommInitRankScalable and the fp8 types are here, ncclResetDebugInit is not); a function
+ * of a later release that Braid cannot carry out yet
  * returns ncclInvalidUsage, with ncclGetLastError saying what is missing: never success.
  *
  * Shapes and units are NCCL's: counts are elements of the datatype, never bytes; `peer` and
@@ -71,7 +73,7 @@ typedef struct CUstream_st* cudaStream_t;
 #endif
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 19
+#define NCCL_MINOR 22
 #define NCCL_PATCH 3
 #define NCCL_SUFFIX "braid"
 /* NCCL's encoding since 2.9: major * 10000 + minor * 100 + patch. */

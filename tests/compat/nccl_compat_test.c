@@ -288,7 +288,7 @@ static void processes(void) {
 int main(void) {
   int version = 0;
   NCCLCHECK(ncclGetVersion(&version));
-  CHECK(version == NCCL_VERSION_CODE && version == 21903, "version %d", version);
+  CHECK(version == NCCL_VERSION_CODE && version == 22203, "version %d", version);
   for (size_t i = 0; i < sizeof twins / sizeof twins[0]; ++i)
     CHECK(twins[i] != NULL, "twin %zu", i);
   CHECK(strcmp(ncclGetErrorString(ncclInvalidArgument), ncclGetErrorString(ncclSuccess)) != 0,
