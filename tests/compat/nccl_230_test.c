@@ -26,24 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compat_check.h"
+
 #define NDEV 4
 
-static int failures = 0;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      ++failures;                                          \
-    }                                                      \
-  } while (0)
-#define NCCLCHECK(call)                                                    \
-  do {                                                                     \
-    ncclResult_t r_ = (call);                                              \
-    CHECK(r_ == ncclSuccess, "%s: %s (%s)", #call, ncclGetErrorString(r_), \
-          ncclGetLastError(NULL));                                         \
-  } while (0)
 #define EQ(a, b)                                                                         \
   CHECK((long long)(a) == (long long)(b), "%s is %lld, NCCL's %lld", #a, (long long)(a), \
         (long long)(b))

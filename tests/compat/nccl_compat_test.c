@@ -12,25 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compat_check.h"
+
 #define NDEV 4
 #define COUNT 1000
-
-static int failures = 0;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      ++failures;                                          \
-    }                                                      \
-  } while (0)
-#define NCCLCHECK(call)                                                    \
-  do {                                                                     \
-    ncclResult_t r_ = (call);                                              \
-    CHECK(r_ == ncclSuccess, "%s: %s (%s)", #call, ncclGetErrorString(r_), \
-          ncclGetLastError(NULL));                                         \
-  } while (0)
 
 /* Every profiling twin, so that the link fails if one is missing. */
 static void* const twins[] = {(void*)pncclGetVersion,     (void*)pncclGetUniqueId,
