@@ -176,6 +176,8 @@ NCCL_EXPORT ncclResult_t ncclParamGet(ncclParamHandle_t* h, void* out, int maxLe
   if (ncclResult_t r = lookup("ncclParamGet", h, &s)) return r;
   std::string bytes;
   if (ncclResult_t r = rawBytes(h, s, &bytes)) return r;
+  // rawBytes's own lookups end the life of s's strings (braidConfigGet's rule): read it again.
+  if (ncclResult_t r = lookup("ncclParamGet", h, &s)) return r;
   if (maxLen < 0 || static_cast<size_t>(maxLen) < bytes.size())
     return toNccl(braid::fail(braidInvalidArgument,
                               "ncclParamGet: %s (%s) needs %zu bytes; maxLen is %d", s.name, s.type,

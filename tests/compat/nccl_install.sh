@@ -12,8 +12,10 @@
 set -euo pipefail
 build="$1" src="$2"
 # The build's C compiler and, in a sanitizer build, its -fsanitize (the installed libraries need
-# the sanitizer's runtime in the program): CC and NCCL_APP_CFLAGS from tests/compat/meson.build.
+# the sanitizer's runtime in the program) and the libraries that runtime needs: CC,
+# NCCL_APP_CFLAGS and NCCL_APP_LIBS from tests/compat/meson.build.
 read -ra cc <<<"${CC:-cc} ${NCCL_APP_CFLAGS:-}"
+read -ra libs <<<"${NCCL_APP_LIBS:-}"  # after the sources
 tmp="$(mktemp -d /tmp/braid-install.XXXXXX)"
 trap 'rm -rf "$tmp"' EXIT
 root="$tmp/root"
@@ -51,7 +53,7 @@ run_app() {  # BINARY WHAT [LIBRARY_PATH]
 # README shows (libnccl.so.2 finds libbraid beside itself through its own $ORIGIN runpath).
 read -ra flags <<<"$(pkg-config --cflags --libs nccl)"
 "${cc[@]}" -std=c11 -D_POSIX_C_SOURCE=200809L "$src/nccl_app.c" "${flags[@]}" -Wl,-rpath,"$libdir" \
-  -lpthread -o "$tmp/app_braid" ||
+  -lpthread "${libs[@]}" -o "$tmp/app_braid" ||
   fail "nccl_app.c does not build with pkg-config's flags: ${flags[*]}"
 run_app "$tmp/app_braid" "built with pkg-config --cflags --libs nccl"
 v_braid="$("$tmp/app_braid" | sed 's/.*version \([0-9]*\),.*/\1/')"
@@ -69,7 +71,7 @@ if [ ! -f "$cuda/include/nccl.h" ] || [ -z "$nvlib" ]; then
 fi
 nv_version="$(sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\)$/\1/p' "$cuda/include/nccl.h")"
 "${cc[@]}" -std=c11 -D_POSIX_C_SOURCE=200809L "$src/nccl_app.c" -I"$cuda/include" -L"$nvlib" -lnccl \
-  -lpthread -o "$tmp/app_nvidia" || fail "nccl_app.c does not build against NVIDIA's NCCL in $cuda"
+  -lpthread "${libs[@]}" -o "$tmp/app_nvidia" || fail "nccl_app.c does not build against NVIDIA's NCCL in $cuda"
 readelf -d "$tmp/app_nvidia" | grep -q 'NEEDED.*\[libnccl\.so\.2\]' ||
   fail "the NVIDIA-built program does not need libnccl.so.2"
 run_app "$tmp/app_nvidia" "built against NVIDIA's NCCL $nv_version, run on Braid's libnccl.so.2" \
