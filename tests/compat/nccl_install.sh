@@ -79,8 +79,8 @@ run_app "$tmp/app_nvidia" "built against NVIDIA's NCCL $nv_version, run on Braid
 v_nv="$(LD_LIBRARY_PATH="$libdir" "$tmp/app_nvidia" | sed 's/.*version \([0-9]*\),.*/\1/')"
 [ "$v_nv" = "$v_braid" ] || fail "the NVIDIA-built program reported version $v_nv, not Braid's $v_braid"
 
-"${cc[@]}" -std=c11 "$src/nccl_abi_dump.c" -I"$cuda/include" -o "$tmp/abi_nvidia"
-"${cc[@]}" -std=c11 "$src/nccl_abi_dump.c" -I"$incdir" -o "$tmp/abi_braid"
+"${cc[@]}" -std=c11 "$src/nccl_abi_dump.c" -I"$cuda/include" "${libs[@]}" -o "$tmp/abi_nvidia"
+"${cc[@]}" -std=c11 "$src/nccl_abi_dump.c" -I"$incdir" "${libs[@]}" -o "$tmp/abi_braid"
 "$tmp/abi_nvidia" >"$tmp/abi_nvidia.txt"
 "$tmp/abi_braid" >"$tmp/abi_braid.txt"
 diff -u "$tmp/abi_nvidia.txt" "$tmp/abi_braid.txt" >&2 ||
