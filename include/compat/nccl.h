@@ -85,9 +85,9 @@ typedef struct CUstream_st* cudaStream_t;
 extern "C" {
 #endif
 
-/// In C++ the enums below have int as their fixed underlying type, so that any int a C caller
-/// passes (an out-of-range datatype such as 42) is a value of the type, which the library
-/// then refuses with an error, rather than undefined behaviour in C++.
+/* In C++ the enums below have int as their fixed underlying type, so that any int a C caller
+ * passes (an out-of-range datatype such as 42) is a value of the type, which the library
+ * then refuses with an error, rather than undefined behaviour in C++. */
 #ifdef __cplusplus
 #define NCCL_COMPAT_ENUM_INT : int
 #else
