@@ -387,6 +387,7 @@ braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDat
 braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
 
 #include "braid/braid_algorithms.h"  // braidListAlgorithms, braidCommSetAlgorithm, braidCommPredict
+#include "braid/braid_fault.h"       // braidCommRevoke, braidCommShrink, braidCommGrow
 
 /// Creates a host stream with its own worker thread.
 braidResult_t braidStreamCreate(braidStream_t* stream);

@@ -394,22 +394,23 @@ ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myra
 /* NCCL 2.27: a communicator of comm's ranks but excludeRanksList (a list of
  * excludeRanksCount ranks of comm, dead ones included), its ranks renumbered in order;
  * shrinkFlags NCCL_SHRINK_DEFAULT, or NCCL_SHRINK_ABORT to abort comm's calls in flight first.
- * Called by every rank that stays. Not in Braid yet. */
+ * Called by every rank that stays; the ranks that stay agree on who is out, dead ones found
+ * without a list (braidCommShrink in braid/braid_fault.h). */
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
 /* NCCL 2.29: ncclCommGetUniqueId on comm's rank 0 makes the id that ncclCommGrow's ranks
  * share: comm's ranks pass rank -1 (its rank 0 the id, the others NULL), joining ranks pass
- * comm NULL, the id and their new rank. Not in Braid yet. */
+ * comm NULL, the id and their new rank (braidCommGrow). */
 ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
 ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
 ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
                           ncclComm_t* newcomm, ncclConfig_t* config);
 ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
                            ncclComm_t* newcomm, ncclConfig_t* config);
-/* NCCL 2.28: stops comm's calls in flight and refuses new ones; revokeFlags must be
- * NCCL_REVOKE_DEFAULT. Not in Braid yet. */
+/* NCCL 2.28: stops comm's calls in flight and refuses new ones (ncclInvalidUsage), on every
+ * rank Braid can reach (braidCommRevoke); revokeFlags must be NCCL_REVOKE_DEFAULT. */
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
 /* NCCL 2.29: release (flags NCCL_SUSPEND_MEM) and restore the communicator's buffers. Not in

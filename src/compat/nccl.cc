@@ -275,18 +275,31 @@ NCCL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nrank
   return toNccl(braidCommInitRankConfig(reinterpret_cast<braidComm_t*>(newcomm), nranks,
                                         toBraid(commIds[0]), myrank, converted));
 }
-NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) {
-  return notYet("ncclCommShrink", "2.27", "a communicator without some ranks (issue 35)");
+// NCCL 2.27-2.29's fault tolerance, over braid_fault.h's (the same arguments and flags).
+static_assert(NCCL_SHRINK_DEFAULT == BRAID_SHRINK_DEFAULT &&
+              NCCL_SHRINK_ABORT == BRAID_SHRINK_ABORT &&
+              NCCL_REVOKE_DEFAULT == BRAID_REVOKE_DEFAULT);
+NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
+                                        int excludeRanksCount, ncclComm_t* newcomm,
+                                        ncclConfig_t* config, int shrinkFlags) {
+  braidConfig_t storage, *converted;
+  if (braidResult_t r = toBraid(config, &storage, "ncclCommShrink", &converted)) return toNccl(r);
+  return toNccl(braidCommShrink(toBraid(comm), excludeRanksList, excludeRanksCount,
+                                reinterpret_cast<braidComm_t*>(newcomm), converted, shrinkFlags));
 }
-NCCL_EXPORT ncclResult_t ncclCommGetUniqueId(ncclComm_t, ncclUniqueId*) {
-  return notYet("ncclCommGetUniqueId", "2.29", "growing a communicator (issue 35)");
+NCCL_EXPORT ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
+  return toNccl(braidCommGetUniqueId(toBraid(comm), reinterpret_cast<braidUniqueId*>(uniqueId)));
 }
-NCCL_EXPORT ncclResult_t ncclCommGrow(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*,
-                                      ncclConfig_t*) {
-  return notYet("ncclCommGrow", "2.29", "growing a communicator (issue 35)");
+NCCL_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId,
+                                      int rank, ncclComm_t* newcomm, ncclConfig_t* config) {
+  braidConfig_t storage, *converted;
+  if (braidResult_t r = toBraid(config, &storage, "ncclCommGrow", &converted)) return toNccl(r);
+  return toNccl(braidCommGrow(toBraid(comm), nRanks,
+                              reinterpret_cast<const braidUniqueId*>(uniqueId), rank,
+                              reinterpret_cast<braidComm_t*>(newcomm), converted));
 }
-NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t, int) {
-  return notYet("ncclCommRevoke", "2.28", "revoking a communicator (issue 35)");
+NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return toNccl(braidCommRevoke(toBraid(comm), revokeFlags));
 }
 NCCL_EXPORT ncclResult_t ncclCommSuspend(ncclComm_t, int) {
   return notYet("ncclCommSuspend", "2.29", "releasing a communicator's buffers");

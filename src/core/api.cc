@@ -60,8 +60,10 @@ void closeQueuedWork(braidComm* comm) {
   q.cv.wait(lock, [&q] { return q.running == 0; });
 }
 
-// Refuses a config not made by BRAID_CONFIG_INITIALIZER or with bad Braid fields; fn names
-// the call in the message. NULL is valid (the defaults).
+}  // namespace
+
+namespace braid {
+
 braidResult_t checkConfig(const braidConfig_t* config, const char* fn) {
   if (!config) return braidSuccess;
   // The layout before checkCalls (offsetof) is still accepted: its programs read as -1.
@@ -84,9 +86,19 @@ braidResult_t checkConfig(const braidConfig_t* config, const char* fn) {
   return braidSuccess;
 }
 
-}  // namespace
+braidConfig_t childConfig(const braidComm* comm, const braidConfig_t* config) {
+  braidConfig_t merged = BRAID_CONFIG_INITIALIZER;
+  if (config) std::memcpy(&merged, config, config->size);  // a size checkConfig accepted
+  merged.size = sizeof merged;
+  if (!(merged.timeoutSec > 0)) merged.timeoutSec = comm->timeoutSec;
+  if (merged.stallWarnSec < 0) merged.stallWarnSec = comm->stallWarnSec;
+  if (merged.checkCalls < 0) merged.checkCalls = comm->checkCalls ? 1 : 0;
+  // blocking = 0 too: the call's last steps need the new communicator, so it finishes before
+  // returning (NCCL may complete a non-blocking call at once, too).
+  merged.blocking = 1;
+  return merged;
+}
 
-namespace braid {
 namespace {
 
 // One rank's part in a split round: its result so far (and why it failed), and its data.
@@ -171,19 +183,13 @@ braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcom
         static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
     // Fields the caller's config leaves unset (timeoutSec 0, stallWarnSec and checkCalls
     // negative) are comm's, as with a NULL config.
-    braidConfig_t merged = BRAID_CONFIG_INITIALIZER;
-    if (config) std::memcpy(&merged, config, config->size);  // a size checkConfig accepted
-    merged.size = sizeof merged;
-    if (!(merged.timeoutSec > 0)) merged.timeoutSec = comm->timeoutSec;
-    if (merged.stallWarnSec < 0) merged.stallWarnSec = comm->stallWarnSec;
-    if (merged.checkCalls < 0) merged.checkCalls = comm->checkCalls ? 1 : 0;
-    // blocking = 0 too: the split's last round needs every new communicator's result, so it
-    // finishes before returning (NCCL may complete a non-blocking call at once, too).
-    merged.blocking = 1;
+    braidConfig_t merged = childConfig(comm, config);
     made = braidCommInitRankConfig(newcomm, static_cast<int>(members.size()), ids[members[0]].id,
                                    newRank, &merged);
     if (made != braidSuccess)
       made = failVerbatim(made, std::string("braidCommSplit: ") + lastError());
+    else
+      (*newcomm)->parentRanks = members;
   }
   const SplitEntry madeEntry = splitEntry(made, color, key);
   const braidResult_t round3 =
@@ -252,7 +258,7 @@ braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUnique
                                       braidConfig_t* config) {
   return braid::guardApi("braidCommInitRankConfig", [&]() -> braidResult_t {
     if (!comm) return fail(braidInvalidArgument, "braidCommInitRank: comm is NULL");
-    BRAID_TRY(checkConfig(config, "braidCommInitRankConfig"));
+    BRAID_TRY(braid::checkConfig(config, "braidCommInitRankConfig"));
     *comm = nullptr;
     if (nranks < 1)
       return fail(braidInvalidArgument, "braidCommInitRank: nranks is %d; it must be >= 1", nranks);

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/config.h"
@@ -111,6 +113,18 @@ uint32_t callTag(const CollArgs& a) {
 
 // After a failed exchange the connections hold partial messages: refuse later calls.
 braidResult_t markBroken(braidComm* comm, braidResult_t res) {
+  // A peer that saw a revocation first gives its connections up as its call ends; the
+  // revocation reaches this rank over the control plane moments later (its forwarding): wait
+  // that long for it, and say revoked rather than lost.
+  if (res == braidRemoteError && comm->control)
+    for (int i = 0; i < 50 && comm->revokedBy.load() < 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (const int by = comm->revokedBy.load();
+      by >= 0 && res != braidSuccess && std::strstr(lastError(), "revoked") == nullptr)
+    res = fail(braidInvalidUsage,
+               "the communicator was revoked (braidCommRevoke on rank %d) "
+               "during this call (%s)",
+               by, lastError());
   if (res != braidSuccess && comm->broken.empty()) {
     comm->broken = lastError();
     comm->brokenCode = res;
@@ -178,6 +192,7 @@ ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype
     ctx.deviceBlock = &comm->deviceBlock;
   }
   ctx.aborted = &comm->aborted;
+  ctx.revokedBy = &comm->revokedBy;
   ctx.timeoutSec = comm->timeoutSec;
   ctx.stallWarnSec = comm->stallWarnSec;
   ctx.blamed = &comm->blamed;
@@ -187,6 +202,11 @@ ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype
 }
 
 braidResult_t checkUsable(const braidComm* comm) {
+  if (const int by = comm->revokedBy.load(std::memory_order_acquire); by >= 0)
+    return fail(braidInvalidUsage,
+                "this communicator was revoked (braidCommRevoke on rank %d): only "
+                "braidCommShrink, braidCommDestroy and braidCommAbort may follow",
+                by);
   if (comm->aborted.load(std::memory_order_relaxed))
     return fail(braidInvalidUsage, "this communicator was aborted (braidCommAbort)");
   if (comm->finalized)

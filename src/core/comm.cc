@@ -46,54 +46,6 @@ braidResult_t checkComm(const braidComm* comm, const char* fn) {
               comm->initError.c_str());
 }
 
-std::string PeerCard::encode() const {
-  return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
-         std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
-         std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
-         ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n" +
-         std::to_string(procToken) + "\n" + stallAddr + "\n" + std::to_string(memProbe) + "\n" +
-         (cudaIpc ? "1" : "0") + "\n" + busId + "\n" + algo + "\n";
-}
-
-bool PeerCard::decode(const std::string& text, PeerCard* out) {
-  std::istringstream in(text);
-  std::string pid, chunk, chunkSet, nsocks, numa, shmAddr, check, token, probe, ipc;
-  if (!std::getline(in, out->hostId) || !std::getline(in, out->machineId) ||
-      !std::getline(in, pid) || !std::getline(in, out->shmName) || !std::getline(in, chunk) ||
-      !std::getline(in, chunkSet) || !std::getline(in, out->transport) ||
-      !std::getline(in, nsocks) || !std::getline(in, numa) || !std::getline(in, out->tune) ||
-      !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr) ||
-      !std::getline(in, check) || !std::getline(in, token) || !std::getline(in, out->stallAddr) ||
-      !std::getline(in, probe) || !std::getline(in, ipc) || !std::getline(in, out->busId) ||
-      !std::getline(in, out->algo))
-    return false;
-  out->cudaIpc = ipc == "1";
-  out->memProbe = std::atoi(probe.c_str());
-  out->procToken = std::strtoull(token.c_str(), nullptr, 10);
-  out->check = check == "1";
-  out->shmAddr = std::strtoull(shmAddr.c_str(), nullptr, 10);
-  out->numa = std::atoi(numa.c_str());
-  out->nsocks = std::atoi(nsocks.c_str());
-  out->chunkSizeSet = chunkSet == "1";
-  out->pid = std::atoi(pid.c_str());
-  out->chunkSize = std::strtoull(chunk.c_str(), nullptr, 10);
-  return true;
-}
-
-std::string localMachineId() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  return std::string(host) + "/" + boot;
-}
-
-std::string localHostId() {
-  if (!config().hostId.empty()) return config().hostId;
-  return localMachineId();
-}
-
 namespace {
 
 // The default pipelining grain of a communicator with network peers (NCCL's socket
@@ -481,12 +433,23 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
     else
       BRAID_WARN("STALL", "init: no stall summary on rank 0: %s", lastError());
   }
+  // The control plane (control.h): revocation and shrink's agreement, apart from the data
+  // connections.
+  if (nranks > 1) {
+    BRAID_TRY(ControlPlane::create(
+        idData.secret, rank, [comm](int from) { revokeLocally(comm, from); }, &comm->control));
+    mine.ctrlAddr = comm->control->address();
+  }
   std::vector<std::string> cards;
   BRAID_TRY(boot->allGather(mine.encode(), &cards));
   comm->peers.resize(nranks);
-  for (int r = 0; r < nranks; ++r)
+  std::vector<std::string> ctrlAddrs(nranks);
+  for (int r = 0; r < nranks; ++r) {
     if (!PeerCard::decode(cards[r], &comm->peers[r]))
       return fail(braidInternalError, "init: malformed card from rank %d", r);
+    ctrlAddrs[r] = comm->peers[r].ctrlAddr;
+  }
+  if (comm->control) comm->control->setPeers(ctrlAddrs);
 
   // Every rank must pick the same transports and cut messages into the same pieces: rank
   // 0's BRAID_TRANSPORT and BRAID_CHUNKSIZE rule.

@@ -15,6 +15,7 @@
 
 #include "algorithms/schedule.h"
 #include "braid/braid.h"
+#include "core/control.h"
 #include "core/executor.h"
 #include "core/stall.h"
 #include "topology/topology.h"
@@ -49,6 +50,7 @@ struct PeerCard {
   bool cudaIpc = false;   // has a CUDA device and BRAID_CUDA_IPC: reads peers' device memory
   std::string busId;      // that device's PCI bus id (device::Runtime::busId), "" for none
   std::string algo;       // this rank's BRAID_ALGO (NCCL_ALGO translated); rank 0's applies
+  std::string ctrlAddr;   // where this rank's control plane listens (control.h), "" for none
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -174,6 +176,16 @@ struct braidComm {
     plans.clear();
     lastPlan = nullptr;
   }
+  // braidCommRevoke: the rank that revoked this communicator first (here or by a message to
+  // its control plane), -1 while it is not revoked. Every wait and every later call fails.
+  std::atomic<int> revokedBy{-1};
+  std::atomic<uint64_t> shrinks{0};  // braidCommShrink calls so far: each agreement's epoch
+  // braidCommParentRanks: each rank's rank in the communicator this one was made from (shrink,
+  // grow, split; -1 for a rank that joined through grow); empty for the identity.
+  std::vector<int> parentRanks;
+  // The control plane (null for one rank); declared last, so that its thread, which revokes
+  // this communicator, stops before anything else of it goes.
+  std::unique_ptr<braid::ControlPlane> control;
 };
 
 namespace braid {
@@ -196,6 +208,16 @@ braidResult_t checkCommHandle(const braidComm* comm, const char* fn);
 // checkCommHandle, and comm is ready: braidInvalidArgument while its non-blocking init runs
 // (as NCCL's ncclCommEnsureReady), init's own error if that failed.
 braidResult_t checkComm(const braidComm* comm, const char* fn);
+// Refuses a config not made by BRAID_CONFIG_INITIALIZER or with bad Braid fields; fn names
+// the call in the message. NULL is valid (the defaults).
+braidResult_t checkConfig(const braidConfig_t* config, const char* fn);
+// The config of a communicator made from comm (split, shrink, grow): config's fields, where
+// set, else comm's timeoutSec, stallWarnSec and checkCalls; always blocking. config has been
+// checked (checkConfig) and may be NULL.
+braidConfig_t childConfig(const braidComm* comm, const braidConfig_t* config);
+// Marks comm revoked by rank `by` (once; later calls do nothing), wakes its waiting calls and
+// forwards the revocation to every peer but `by` (braidCommRevoke).
+void revokeLocally(braidComm* comm, int by);
 // config may be null (the environment's settings); it has been checked.
 // True inside braidGroupStart/End on the calling thread (collectives are deferred there).
 bool insideGroup();

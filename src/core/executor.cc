@@ -107,6 +107,11 @@ class Run : WaitDiagnosis {
       if (ctx_.aborted && ctx_.aborted->load(std::memory_order_relaxed))
         return fail(braidInvalidUsage, "%s #%llu: aborted (braidCommAbort)", ctx_.what,
                     static_cast<unsigned long long>(ctx_.opCount));
+      if (ctx_.revokedBy)
+        if (const int by = ctx_.revokedBy->load(std::memory_order_relaxed); by >= 0)
+          return fail(braidInvalidUsage,
+                      "%s #%llu: the communicator was revoked (braidCommRevoke on rank %d)",
+                      ctx_.what, static_cast<unsigned long long>(ctx_.opCount), by);
       if (idle == spins) idleSince = lastLivenessCheck = Clock::now();
       if (idle >= spins && idle < yieldsEnd) {
         sched_yield();

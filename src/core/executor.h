@@ -104,6 +104,9 @@ struct ExecContext {
   size_t count = 0;     // the call's count, for messages (0 for send/recv)
   // Set by braidCommAbort (from any thread): the call ends at its next wait. May be null.
   const std::atomic<bool>* aborted = nullptr;
+  // braidCommRevoke (a rank's, from any thread): >= 0, the revoking rank, ends the call at its
+  // next wait. May be null.
+  const std::atomic<int>* revokedBy = nullptr;
   double timeoutSec = 0;     // bound of every wait, s (0: BRAID_TIMEOUT)
   double stallWarnSec = -1;  // BRAID_STALL_WARN for this call (negative: the environment's)
   // Where a failed call writes the rank it blames (the peer lost or waited on at the

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "core/executor.h"
 #include "core/stall.h"
+#include "transport/shm.h"
 
 namespace braid {
 
@@ -25,15 +26,7 @@ bool WaitDiagnosis::gone(int peer) const {
   if (ctx_.connections[peer]->state().failure) return true;
   int pid = ctx_.peerPids ? ctx_.peerPids[peer] : 0;
   if (pid <= 0 || pid == getpid()) return false;
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  // An exited process stays a zombie until its parent reaps it.
-  char path[64], state = 0;
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  if (FILE* f = fopen(path, "r")) {
-    if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = 0;
-    fclose(f);
-  }
-  return state == 'Z' || state == 'X';
+  return processGone(pid);
 }
 
 // The first peer this rank still waits on that is gone, or -1. A gone peer's receive queue

@@ -552,6 +552,58 @@ void DataParallel::optimizerStep() {
 
 const Tensor& DataParallel::forward(const Tensor& x) { return model_.forward(x); }
 
+// Where parameter i of the model's order starts in the stage-0 layout (flat, padded).
+size_t DataParallel::flatOffsetOf(size_t i) const {
+  const Unit& unit = units_[param_unit_[i]];
+  const size_t k = static_cast<size_t>(std::find(unit.params.begin(), unit.params.end(), i) -
+                                       unit.params.begin());
+  return unit.flat_offset + unit.offsets[k];
+}
+
+// The number of per-element buffers in `state` for a layout of `flat` elements.
+size_t DataParallel::stateBuffers(const Optimizer::State& state, size_t flat) const {
+  if (options_.zero_stage != 0 || !local_values_.empty())
+    throw std::logic_error(
+        "DataParallel: the optimizer state moves between layouts at stage 0, "
+        "without local parameters, only");
+  if (optimizer_.needsWholeParameters() ||
+      (flat == 0 ? !state.values.empty() : state.values.size() % flat != 0))
+    throw std::logic_error("DataParallel: " + optimizer_.name() +
+                           "'s state is not one value per element and buffer");
+  return flat == 0 ? 0 : state.values.size() / flat;
+}
+
+Optimizer::State DataParallel::optimizerState() const {
+  const Optimizer::State mine = optimizer_.saveState();
+  const size_t flat = params_.size(), buffers = stateBuffers(mine, flat);
+  Optimizer::State out{{}, mine.step};
+  out.values.reserve(buffers * psi_);
+  for (size_t b = 0; b < buffers; ++b)
+    for (size_t i = 0; i < model_params_.size(); ++i) {
+      const float* p = mine.values.data() + b * flat + flatOffsetOf(i);
+      out.values.insert(out.values.end(), p, p + model_params_[i]->numel);
+    }
+  return out;
+}
+
+void DataParallel::setOptimizerState(const Optimizer::State& state) {
+  const size_t flat = params_.size();
+  Optimizer::State laid{std::vector<float>(stateBuffers(optimizer_.saveState(), flat) * flat),
+                        state.step};
+  if (state.values.size() * flat != laid.values.size() * psi_)
+    throw std::logic_error("DataParallel: an optimizer state of " +
+                           std::to_string(state.values.size()) + " values for " +
+                           std::to_string(psi_) + " parameters");
+  size_t at = 0;
+  for (size_t b = 0; flat && b < laid.values.size() / flat; ++b)
+    for (size_t i = 0; i < model_params_.size(); ++i) {
+      std::copy_n(state.values.data() + at, model_params_[i]->numel,
+                  laid.values.data() + b * flat + flatOffsetOf(i));
+      at += model_params_[i]->numel;
+    }
+  if (!optimizer_.loadState(laid)) throw std::logic_error("DataParallel: optimizer state size");
+}
+
 std::vector<float> DataParallel::fullParameters() {
   if (options_.zero_stage < 3) {
     if (!master_whole_) {
@@ -569,10 +621,7 @@ std::vector<float> DataParallel::fullParameters() {
     std::vector<float> out;
     out.reserve(psi_);
     for (size_t i = 0; i < model_params_.size(); ++i) {
-      const Unit& unit = units_[param_unit_[i]];
-      const size_t k = static_cast<size_t>(std::find(unit.params.begin(), unit.params.end(), i) -
-                                           unit.params.begin());
-      const float* p = params_.data() + unit.flat_offset + unit.offsets[k];
+      const float* p = params_.data() + flatOffsetOf(i);
       out.insert(out.end(), p, p + model_params_[i]->numel);
     }
     return out;

@@ -127,6 +127,14 @@ class DataParallel {
   /// stage 3, and at stages 1-2 with a 16-bit compute precision (each rank then keeps only
   /// its slices of the master weights current between steps).
   std::vector<float> fullParameters();
+  /// Stage 0, without local parameters: the optimizer's state (Optimizer::saveState) in the
+  /// model's parameters() order, each of its per-element buffers in turn, without the padding
+  /// of this engine's layout; and back, into this engine's layout (which may be for another
+  /// rank count: an elastic job's survivors resynchronise so). Local, no collective.
+  /// @throws std::logic_error at another stage, with local parameters, for an optimizer whose
+  ///         state is not per element (AdaFactor), or a state of the wrong length.
+  Optimizer::State optimizerState() const;
+  void setOptimizerState(const Optimizer::State& state);
   /// Sums `values` over ranks in place (doubles) through the engine's stream.
   void allReduceSum(std::vector<double>& values);
 
@@ -154,6 +162,8 @@ class DataParallel {
 
  private:
   struct Unit;
+  size_t flatOffsetOf(size_t param) const;
+  size_t stateBuffers(const Optimizer::State& state, size_t flat) const;
   void check(braidResult_t r, const char* call);
   void synchronize();
   // local_parameters' gradients averaged over options_.local_comm.

@@ -30,6 +30,21 @@ void AdamW::resize(size_t n) {
   v_.assign(n, 0.0f);
 }
 
+Optimizer::State AdamW::saveState() const {
+  State s{m_, step_};
+  s.values.insert(s.values.end(), v_.begin(), v_.end());
+  return s;
+}
+
+bool AdamW::loadState(const State& s) {
+  if (s.values.size() != m_.size() + v_.size()) return false;
+  const auto half = s.values.begin() + static_cast<std::ptrdiff_t>(m_.size());
+  m_.assign(s.values.begin(), half);
+  v_.assign(half, s.values.end());
+  step_ = s.step;
+  return true;
+}
+
 BRAID_RANGE_CHECKED void AdamW::update(float* param, const float* grad, size_t n,
                                        size_t state_offset) {
   const float bc1 = 1.0f - std::pow(beta1_, static_cast<float>(step_));

@@ -34,6 +34,16 @@ class Optimizer {
   /// The parameters' places and shapes in the range that update() will be given.
   virtual void setSlots(const std::vector<ParameterSlot>& slots) { (void)slots; }
   /// The learning rate of the following steps (a schedule sets it before each step).
+  /// The state as values and a step count (every buffer in order), for a rank that must take
+  /// over another's (an elastic job's survivors resynchronise after a shrink), and back:
+  /// loadState takes what saveState gave on an optimizer of the same kind and size, and
+  /// returns false, changing nothing, if the length differs.
+  struct State {
+    std::vector<float> values;
+    long step = 0;
+  };
+  virtual State saveState() const { return {}; }
+  virtual bool loadState(const State& s) { return s.values.empty(); }
   void setLearningRate(float lr) { lr_ = lr; }
   float learningRate() const { return lr_; }
 
@@ -53,6 +63,12 @@ class Sgd : public Optimizer {
   void update(float* param, const float* grad, size_t n, size_t state_offset) override;
   size_t stateBytes() const override { return momentum_buf_.size() * sizeof(float); }
   std::string name() const override { return "sgd"; }
+  State saveState() const override { return {momentum_buf_, 0}; }
+  bool loadState(const State& s) override {
+    if (s.values.size() != momentum_buf_.size()) return false;
+    momentum_buf_ = s.values;
+    return true;
+  }
 
  private:
   float momentum_, weight_decay_;
@@ -72,6 +88,8 @@ class AdamW : public Optimizer {
   void update(float* param, const float* grad, size_t n, size_t state_offset) override;
   size_t stateBytes() const override { return (m_.size() + v_.size()) * sizeof(float); }
   std::string name() const override { return "adamw"; }
+  State saveState() const override;
+  bool loadState(const State& s) override;
 
  private:
   float beta1_, beta2_, eps_, weight_decay_;
@@ -101,6 +119,13 @@ class Adafactor : public Optimizer {
   void update(float* param, const float* grad, size_t n, size_t state_offset) override;
   size_t stateBytes() const override { return state_.size() * sizeof(float); }
   std::string name() const override { return "adafactor"; }
+  State saveState() const override { return {state_, step_}; }
+  bool loadState(const State& s) override {
+    if (s.values.size() != state_.size()) return false;
+    state_ = s.values;
+    step_ = s.step;
+    return true;
+  }
 
  private:
   float eps1_, eps2_, weight_decay_;

@@ -24,6 +24,20 @@
 #include "base/socket.h"
 
 namespace braid {
+
+bool processGone(int pid) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  // An exited process stays a zombie until its parent reaps it.
+  char path[64], state = 0;
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  if (FILE* f = std::fopen(path, "r")) {
+    if (std::fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = 0;
+    std::fclose(f);
+  }
+  return state == 'Z' || state == 'X';
+}
+
 namespace {
 
 constexpr size_t kLine = kFifoLine;
@@ -132,12 +146,14 @@ void removeSegmentsOfDeadProcesses() {
   while (dirent* e = readdir(d)) {
     int pid = 0;
     if (std::sscanf(e->d_name, "braid-%d-", &pid) != 1 || pid <= 0) continue;
-    if (kill(pid, 0) != 0 && errno == ESRCH) shm_unlink(("/" + std::string(e->d_name)).c_str());
+    if (processGone(pid)) shm_unlink(("/" + std::string(e->d_name)).c_str());
   }
   closedir(d);
 }
 
 }  // namespace
+
+void sweepDeadSegments() { removeSegmentsOfDeadProcesses(); }
 
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free);
 

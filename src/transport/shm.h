@@ -63,4 +63,12 @@ class ShmSegment {
   bool linked_ = false;
 };
 
+// Whether process pid of this machine has exited: gone (ESRCH), or a zombie its parent has not
+// reaped yet. False for pid <= 0.
+bool processGone(int pid);
+// Removes every segment in /dev/shm whose creator has died without unlinking it (killed
+// during an init): braidCommShrink calls it once it has left a gone process of this machine
+// out.
+void sweepDeadSegments();
+
 }  // namespace braid

@@ -308,17 +308,10 @@ static void expectNotYet(ncclResult_t r, ncclResult_t twin, const char* fn) {
 
 static void notYet(ncclComm_t* comms) {
   ncclComm_t out = NULL;
-  int exclude[1] = {3};
-  ncclUniqueId id;
-  memset(&id, 0, sizeof id);
   ncclWindow_t win = NULL;
   void* ptr = NULL;
   char buf[64];
   ncclWaitSignalDesc_t desc = {1, 1, 0, 0};
-  NOT_YET(ncclCommShrink, comms[0], exclude, 1, &out, NULL, NCCL_SHRINK_DEFAULT);
-  NOT_YET(ncclCommGetUniqueId, comms[0], &id);
-  NOT_YET(ncclCommGrow, comms[0], NDEV + 1, &id, -1, &out, NULL);
-  NOT_YET(ncclCommRevoke, comms[0], NCCL_REVOKE_DEFAULT);
   NOT_YET(ncclCommSuspend, comms[0], NCCL_SUSPEND_MEM);
   NOT_YET(ncclCommResume, comms[0]);
   NOT_YET(ncclCommWindowRegister, comms[0], buf, sizeof buf, &win, NCCL_WIN_DEFAULT);

@@ -131,8 +131,8 @@ int main(int argc, char** argv) {
     }
     // One BLAS thread per rank process: ranks share the host's cores.
     if (nranks > 1) setBlasThreads(1);
-    runRank(comm, rank, nranks, o, train, test);
-    braidCommDestroy(comm);
+    runRank(&comm, rank, nranks, o, train, test);
+    if (comm) braidCommDestroy(comm);
 #ifdef BRAID_HAVE_MPI
     if (mpi) MPI_Finalize();
 #endif
@@ -149,9 +149,10 @@ int main(int argc, char** argv) {
   }
   std::vector<std::thread> threads;
   for (int rank = 0; rank < nranks; ++rank) {
-    threads.emplace_back([&, rank] { runRank(comms[rank], rank, nranks, o, train, test); });
+    threads.emplace_back([&, rank] { runRank(&comms[rank], rank, nranks, o, train, test); });
   }
   for (auto& t : threads) t.join();
-  for (braidComm_t c : comms) braidCommDestroy(c);
+  for (braidComm_t c : comms)
+    if (c) braidCommDestroy(c);
   return 0;
 }

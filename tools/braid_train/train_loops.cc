@@ -584,10 +584,13 @@ void trainParameterServer(braidComm_t comm, int rank, const Options& o, const Im
 
 }  // namespace
 
-void runRank(braidComm_t comm, int rank, int nranks, const Options& o, const ImageDataset& train,
+void runRank(braidComm_t* comm, int rank, int nranks, const Options& o, const ImageDataset& train,
              const ImageDataset& test) {
   try {
-    trainRank(comm, rank, nranks, o, train, test);
+    if (o.elastic)
+      trainElastic(comm, rank, nranks, o, train, test);
+    else
+      trainRank(*comm, rank, nranks, o, train, test);
   } catch (const std::exception& e) {
     fail(rank, e.what());
   }

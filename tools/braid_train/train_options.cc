@@ -32,7 +32,7 @@ const char* kUsage =
     "                   [--initial-loss-scale S] [--pp N] [--tp N] [--schedule gpipe|1f1b]\n"
     "                   [--microbatches M] [--mlp-widths 784,H1,...,10] [--ep N]\n"
     "                   [--moe-experts E] [--topk 1|2] [--capacity F] [--ps-servers S]\n"
-    "                   [--staleness S]\n"
+    "                   [--staleness S] [--elastic]\n"
     "  --model M           mlp (784-256-128-10), vit (7x7 patches, dim 64, 4 heads, 2 blocks)\n"
     "                      or vit-moe (the vit with each block's MLP a mixture of experts)\n"
     "  --data DIR          Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)\n"
@@ -79,7 +79,10 @@ const char* kUsage =
     "                      shards and step them, the others are workers that push gradients\n"
     "                      and pull parameters (the global batch is split over the workers)\n"
     "  --staleness S       parameter server: 0 (default) BSP; S > 0 SSP, workers pull every\n"
-    "                      S + 1 steps\n";
+    "                      S + 1 steps\n"
+    "  --elastic           survive a lost rank (processes, --zero 0): the survivors revoke,\n"
+    "                      shrink, resynchronise and go on from the step in flight, with the\n"
+    "                      same global batch split over fewer ranks (braidrun --elastic)\n";
 
 }  // namespace
 
@@ -270,6 +273,8 @@ Options parse(int argc, char** argv) {
     } else if (a == "--capacity") {
       o.capacity = parsePositive(a, value());
       o.moe_flag = a;
+    } else if (a == "--elastic") {
+      o.elastic = true;
     } else if (a == "--ps-servers") {
       o.ps_servers = static_cast<int>(parseLong(a, value(), 0, 1023));
     } else if (a == "--staleness") {
@@ -282,6 +287,14 @@ Options parse(int argc, char** argv) {
   if (o.microbatches == 0) o.microbatches = o.pp;
   checkMoeAndParameterServer(o);
   checkModelParallel(o);
+  if (o.elastic) {
+    if (o.modelParallel() || o.moe() || o.ps_servers > 0)
+      usageError("--elastic runs data parallelism alone: no --pp, --tp, --ps-servers or vit-moe");
+    // ZeRO-1/2 would need the lost rank's optimizer shard: not kept anywhere else yet.
+    if (o.zero != 0) usageError("--elastic keeps every rank's optimizer state whole: use --zero 0");
+    if (o.precision == "fp16") usageError("--elastic runs in fp32 or bf16 (no loss scaler state)");
+    if (o.optimizer == "adafactor") usageError("--elastic takes --optimizer sgd or adamw");
+  }
   if (o.optimizer == "adafactor" && o.zero != 0) {
     usageError("--optimizer adafactor factors whole matrices, which --zero " +
                std::to_string(o.zero) + " shards: use --zero 0");

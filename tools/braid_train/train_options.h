@@ -42,6 +42,9 @@ struct Options {
   int ps_servers = 0;      // > 0: parameter server, the job's first ranks serving
   int staleness = 0;       // SSP bound s (0: BSP)
   std::string moe_flag;    // the last of --moe-experts, --topk, --capacity given
+  // Survive a lost rank (process ranks): shrink to the survivors and go on from the step in
+  // flight (train_elastic.cc). Data parallelism alone, --zero 0.
+  bool elastic = false;
   bool modelParallel() const { return pp > 1 || tp > 1; }
   bool moe() const { return model == "vit-moe"; }
 };

@@ -1,7 +1,7 @@
 // braidrun: starts the ranks of one Braid job, on this host or over several hosts.
 //
-//   braidrun [--no-prefix] -n N [--] CMD [ARGS...]
-//   braidrun [--no-prefix] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] [--] CMD [ARGS...]
+//   braidrun [--no-prefix] [--elastic] -n N [--] CMD [ARGS...]
+//   braidrun [--no-prefix] [--elastic] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] [--] CMD [ARGS...]
 //
 // braidrun calls braidGetUniqueId, so the bootstrap root runs in braidrun's own process,
 // then forks one child per rank with BRAID_UNIQUE_ID (braidUniqueIdToString), BRAID_RANK,
@@ -78,20 +78,22 @@ void OnSignal(int sig) {
 }
 
 void Usage(FILE* out) {
-  fprintf(
-      out,
-      "usage: braidrun [--no-prefix] -n N [--] CMD [ARGS...]\n"
-      "       braidrun [--no-prefix] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] [--] CMD [ARGS...]\n"
-      "Runs the ranks of one Braid job: N copies of CMD on this host, or COUNT (default 1)\n"
-      "on each NAME, ranks numbered host by host. Each gets BRAID_UNIQUE_ID, BRAID_RANK,\n"
-      "BRAID_NRANKS, BRAID_LOCAL_RANK and BRAID_LOCAL_SIZE (of its host).\n"
-      "A NAME with a network namespace (/run/netns/NAME; see scripts/cluster.sh) is an\n"
-      "emulated host: its ranks run inside the namespace with BRAID_HOST_ID=NAME, and\n"
-      "unless BRAID_SOCKET_IFNAME is set the bootstrap root listens on braid-br. Any other\n"
-      "NAME is a remote machine, reached with $BRAID_RSH (default ssh) NAME env VARS CMD...\n"
-      "(give CMD as a path valid there, and set BRAID_SOCKET_IFNAME to an interface it\n"
-      "reaches). Output lines are prefixed with 'RANK: ' unless --no-prefix is given.\n"
-      "The first rank to fail stops the others; braidrun exits with its status.\n");
+  fprintf(out,
+          "usage: braidrun [--no-prefix] [--elastic] -n N [--] CMD [ARGS...]\n"
+          "       braidrun [--no-prefix] [--elastic] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] "
+          "[--] CMD [ARGS...]\n"
+          "Runs the ranks of one Braid job: N copies of CMD on this host, or COUNT (default 1)\n"
+          "on each NAME, ranks numbered host by host. Each gets BRAID_UNIQUE_ID, BRAID_RANK,\n"
+          "BRAID_NRANKS, BRAID_LOCAL_RANK and BRAID_LOCAL_SIZE (of its host).\n"
+          "A NAME with a network namespace (/run/netns/NAME; see scripts/cluster.sh) is an\n"
+          "emulated host: its ranks run inside the namespace with BRAID_HOST_ID=NAME, and\n"
+          "unless BRAID_SOCKET_IFNAME is set the bootstrap root listens on braid-br. Any other\n"
+          "NAME is a remote machine, reached with $BRAID_RSH (default ssh) NAME env VARS CMD...\n"
+          "(give CMD as a path valid there, and set BRAID_SOCKET_IFNAME to an interface it\n"
+          "reaches). Output lines are prefixed with 'RANK: ' unless --no-prefix is given.\n"
+          "The first rank to fail stops the others; braidrun exits with its status. With\n"
+          "--elastic a rank that fails is reported and the others go on (braid-train --elastic):\n"
+          "braidrun exits with the first failure among them, 0 if none.\n");
 }
 
 [[noreturn]] void UsageError(const std::string& msg) {
@@ -506,6 +508,11 @@ class Launcher {
                   static_cast<int>(c.pid), WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
         }
       }
+      if (status != 0 && !failed_ && elastic && ++lost_ < nranks_) {
+        fprintf(stderr, "braidrun: rank %d lost (status %d); --elastic: the others go on\n", rank,
+                status);
+        continue;
+      }
       if (status != 0 && !failed_) {
         if (WIFEXITED(wstatus) && nranks_ > 1) {
           fprintf(stderr,
@@ -615,6 +622,11 @@ class Launcher {
     }
   }
 
+ public:
+  bool elastic = false;  // --elastic: a lost rank does not stop the others
+
+ private:
+  int lost_ = 0;  // ranks lost under --elastic
   const std::vector<Host> hosts_;
   const std::vector<std::string> rsh_;  // BRAID_RSH's words, for remote hosts
   const bool prefix_;
@@ -632,7 +644,7 @@ class Launcher {
 int main(int argc, char** argv) {
   int nranks = -1;
   std::string host_list;
-  bool prefix = true;
+  bool prefix = true, elastic = false;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -644,8 +656,8 @@ int main(int argc, char** argv) {
       Usage(stdout);
       return 0;
     }
-    if (arg == "--no-prefix") {
-      prefix = false;
+    if (arg == "--no-prefix" || arg == "--elastic") {
+      (arg == "--elastic" ? elastic : prefix) = arg == "--elastic";
       continue;
     }
     if (arg == "--hosts" || arg == "-H") {
@@ -718,7 +730,9 @@ int main(int argc, char** argv) {
       return 127;
     }
   }
-  const int status = Launcher(std::move(hosts), std::move(rsh), prefix).Run(argv + i);
+  Launcher launcher(std::move(hosts), std::move(rsh), prefix);
+  launcher.elastic = elastic;
+  const int status = launcher.Run(argv + i);
   // _exit: the bootstrap root thread of a job whose ranks never initialised may still be
   // waiting; nothing of ours needs destructors.
   fflush(nullptr);

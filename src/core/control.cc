@@ -1,0 +1,233 @@
+#include "core/control.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/error.h"
+
+namespace braid {
+namespace {
+
+constexpr int32_t kMaxControlRanks = 1 << 20;
+// A stranger gets this long to send its header; nothing else is read from it first.
+constexpr double kHeaderSec = 2.0;
+
+bool controlAddress(const std::string& text, sockaddr_in* sa) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return false;
+  *sa = sockaddr_in{};
+  sa->sin_family = AF_INET;
+  sa->sin_port = htons(static_cast<uint16_t>(std::atoi(text.c_str() + colon + 1)));
+  return inet_pton(AF_INET, text.substr(0, colon).c_str(), &sa->sin_addr) == 1;
+}
+
+}  // namespace
+
+braidResult_t ControlPlane::create(const uint8_t secret[32], int rank,
+                                   std::function<void(int from)> onRevoke,
+                                   std::unique_ptr<ControlPlane>* out) {
+  std::unique_ptr<ControlPlane> p(new ControlPlane());
+  in_addr addr{};
+  std::string ifname;
+  BRAID_TRY(chooseListenAddress(&addr, &ifname));
+  sockaddr_in bound{};
+  BRAID_TRY(listenOn(addr, &p->listenFd_, &bound));
+  if (pipe2(p->wakeFds_, O_CLOEXEC) != 0)
+    return fail(braidSystemError, "control plane: pipe: %s", strerror(errno));
+  std::memcpy(p->secret_, secret, sizeof p->secret_);
+  p->rank_ = rank;
+  p->address_ = addressString(bound);
+  p->onRevoke_ = std::move(onRevoke);
+  ControlPlane* self = p.get();
+  p->thread_ = std::thread([self] { self->serve(); });
+  *out = std::move(p);
+  return braidSuccess;
+}
+
+ControlPlane::~ControlPlane() {
+  stopping_.store(true);
+  if (wakeFds_[1] >= 0) {
+    const char c = 1;
+    (void)!write(wakeFds_[1], &c, 1);
+  }
+  if (thread_.joinable()) thread_.join();
+  if (revoker_.joinable()) revoker_.join();
+  for (AgreeRequest& r : mailbox_) ::close(r.fd);
+  for (int fd : {listenFd_, wakeFds_[0], wakeFds_[1]})
+    if (fd >= 0) ::close(fd);
+}
+
+void ControlPlane::setPeers(const std::vector<std::string>& addresses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  peers_ = addresses;
+}
+
+bool ControlPlane::peerAddress(int rank, sockaddr_in* sa) const {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mu_));
+    if (rank < 0 || rank >= static_cast<int>(peers_.size())) return false;
+    text = peers_[static_cast<size_t>(rank)];
+  }
+  return !text.empty() && controlAddress(text, sa);
+}
+
+void ControlPlane::serve() {
+  while (!stopping_.load()) {
+    pollfd fds[2] = {{listenFd_, POLLIN, 0}, {wakeFds_[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      BRAID_WARN("CONTROL", "control plane: poll: %s; revocations no longer arrive",
+                 strerror(errno));
+      return;
+    }
+    if (fds[1].revents) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    const int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) handle(fd);
+  }
+}
+
+void ControlPlane::handle(int fd) {
+  ControlHeader h{};
+  // Quietly: a probe (connect and close) sends nothing, and is no error.
+  if (recvAll(fd, &h, sizeof h, deadlineAfter(kHeaderSec)) != braidSuccess) {
+    ::close(fd);
+    return;
+  }
+  if (h.magic != ControlHeader::kMagic || !secretEqual(h.secret, secret_) || h.count < 0 ||
+      h.count > kMaxControlRanks) {
+    BRAID_WARN("CONTROL",
+               "refused a control connection: it did not prove the job's secret (a stranger, "
+               "or a communicator of another run)");
+    ::close(fd);
+    return;
+  }
+  std::vector<int32_t> ranks(static_cast<size_t>(h.count));
+  if (h.count > 0 && recvAll(fd, ranks.data(), ranks.size() * sizeof(int32_t),
+                             deadlineAfter(kHeaderSec)) != braidSuccess) {
+    ::close(fd);
+    return;
+  }
+  if (h.type == static_cast<uint32_t>(ControlType::kRevoke)) {
+    ::close(fd);
+    // The rank that revoked first travels in the body (a forwarder sends it on).
+    if (onRevoke_) onRevoke_(ranks.empty() ? h.from : ranks[0]);
+    return;
+  }
+  if (h.type != static_cast<uint32_t>(ControlType::kAgree)) {
+    ::close(fd);
+    return;
+  }
+  AgreeRequest r;
+  r.fd = fd;
+  r.from = h.from;
+  r.epoch = h.epoch;
+  r.excluded.assign(ranks.begin(), ranks.end());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    mailbox_.push_back(std::move(r));
+  }
+  cv_.notify_all();
+}
+
+int ControlPlane::connectHeader(int rank, ControlType type, uint64_t epoch,
+                                const std::vector<int>& ranks, Deadline deadline, int* fd) {
+  sockaddr_in sa{};
+  if (!peerAddress(rank, &sa)) return EHOSTUNREACH;
+  int s = -1;
+  const int err = connectQuietly(sa, deadline, &s);
+  if (err != 0) return err;
+  ControlHeader h{};
+  h.magic = ControlHeader::kMagic;
+  std::memcpy(h.secret, secret_, sizeof h.secret);
+  h.type = static_cast<uint32_t>(type);
+  h.epoch = epoch;
+  h.from = rank_;
+  h.count = static_cast<int32_t>(ranks.size());
+  std::vector<int32_t> body(ranks.begin(), ranks.end());
+  std::string saved = lastError();  // the sends below must not replace the caller's error
+  const bool sent = sendAll(s, &h, sizeof h, deadline) == braidSuccess &&
+                    (body.empty() || sendAll(s, body.data(), body.size() * sizeof(int32_t),
+                                             deadline) == braidSuccess);
+  if (!sent) {
+    failVerbatim(braidSuccess, saved);
+    ::close(s);
+    return ECONNRESET;
+  }
+  *fd = s;
+  return 0;
+}
+
+void ControlPlane::broadcastRevoke(int origin) {
+  if (revokeSent_.exchange(true)) return;
+  // Not cut short by the destructor, which waits for it: a rank that revokes and destroys at
+  // once must still tell its peers.
+  revoker_ = std::thread([this, origin] {
+    int n = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      n = static_cast<int>(peers_.size());
+    }
+    for (int r = 0; r < n; ++r) {
+      if (r == rank_ || r == origin) continue;
+      int fd = -1;
+      if (connectHeader(r, ControlType::kRevoke, 0, {origin}, deadlineAfter(1.0), &fd) == 0)
+        ::close(fd);
+    }
+  });
+}
+
+braidResult_t ControlPlane::sendAgree(int rank, uint64_t epoch, const std::vector<int>& excluded,
+                                      Deadline deadline, int* fd) {
+  const int err = connectHeader(rank, ControlType::kAgree, epoch, excluded, deadline, fd);
+  if (err != 0)
+    return fail(braidRemoteError, "control plane: rank %d cannot be reached: %s", rank,
+                strerror(err));
+  return braidSuccess;
+}
+
+bool ControlPlane::takeAgree(uint64_t epoch, Deadline until, AgreeRequest* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    while (!mailbox_.empty() && mailbox_.front().epoch < epoch) {
+      ::close(mailbox_.front().fd);
+      mailbox_.pop_front();
+    }
+    for (auto it = mailbox_.begin(); it != mailbox_.end(); ++it) {
+      if (it->epoch != epoch) continue;
+      *out = std::move(*it);
+      mailbox_.erase(it);
+      return true;
+    }
+    if (cv_.wait_until(lock, until) == std::cv_status::timeout) {
+      for (auto it = mailbox_.begin(); it != mailbox_.end(); ++it) {
+        if (it->epoch != epoch) continue;
+        *out = std::move(*it);
+        mailbox_.erase(it);
+        return true;
+      }
+      return false;
+    }
+  }
+}
+
+Liveness ControlPlane::probe(int rank, double sec) {
+  sockaddr_in sa{};
+  if (!peerAddress(rank, &sa)) return Liveness::kUnknown;
+  int s = -1;
+  const int err = connectQuietly(sa, deadlineAfter(sec), &s);
+  if (err == 0) {
+    ::close(s);
+    return Liveness::kAlive;
+  }
+  return err == ECONNREFUSED ? Liveness::kGone : Liveness::kUnknown;
+}
+
+}  // namespace braid
