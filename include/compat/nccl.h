@@ -413,8 +413,8 @@ ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniq
  * rank Braid can reach (braidCommRevoke); revokeFlags must be NCCL_REVOKE_DEFAULT. */
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
-/* NCCL 2.29: release (flags NCCL_SUSPEND_MEM) and restore the communicator's buffers. Not in
- * Braid yet. */
+/* NCCL 2.29: suspend comm (its calls refused until resumed), releasing its device memory with
+ * flags NCCL_SUSPEND_MEM, and resume it, allocating that memory again (braid_memory.h). */
 ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
 ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
 ncclResult_t ncclCommResume(ncclComm_t comm);

@@ -301,25 +301,18 @@ NCCL_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUni
 NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return toNccl(braidCommRevoke(toBraid(comm), revokeFlags));
 }
-NCCL_EXPORT ncclResult_t ncclCommSuspend(ncclComm_t, int) {
-  return notYet("ncclCommSuspend", "2.29", "releasing a communicator's buffers");
+// NCCL 2.29's memory calls, over braid_memory.h (the same values and flag).
+static_assert(NCCL_SUSPEND_MEM == BRAID_SUSPEND_MEM &&
+              static_cast<int>(ncclStatGpuMemTotal) == static_cast<int>(braidStatGpuMemTotal));
+NCCL_EXPORT ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
+  return toNccl(braidCommSuspend(toBraid(comm), flags));
 }
-NCCL_EXPORT ncclResult_t ncclCommResume(ncclComm_t) {
-  return notYet("ncclCommResume", "2.29", "restoring a communicator's buffers");
+NCCL_EXPORT ncclResult_t ncclCommResume(ncclComm_t comm) {
+  return toNccl(braidCommResume(toBraid(comm)));
 }
 NCCL_EXPORT ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat,
                                           uint64_t* value) {
-  if (!value) return toNccl(braid::fail(braidInvalidArgument, "ncclCommMemStats: value is NULL"));
-  if (static_cast<int>(stat) < 0 || static_cast<int>(stat) > ncclStatGpuMemTotal)
-    return toNccl(braid::fail(braidInvalidArgument,
-                              "ncclCommMemStats: stat %d is not an ncclCommMemStat_t (0..3)",
-                              static_cast<int>(stat)));
-  int device = -1;
-  if (braidResult_t r = braidCommCuDevice(toBraid(comm), &device)) return toNccl(r);
-  if (device >= 0)
-    return notYet("ncclCommMemStats", "2.29", "counting a device communicator's memory");
-  *value = 0;  // a host communicator holds no device memory, and is never suspended
-  return ncclSuccess;
+  return toNccl(braidCommMemStats(toBraid(comm), static_cast<braidCommMemStat_t>(stat), value));
 }
 NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
   return notYet("ncclCommWindowRegister", "2.27", "symmetric window registration");

@@ -26,11 +26,7 @@
 using braid::checkComm;
 using braid::fail;
 
-namespace {
-
-// Returns once the work queued on comm's streams has run. close (braidCommDestroy): then
-// closes the queue, so a captured call that a CUDA graph replays later leaves comm alone,
-// and waits for a replay that is running now (captured calls are never pending).
+namespace braid {
 void waitForQueuedWork(braidComm* comm, bool close) {
   braid::QueuedWork& q = *comm->queuedWork;
   std::unique_lock<std::mutex> lock(q.mu);
@@ -39,6 +35,10 @@ void waitForQueuedWork(braidComm* comm, bool close) {
   q.closed = true;
   q.cv.wait(lock, [&q] { return q.running == 0; });
 }
+}  // namespace braid
+using braid::waitForQueuedWork;
+
+namespace {
 
 // braidCommDestroy and braidCommAbort: a non-blocking init still running is stopped (its
 // waits see comm->aborted within kAbortPollMs) and its thread joined; one that finished is

@@ -209,6 +209,9 @@ braidResult_t checkUsable(const braidComm* comm) {
                 by);
   if (comm->aborted.load(std::memory_order_relaxed))
     return fail(braidInvalidUsage, "this communicator was aborted (braidCommAbort)");
+  if (comm->suspended)
+    return fail(braidInvalidUsage,
+                "this communicator is suspended (braidCommSuspend): braidCommResume it first");
   if (comm->finalized)
     return fail(braidInvalidUsage,
                 "this communicator was finalized (braidCommFinalize): only braidCommDestroy "

@@ -179,6 +179,10 @@ struct braidComm {
   // braidCommRevoke: the rank that revoked this communicator first (here or by a message to
   // its control plane), -1 while it is not revoked. Every wait and every later call fails.
   std::atomic<int> revokedBy{-1};
+  // braidCommSuspend (under mu): calls fail until braidCommResume, which reserves the device
+  // buffers again at these sizes (0: not released).
+  bool suspended = false;
+  size_t suspendedScratch = 0, suspendedBlock = 0;
   std::atomic<uint64_t> shrinks{0};  // braidCommShrink calls so far: each agreement's epoch
   // braidCommParentRanks: each rank's rank in the communicator this one was made from (shrink,
   // grow, split; -1 for a rank that joined through grow); empty for the identity.
@@ -215,6 +219,10 @@ braidResult_t checkConfig(const braidConfig_t* config, const char* fn);
 // set, else comm's timeoutSec, stallWarnSec and checkCalls; always blocking. config has been
 // checked (checkConfig) and may be NULL.
 braidConfig_t childConfig(const braidComm* comm, const braidConfig_t* config);
+// Returns once the work queued on comm's streams has run. close (braidCommDestroy): then
+// closes the queue, so a captured call that a CUDA graph replays later leaves comm alone,
+// and waits for a replay that is running now (captured calls are never pending).
+void waitForQueuedWork(braidComm* comm, bool close);
 // Marks comm revoked by rank `by` (once; later calls do nothing), wakes its waiting calls and
 // forwards the revocation to every peer but `by` (braidCommRevoke).
 void revokeLocally(braidComm* comm, int by);

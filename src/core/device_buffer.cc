@@ -37,6 +37,12 @@ void freeDevice(void* p) {
 
 DeviceBuffer::~DeviceBuffer() { freeDevice(ptr_); }
 
+void DeviceBuffer::release() {
+  freeDevice(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+}
+
 braidResult_t DeviceBuffer::reserve(size_t bytes) {
   if (bytes <= bytes_) return braidSuccess;
   if (ptr_) freeDevice(ptr_);

@@ -34,6 +34,9 @@ class DeviceBuffer {
   // At least `bytes` (contents not kept when it grows).
   braidResult_t reserve(size_t bytes);
   char* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  // Frees the memory (braidCommSuspend); reserve allocates it again.
+  void release();
 
  private:
   char* ptr_ = nullptr;

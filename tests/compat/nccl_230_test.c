@@ -312,8 +312,6 @@ static void notYet(ncclComm_t* comms) {
   void* ptr = NULL;
   char buf[64];
   ncclWaitSignalDesc_t desc = {1, 1, 0, 0};
-  NOT_YET(ncclCommSuspend, comms[0], NCCL_SUSPEND_MEM);
-  NOT_YET(ncclCommResume, comms[0]);
   NOT_YET(ncclCommWindowRegister, comms[0], buf, sizeof buf, &win, NCCL_WIN_DEFAULT);
   NOT_YET(ncclCommWindowDeregister, comms[0], win);
   NOT_YET(ncclWinGetUserPtr, comms[0], win, &ptr);

@@ -5,7 +5,9 @@
  *  - ncclCommRevoke on rank 0 while ranks 1-3 wait in an all-reduce rank 0 never joins: they
  *    end with ncclInvalidUsage naming the revocation, later calls too;
  *  - ncclCommShrink of the revoked communicator with NCCL_SHRINK_ABORT and no list: all 4;
- *  - bad arguments (flags, an excluded caller, a NULL newcomm) refused by name.
+ *  - bad arguments (flags, an excluded caller, a NULL newcomm) refused by name;
+ *  - ncclCommSuspend / ncclCommResume on a host communicator: calls refused while suspended,
+ *    ncclCommMemStats says so (and 0 bytes of device memory), calls run again after.
  * The pncclX twins take part in the same collective calls as the ncclX names.
  * Exits 0 when all hold, 1 with a message otherwise. */
 #include <nccl.h>
@@ -125,6 +127,28 @@ static void badArguments(ncclComm_t comm) {
   CHECK(out == NULL, "an output was written");
 }
 
+/* Each rank suspends and resumes its own communicator (local calls); the all-reduce runs on
+ * every rank before and after. */
+static void* suspendMain(void* arg) {
+  const int r = (int)(long)arg;
+  ncclComm_t c = again[r];
+  uint64_t v = 7;
+  float x = 1;
+  CHECK(ncclCommSuspend(c, 2) == ncclInvalidArgument, "rank %d: flags 2 accepted", r);
+  CHECK(ncclCommResume(c) == ncclInvalidUsage, "rank %d: resume while running accepted", r);
+  NCCLCHECK(r % 2 ? pncclCommSuspend(c, NCCL_SUSPEND_MEM) : ncclCommSuspend(c, NCCL_SUSPEND_MEM));
+  CHECK(ncclCommMemStats(c, ncclStatGpuMemSuspended, &v) == ncclSuccess && v == 1,
+        "rank %d: not suspended (%llu)", r, (unsigned long long)v);
+  CHECK(pncclCommMemStats(c, ncclStatGpuMemTotal, &v) == ncclSuccess && v == 0,
+        "rank %d: %llu bytes of device memory", r, (unsigned long long)v);
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, c, NULL) == ncclInvalidUsage &&
+            strstr(ncclGetLastError(c), "suspended") != NULL,
+        "rank %d: a call ran while suspended", r);
+  NCCLCHECK(r % 2 ? pncclCommResume(c) : ncclCommResume(c));
+  allReduce(c, r, N);
+  return NULL;
+}
+
 int main(void) {
   NCCLCHECK(ncclCommInitAll(comms, N, NULL));
   if (failures == 0) badArguments(comms[0]);
@@ -136,6 +160,7 @@ int main(void) {
     onThreads(growMain, N);
   }
   if (failures == 0) onThreads(revokeMain, N);
+  if (failures == 0) onThreads(suspendMain, N);
   for (int r = 0; r < N; ++r) {
     if (shrunk[r]) ncclCommDestroy(shrunk[r]);
     if (grown[r]) ncclCommDestroy(grown[r]);

@@ -318,9 +318,10 @@ TEST(Grow, RefusesBadArguments) {
   EXPECT_EQ(braidCommGrow(comms[0], 3, &id, -1, nullptr, nullptr), braidInvalidArgument);
   // Both ranks pass an id: every rank of comm refuses, naming the count.
   std::vector<braidResult_t> res(2);
+  std::vector<braidComm_t> outs(2);
   std::vector<std::thread> t;
   for (int r = 0; r < 2; ++r)
-    t.emplace_back([&, r] { res[r] = braidCommGrow(comms[r], 2, &id, -1, &g, nullptr); });
+    t.emplace_back([&, r] { res[r] = braidCommGrow(comms[r], 2, &id, -1, &outs[r], nullptr); });
   for (auto& th : t) th.join();
   EXPECT_EQ(res[0], braidInvalidUsage);
   EXPECT_EQ(res[1], braidInvalidUsage);

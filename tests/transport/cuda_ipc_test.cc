@@ -6,6 +6,7 @@
 // buffers still gets exact results. Ranks as threads and as processes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -234,6 +235,50 @@ TEST_F(CudaIpc, DeviceScratchIsFreedWithTheCommunicator) {
   });
   for (const auto& e : errors) ADD_FAILURE() << e;
   EXPECT_EQ(fakeLiveAllocations(), live) << "device memory left after the communicators went";
+}
+
+// braidCommMemStats counts the device scratch and staging block a device-to-device all-reduce
+// grew (recursive doubling on 3 ranks: the rank outside the power of two needs scratch); braidCommSuspend with BRAID_SUSPEND_MEM frees them (0 bytes, "suspended", calls
+// refused), braidCommResume allocates them again at the same size and calls run again.
+TEST_F(CudaIpc, SuspendReleasesTheDeviceMemoryAndResumeRestoresIt) {
+  std::atomic<int> holding{0};  // ranks whose call grew device memory (not every rank's does)
+  auto errors = runThreads(3, [&holding](braidComm_t c, int r) -> std::string {
+    if (braidCommSetAlgorithm(c, "allreduce", "recursive_doubling") != braidSuccess)
+      return std::string("braidCommSetAlgorithm: ") + braidGetLastError(c);
+    Buffer in(kCount, false), out(kCount, false);
+    for (size_t i = 0; i < kCount; ++i) in.p[i] = input(r, i);
+    auto reduce = [&] {
+      return braidAllReduce(in.p, out.p, kCount, braidFloat32, braidSum, c, nullptr);
+    };
+    auto stat = [&](braidCommMemStat_t s) {
+      uint64_t v = ~0ull;
+      return braidCommMemStats(c, s, &v) == braidSuccess ? v : ~0ull;
+    };
+    if (reduce() != braidSuccess) return std::string("all-reduce: ") + braidGetLastError(c);
+    const uint64_t held = stat(braidStatGpuMemTotal);
+    std::string e;
+    holding += held > 0;
+    if (held == ~0ull || stat(braidStatGpuMemSuspend) != held ||
+        stat(braidStatGpuMemPersist) != 0 || stat(braidStatGpuMemSuspended) != 0)
+      e += "figures before suspending: total " + std::to_string(held) + ", releasable " +
+           std::to_string(stat(braidStatGpuMemSuspend)) + "; ";
+    if (braidCommSuspend(c, 2) != braidInvalidArgument) e += "flags 2 accepted; ";
+    if (braidCommResume(c) != braidInvalidUsage) e += "resume while running accepted; ";
+    if (braidCommSuspend(c, BRAID_SUSPEND_MEM) != braidSuccess)
+      return e + "suspend: " + braidGetLastError(c);
+    if (stat(braidStatGpuMemTotal) != 0 || stat(braidStatGpuMemSuspended) != 1)
+      e += "figures while suspended; ";
+    if (braidCommSuspend(c, 0) != braidInvalidUsage) e += "a second suspend accepted; ";
+    if (reduce() != braidInvalidUsage) e += "a call ran while suspended; ";
+    if (braidCommResume(c) != braidSuccess) return e + "resume: " + braidGetLastError(c);
+    if (stat(braidStatGpuMemTotal) != held || stat(braidStatGpuMemSuspended) != 0)
+      e += "figures after resuming; ";
+    if (reduce() != braidSuccess) return e + "all-reduce after resuming: " + braidGetLastError(c);
+    return e + check("the all-reduce after resuming", out.p, kCount,
+                     [](size_t i) { return input(0, i) + input(1, i) + input(2, i); });
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+  EXPECT_GT(holding.load(), 0) << "no rank held device memory to release";
 }
 
 // Cells too small for an IPC handle (BRAID_CHUNKSIZE=64): device memory goes through the

@@ -194,6 +194,10 @@ void trainElastic(braidComm_t* comm, int rank, int nranks, const Options& o,
         gatherBatch(train, mine, 0, mine.size(), x, labels);
         loss_sum += engine->step(x, labels, loss);
         ++loss_steps;
+        if (o.log_every > 0 && w.rank == 0 && (steps + 1) % o.log_every == 0) {
+          std::printf("# step %ld world %d\n", steps + 1, w.n);
+          std::fflush(stdout);
+        }
       }
       // The epoch's test accuracy: rank r of n classifies a contiguous share of the test set.
       const size_t share = (test.count + static_cast<size_t>(w.n) - 1) / static_cast<size_t>(w.n);

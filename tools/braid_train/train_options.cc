@@ -32,7 +32,7 @@ const char* kUsage =
     "                   [--initial-loss-scale S] [--pp N] [--tp N] [--schedule gpipe|1f1b]\n"
     "                   [--microbatches M] [--mlp-widths 784,H1,...,10] [--ep N]\n"
     "                   [--moe-experts E] [--topk 1|2] [--capacity F] [--ps-servers S]\n"
-    "                   [--staleness S] [--elastic]\n"
+    "                   [--staleness S] [--elastic [--log-every N]]\n"
     "  --model M           mlp (784-256-128-10), vit (7x7 patches, dim 64, 4 heads, 2 blocks)\n"
     "                      or vit-moe (the vit with each block's MLP a mixture of experts)\n"
     "  --data DIR          Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)\n"
@@ -82,7 +82,8 @@ const char* kUsage =
     "                      S + 1 steps\n"
     "  --elastic           survive a lost rank (processes, --zero 0): the survivors revoke,\n"
     "                      shrink, resynchronise and go on from the step in flight, with the\n"
-    "                      same global batch split over fewer ranks (braidrun --elastic)\n";
+    "                      same global batch split over fewer ranks (braidrun --elastic);\n"
+    "                      --log-every N prints \"# step S world W\" every N steps\n";
 
 }  // namespace
 
@@ -275,6 +276,8 @@ Options parse(int argc, char** argv) {
       o.moe_flag = a;
     } else if (a == "--elastic") {
       o.elastic = true;
+    } else if (a == "--log-every") {
+      o.log_every = parseLong(a, value(), 1, 1L << 40);
     } else if (a == "--ps-servers") {
       o.ps_servers = static_cast<int>(parseLong(a, value(), 0, 1023));
     } else if (a == "--staleness") {
@@ -287,6 +290,7 @@ Options parse(int argc, char** argv) {
   if (o.microbatches == 0) o.microbatches = o.pp;
   checkMoeAndParameterServer(o);
   checkModelParallel(o);
+  if (o.log_every > 0 && !o.elastic) usageError("--log-every needs --elastic");
   if (o.elastic) {
     if (o.modelParallel() || o.moe() || o.ps_servers > 0)
       usageError("--elastic runs data parallelism alone: no --pp, --tp, --ps-servers or vit-moe");

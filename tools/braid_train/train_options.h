@@ -45,6 +45,7 @@ struct Options {
   // Survive a lost rank (process ranks): shrink to the survivors and go on from the step in
   // flight (train_elastic.cc). Data parallelism alone, --zero 0.
   bool elastic = false;
+  long log_every = 0;  // --elastic: rank 0 prints "# step S world N" every this many steps
   bool modelParallel() const { return pp > 1 || tp > 1; }
   bool moe() const { return model == "vit-moe"; }
 };
