@@ -108,6 +108,15 @@ int main(int argc, char** argv) {
     fprintf(stderr, "braid-train: --data %s: %s\n", o.data.c_str(), e.what());
     return 1;
   }
+  if (launchedAsRanks() && o.elastic && getenv("BRAID_ELASTIC_JOIN") != nullptr) {
+    // A replacement that braidrun --respawn started: it joins the running job through
+    // braidCommGrow (train_elastic.cc), not through the job's first unique id.
+    setBlasThreads(1);
+    braidComm_t comm = nullptr;
+    runRank(&comm, -1, 0, o, train, test);
+    if (comm) braidCommDestroy(comm);
+    return 0;
+  }
   if (launchedAsRanks()) {
     braidComm_t comm = nullptr;
     const bool mpi = startedByMpirunWithoutRendezvous();

@@ -9,16 +9,21 @@
 // finished the most steps (a survivor may have finished the step in flight, another not), and
 // go on from there. Every survivor keeps the whole optimizer state (ZeRO stage 0), so nothing
 // is lost with a rank: ZeRO-1/2 would need each shard kept on a buddy rank as well (not yet).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "braid/braid.h"
@@ -55,12 +60,45 @@ struct World {
   std::vector<int> original;
 };
 
-// One shrink and resynchronisation: the survivors' communicator, then the parameters and
-// optimizer state of the lowest-ranked survivor that finished the most steps, on every
-// survivor. Throws where a call fails (another rank died meanwhile). False: this rank was left
-// out.
-bool shrinkAndResync(World& w, std::vector<float>& params, Optimizer::State& state, long* steps,
-                     long* furthestOut) {
+// Every rank takes the parameters and optimizer state of the lowest rank that finished the
+// most steps (a survivor may have finished the step in flight, another not; a process that
+// joined has none, *steps -1); *steps becomes that count. params has the model's size.
+void resync(World& w, std::vector<float>& params, Optimizer::State& state, long* steps) {
+  int64_t furthest = *steps;
+  ok(braidAllReduce(&furthest, &furthest, 1, braidInt64, braidMax, w.comm, nullptr), "step max");
+  int32_t root = *steps == furthest ? w.rank : INT_MAX;
+  ok(braidAllReduce(&root, &root, 1, braidInt32, braidMin, w.comm, nullptr), "root min");
+  int64_t head[2] = {state.step, static_cast<int64_t>(state.values.size())};
+  ok(braidBroadcast(head, head, 2, braidInt64, root, w.comm, nullptr), "optimizer step");
+  state.step = head[0];
+  state.values.resize(static_cast<size_t>(head[1]));
+  ok(braidBroadcast(params.data(), params.data(), params.size(), braidFloat32, root, w.comm,
+                    nullptr),
+     "parameters");
+  ok(braidBroadcast(state.values.data(), state.values.data(), state.values.size(), braidFloat32,
+                    root, w.comm, nullptr),
+     "optimizer state");
+  *steps = furthest;
+}
+
+// The model's parameters from params, and a new engine on w.comm with that optimizer state.
+void rebuild(World& w, Sequential& model, Optimizer& optimizer, const DataParallelOptions& dpo,
+             std::unique_ptr<DataParallel>& engine, const std::vector<float>& params,
+             const Optimizer::State& state, uint64_t seed) {
+  model.initialize(seed);  // fresh storage, then the values
+  size_t at = 0;
+  for (Parameter* p : model.parameters()) {
+    std::copy(params.begin() + static_cast<std::ptrdiff_t>(at),
+              params.begin() + static_cast<std::ptrdiff_t>(at + p->numel), p->value);
+    at += p->numel;
+  }
+  engine = std::make_unique<DataParallel>(model, optimizer, w.comm, dpo);
+  engine->setOptimizerState(state);  // into the layout for this rank count
+}
+
+// One shrink: the survivors' communicator (w renumbered), then resync. Throws where a call
+// fails (another rank died meanwhile). False: the survivors left this rank out.
+bool shrinkAndResync(World& w, std::vector<float>& params, Optimizer::State& state, long* steps) {
   braidComm_t next = nullptr;
   ok(braidCommShrink(w.comm, nullptr, 0, &next, nullptr, BRAID_SHRINK_ABORT), "braidCommShrink");
   const std::vector<int> was = w.original;
@@ -73,20 +111,106 @@ bool shrinkAndResync(World& w, std::vector<float>& params, Optimizer::State& sta
   ok(braidCommParentRanks(next, parents.data()), "braidCommParentRanks");
   w.original.clear();
   for (int p : parents) w.original.push_back(was[static_cast<size_t>(p)]);
-  int64_t furthest = *steps;
-  ok(braidAllReduce(&furthest, &furthest, 1, braidInt64, braidMax, next, nullptr), "step max");
-  int32_t root = *steps == furthest ? w.rank : INT_MAX;
-  ok(braidAllReduce(&root, &root, 1, braidInt32, braidMin, next, nullptr), "root min");
-  int64_t optStep = state.step;
-  ok(braidBroadcast(params.data(), params.data(), params.size(), braidFloat32, root, next, nullptr),
-     "parameters");
-  ok(braidBroadcast(state.values.data(), state.values.data(), state.values.size(), braidFloat32,
-                    root, next, nullptr),
-     "optimizer state");
-  ok(braidBroadcast(&optStep, &optStep, 1, braidInt64, root, next, nullptr), "optimizer step");
-  state.step = optStep;
-  *steps = furthest;  // this rank now holds the furthest state
-  *furthestOut = furthest;
+  resync(w, params, state, steps);
+  return true;
+}
+
+// --respawn's rendezvous (braidrun --respawn sets BRAID_ELASTIC_DIR): a replacement process
+// (BRAID_ELASTIC_JOIN=1) creates DIR/join-PID and waits for DIR/grow-PID, which rank 0 writes
+// at a step boundary: "UNIQUE_ID NRANKS RANK" for braidCommGrow. DIR/done: training is over.
+std::string elasticDir() {
+  const char* d = std::getenv("BRAID_ELASTIC_DIR");
+  return d ? d : "";
+}
+
+// Rank 0: the pids of the processes waiting to join, in order.
+std::vector<long> waitingJoiners(const std::string& dir) {
+  std::vector<long> pids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("join-", 0) == 0) pids.push_back(std::atol(name.c_str() + 5));
+  }
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+// At a step boundary: admits the processes waiting to join, if any (rank 0 counts them and the
+// engine's all-reduce tells the others), through braidCommGrow, then resync. True if it did.
+bool admitJoiners(World& w, const std::string& dir, Sequential& model, Optimizer& optimizer,
+                  const DataParallelOptions& dpo, std::unique_ptr<DataParallel>& engine,
+                  long* steps, uint64_t seed) {
+  const std::vector<long> pids = w.rank == 0 ? waitingJoiners(dir) : std::vector<long>{};
+  std::vector<double> count = {static_cast<double>(pids.size())};
+  engine->allReduceSum(count);
+  const int joining = static_cast<int>(count[0]);
+  if (joining == 0) return false;
+  const auto t0 = Clock::now();
+  const int before = w.n;
+  braidUniqueId id{};
+  if (w.rank == 0) {
+    ok(braidCommGetUniqueId(w.comm, &id), "braidCommGetUniqueId");
+    char text[2 * BRAID_UNIQUE_ID_BYTES + 1];
+    ok(braidUniqueIdToString(&id, text), "braidUniqueIdToString");
+    for (int i = 0; i < joining; ++i) {
+      const std::string grow = dir + "/grow-" + std::to_string(pids[static_cast<size_t>(i)]);
+      if (FILE* f = std::fopen((grow + ".tmp").c_str(), "w")) {
+        std::fprintf(f, "%s %d %d\n", text, w.n + joining, w.n + i);
+        std::fclose(f);
+        std::rename((grow + ".tmp").c_str(), grow.c_str());
+      }
+      std::remove((dir + "/join-" + std::to_string(pids[static_cast<size_t>(i)])).c_str());
+    }
+  }
+  std::vector<float> params = engine->fullParameters();
+  Optimizer::State state = engine->optimizerState();
+  engine.reset();
+  braidComm_t grown = nullptr;
+  ok(braidCommGrow(w.comm, w.n + joining, w.rank == 0 ? &id : nullptr, -1, &grown, nullptr),
+     "braidCommGrow");
+  braidCommDestroy(w.comm);
+  w.comm = grown;
+  w.n += joining;
+  w.original.resize(static_cast<size_t>(w.n), -1);
+  resync(w, params, state, steps);
+  rebuild(w, model, optimizer, dpo, engine, params, state, seed);
+  if (w.rank == 0) {
+    std::printf("# elastic: %d process(es) joined at step %ld; world %d -> %d; in %.3f s\n",
+                joining, *steps, before, w.n,
+                std::chrono::duration<double>(Clock::now() - t0).count());
+    std::fflush(stdout);
+  }
+  return true;
+}
+
+// A replacement process (BRAID_ELASTIC_JOIN=1): announces itself, waits for rank 0's grow
+// file and joins; then takes the survivors' state. False if training ended first.
+bool joinJob(World& w, const std::string& dir, Sequential& model, Optimizer& optimizer,
+             const DataParallelOptions& dpo, std::unique_ptr<DataParallel>& engine, long* steps,
+             uint64_t seed) {
+  const std::string me = std::to_string(getpid());
+  if (FILE* f = std::fopen((dir + "/join-" + me).c_str(), "w")) std::fclose(f);
+  const std::string grow = dir + "/grow-" + me;
+  std::ifstream in;
+  while (!(in.open(grow), in.is_open())) {
+    if (std::filesystem::exists(dir + "/done")) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::string text;
+  int nranks = 0, rank = -1;
+  in >> text >> nranks >> rank;
+  braidUniqueId id{};
+  ok(braidUniqueIdFromString(text.c_str(), &id), "the grow file's unique id");
+  std::remove(grow.c_str());
+  ok(braidCommGrow(nullptr, nranks, &id, rank, &w.comm, nullptr), "braidCommGrow (joining)");
+  w.rank = rank;
+  w.n = nranks;
+  w.original.assign(static_cast<size_t>(nranks), -1);
+  std::vector<float> params(model.numParameters());
+  Optimizer::State state;
+  *steps = -1;
+  resync(w, params, state, steps);
+  rebuild(w, model, optimizer, dpo, engine, params, state, seed);
   return true;
 }
 
@@ -104,19 +228,10 @@ bool recover(World& w, std::string why, Sequential& model, Optimizer& optimizer,
   engine.reset();
   const int before = w.n;
   const std::vector<int> start = w.original;
-  long furthest = *steps;
   for (int attempt = 0;; ++attempt) {
     try {
-      if (!shrinkAndResync(w, params, state, steps, &furthest)) return false;
-      model.initialize(seed);  // fresh storage, then the root's values
-      size_t at = 0;
-      for (Parameter* p : model.parameters()) {
-        std::copy(params.begin() + static_cast<std::ptrdiff_t>(at),
-                  params.begin() + static_cast<std::ptrdiff_t>(at + p->numel), p->value);
-        at += p->numel;
-      }
-      engine = std::make_unique<DataParallel>(model, optimizer, w.comm, dpo);
-      engine->setOptimizerState(state);  // into the layout for the new rank count
+      if (!shrinkAndResync(w, params, state, steps)) return false;
+      rebuild(w, model, optimizer, dpo, engine, params, state, seed);
       break;
     } catch (const std::runtime_error& e) {
       engine.reset();
@@ -134,7 +249,7 @@ bool recover(World& w, std::string why, Sequential& model, Optimizer& optimizer,
     std::printf(
         "# elastic: lost rank %s at step %ld; world %d -> %d; recovered in %.3f s (from the "
         "failed call: %s)\n",
-        lost.c_str(), furthest, before, w.n,
+        lost.empty() ? "(a process that had joined)" : lost.c_str(), *steps, before, w.n,
         std::chrono::duration<double>(Clock::now() - t0).count(), why.substr(0, 160).c_str());
     std::fflush(stdout);
   }
@@ -158,14 +273,23 @@ void trainElastic(braidComm_t* comm, int rank, int nranks, const Options& o,
   dpo.grad_dtype = o.precision == "bf16" ? braidBfloat16 : braidFloat32;
   dpo.compute = o.precision == "bf16" ? Precision::kBf16 : Precision::kFp32;
   model->setRecompute(o.recompute);
-  auto engine = std::make_unique<DataParallel>(*model, *optimizer, w.comm, dpo);
+  const std::string dir = elasticDir();
+  const bool joining = std::getenv("BRAID_ELASTIC_JOIN") && !dir.empty();
+  std::unique_ptr<DataParallel> engine;
+  long steps = 0;
+  if (!joining) {
+    engine = std::make_unique<DataParallel>(*model, *optimizer, w.comm, dpo);
+  } else if (!joinJob(w, dir, *model, *optimizer, dpo, engine, &steps, o.seed)) {
+    std::fprintf(stderr, "braid-train: training ended before this process could join\n");
+    return;
+  }
   const size_t count =
       o.train_limit > 0 ? std::min(train.count, static_cast<size_t>(o.train_limit)) : train.count;
   const size_t batch = static_cast<size_t>(o.batch_size);
   long per_epoch = static_cast<long>((count + batch - 1) / batch);
   if (o.max_steps > 0) per_epoch = std::min(per_epoch, o.max_steps);
   const long total = per_epoch * o.epochs;
-  if (w.rank == 0 && !o.json)
+  if (w.rank == 0 && !o.json && !joining)
     std::printf(
         "# braid-train --elastic: model %s, dp %d, global batch %zu, %ld steps\n%6s %8s "
         "%10s %10s %6s\n",
@@ -174,13 +298,17 @@ void trainElastic(braidComm_t* comm, int rank, int nranks, const Options& o,
   Tensor x;
   std::vector<int32_t> labels;
   std::vector<size_t> order, mine;
-  int order_epoch = -1, evaluated = 0;
-  long steps = 0;
+  int order_epoch = -1, evaluated = static_cast<int>(steps / std::max(per_epoch, 1L));
+  bool just_joined = joining;
   double loss_sum = 0;
   long loss_steps = 0;
   while (evaluated < o.epochs) {
     try {
       for (; steps < static_cast<long>(evaluated + 1) * per_epoch; ++steps) {
+        // A process that has just joined starts at the step its peers go on with.
+        if (!dir.empty() && !just_joined)
+          admitJoiners(w, dir, *model, *optimizer, dpo, engine, &steps, o.seed);
+        just_joined = false;
         const int epoch = static_cast<int>(steps / per_epoch);
         if (epoch != order_epoch) order = epochOrder(count, o.seed, order_epoch = epoch);
         const size_t lo = static_cast<size_t>(steps % per_epoch) * batch;
@@ -237,6 +365,8 @@ void trainElastic(braidComm_t* comm, int rank, int nranks, const Options& o,
     }
   }
   engine.reset();
+  if (!dir.empty() && w.rank == 0)  // a process still waiting to join gives up
+    if (FILE* f = std::fopen((dir + "/done").c_str(), "w")) std::fclose(f);
   *comm = w.comm;
 }
 

@@ -1,7 +1,8 @@
 // braidrun: starts the ranks of one Braid job, on this host or over several hosts.
 //
-//   braidrun [--no-prefix] [--elastic] -n N [--] CMD [ARGS...]
-//   braidrun [--no-prefix] [--elastic] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] [--] CMD [ARGS...]
+//   braidrun [--no-prefix] [--elastic|--respawn] -n N [--] CMD [ARGS...]
+//   braidrun [--no-prefix] [--elastic|--respawn] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] [--] CMD
+//   [ARGS...]
 //
 // braidrun calls braidGetUniqueId, so the bootstrap root runs in braidrun's own process,
 // then forks one child per rank with BRAID_UNIQUE_ID (braidUniqueIdToString), BRAID_RANK,
@@ -54,18 +55,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "braid/braid.h"
+#include "hosts.h"
 
 namespace {
 
-constexpr int kKillGraceMs = 2000;         // SIGTERM, then SIGKILL after this long
-constexpr int kDrainGraceMs = 2000;        // after the last child, wait this long for EOF
-constexpr size_t kMaxLineBytes = 1 << 20;  // longer lines are forwarded in pieces
-constexpr int kMaxRanks = 65536;
-constexpr char kNetnsDir[] = "/run/netns/";    // where `ip netns add` names namespaces
+using namespace braidrun;
+
+constexpr int kKillGraceMs = 2000;             // SIGTERM, then SIGKILL after this long
+constexpr int kDrainGraceMs = 2000;            // after the last child, wait this long for EOF
+constexpr size_t kMaxLineBytes = 1 << 20;      // longer lines are forwarded in pieces
 constexpr char kClusterBridge[] = "braid-br";  // scripts/cluster.sh's bridge
 
 int g_signal_pipe[2] = {-1, -1};
@@ -77,151 +80,6 @@ void OnSignal(int sig) {
   errno = saved;
 }
 
-void Usage(FILE* out) {
-  fprintf(out,
-          "usage: braidrun [--no-prefix] [--elastic] -n N [--] CMD [ARGS...]\n"
-          "       braidrun [--no-prefix] [--elastic] --hosts|-H NAME[:COUNT][,NAME[:COUNT]...] "
-          "[--] CMD [ARGS...]\n"
-          "Runs the ranks of one Braid job: N copies of CMD on this host, or COUNT (default 1)\n"
-          "on each NAME, ranks numbered host by host. Each gets BRAID_UNIQUE_ID, BRAID_RANK,\n"
-          "BRAID_NRANKS, BRAID_LOCAL_RANK and BRAID_LOCAL_SIZE (of its host).\n"
-          "A NAME with a network namespace (/run/netns/NAME; see scripts/cluster.sh) is an\n"
-          "emulated host: its ranks run inside the namespace with BRAID_HOST_ID=NAME, and\n"
-          "unless BRAID_SOCKET_IFNAME is set the bootstrap root listens on braid-br. Any other\n"
-          "NAME is a remote machine, reached with $BRAID_RSH (default ssh) NAME env VARS CMD...\n"
-          "(give CMD as a path valid there, and set BRAID_SOCKET_IFNAME to an interface it\n"
-          "reaches). Output lines are prefixed with 'RANK: ' unless --no-prefix is given.\n"
-          "The first rank to fail stops the others; braidrun exits with its status. With\n"
-          "--elastic a rank that fails is reported and the others go on (braid-train --elastic):\n"
-          "braidrun exits with the first failure among them, 0 if none.\n");
-}
-
-[[noreturn]] void UsageError(const std::string& msg) {
-  fprintf(stderr, "braidrun: %s\n", msg.c_str());
-  Usage(stderr);
-  exit(2);
-}
-
-bool IsExecutableFile(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
-// Mirrors execvp's lookup so a missing command is reported once, before any fork.
-bool CommandExists(const char* cmd) {
-  if (strchr(cmd, '/') != nullptr) return IsExecutableFile(cmd);
-  const char* path = getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  for (;;) {
-    const size_t end = dirs.find(':', start);
-    const std::string dir =
-        dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    // An empty PATH entry means the current directory.
-    if (IsExecutableFile((dir.empty() ? std::string(".") : dir) + "/" + cmd)) return true;
-    if (end == std::string::npos) return false;
-    start = end + 1;
-  }
-}
-
-// Quotes s for a POSIX shell (the remote side of ssh joins its arguments into one line).
-std::string ShellQuote(const std::string& s) {
-  bool plain = !s.empty();
-  for (char c : s)
-    plain = plain && (isalnum(static_cast<unsigned char>(c)) || strchr("_@%+=:,./-", c) != nullptr);
-  if (plain) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Words of a command line such as BRAID_RSH="ssh -p 2222" (split on blanks, no quoting).
-std::vector<std::string> SplitWords(const std::string& s) {
-  std::vector<std::string> words;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && isspace(static_cast<unsigned char>(s[i]))) ++i;
-    size_t j = i;
-    while (j < s.size() && !isspace(static_cast<unsigned char>(s[j]))) ++j;
-    if (j > i) words.push_back(s.substr(i, j - i));
-    i = j;
-  }
-  return words;
-}
-
-// Parses a rank count; 0 on anything but an integer from 1 to kMaxRanks.
-int ParseCount(const std::string& value) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = strtol(value.c_str(), &end, 10);
-  if (value.empty() || !isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
-      errno == ERANGE || v < 1 || v > kMaxRanks)
-    return 0;
-  return static_cast<int>(v);
-}
-
-// One host of the job: this one (-n N), a network namespace, or a remote machine.
-struct Host {
-  std::string name;  // empty: this host, as with -n N
-  int nranks = 0;
-  int first_rank = 0;
-  int netns_fd = -1;    // open /run/netns/NAME: an emulated host, entered with setns
-  bool remote = false;  // reached with BRAID_RSH
-};
-
-// "a:2,b:2,c" -> hosts with their rank counts (1 where none is given).
-std::vector<Host> ParseHosts(const std::string& list) {
-  std::vector<Host> hosts;
-  int total = 0;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = list.find(',', start);
-    const std::string entry =
-        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    Host h;
-    const size_t colon = entry.rfind(':');
-    h.name = entry.substr(0, colon);
-    h.nranks = colon == std::string::npos ? 1 : ParseCount(entry.substr(colon + 1));
-    if (h.name.empty() || h.name[0] == '-')
-      UsageError("invalid host '" + entry + "' in --hosts: expected NAME or NAME:COUNT");
-    if (h.nranks == 0)
-      UsageError("invalid rank count in --hosts entry '" + entry +
-                 "': expected an integer from 1 to " + std::to_string(kMaxRanks));
-    for (const Host& other : hosts)
-      if (other.name == h.name) UsageError("host '" + h.name + "' appears twice in --hosts");
-    h.first_rank = total;
-    total += h.nranks;
-    if (total > kMaxRanks)
-      UsageError("--hosts asks for more than " + std::to_string(kMaxRanks) + " ranks");
-    hosts.push_back(h);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return hosts;
-}
-
-// A host with a network namespace of its name is emulated on this machine; any other is a
-// remote machine. Returns false (after saying why) if a namespace cannot be opened.
-bool ClassifyHosts(std::vector<Host>& hosts) {
-  for (Host& h : hosts) {
-    if (h.name.empty()) continue;  // -n N: this host
-    const std::string path = kNetnsDir + h.name;
-    struct stat st;
-    if (h.name.find('/') == std::string::npos && stat(path.c_str(), &st) == 0) {
-      h.netns_fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (h.netns_fd < 0) {
-        fprintf(stderr, "braidrun: cannot open network namespace %s: %s\n", path.c_str(),
-                strerror(errno));
-        return false;
-      }
-    } else {
-      h.remote = true;
-    }
-  }
-  return true;
-}
-
-// One child's output stream (stdout or stderr), forwarded line by line.
 struct Stream {
   int fd = -1;          // read end; -1 once closed
   int out = 1;          // where its lines go
@@ -270,6 +128,10 @@ class Launcher {
     // ranks, which inherit the same environment, need not repeat it (config.cc).
     setenv("BRAID_CONFIG_WARNED", "1", 1);
     if (!InstallSignals()) return 1;
+    cmd_ = cmd;
+    id_text_ = id_text;
+    char dir[] = "/tmp/braidrun-elastic-XXXXXX";  // --respawn's rendezvous (train_elastic.cc)
+    if (respawn && mkdtemp(dir) != nullptr) setenv("BRAID_ELASTIC_DIR", dir, 1);
     for (int rank = 0; rank < nranks_; ++rank) {
       if (!Spawn(rank, cmd, id_text)) {
         Fail(1);
@@ -277,6 +139,7 @@ class Launcher {
       }
     }
     Supervise();
+    if (respawn) std::filesystem::remove_all(dir, ignored_);
     return status_;
   }
 
@@ -348,6 +211,7 @@ class Launcher {
     job->push_back("BRAID_LOCAL_RANK=" + std::to_string(rank - host.first_rank));
     job->push_back("BRAID_LOCAL_SIZE=" + std::to_string(host.nranks));
     if (host.netns_fd >= 0) job->push_back("BRAID_HOST_ID=" + host.name);
+    if (joining_) job->push_back("BRAID_ELASTIC_JOIN=1");
   }
 
   bool Spawn(int rank, char** cmd, const char* id_text) {
@@ -509,8 +373,10 @@ class Launcher {
         }
       }
       if (status != 0 && !failed_ && elastic && ++lost_ < nranks_) {
-        fprintf(stderr, "braidrun: rank %d lost (status %d); --elastic: the others go on\n", rank,
-                status);
+        const bool again = respawn && respawns_ < nranks_;
+        fprintf(stderr, "braidrun: rank %d lost (status %d); --elastic: the others go on%s\n", rank,
+                status, again ? "; a replacement follows" : "");
+        if (again) respawn_queue_.push_back(rank);
         continue;
       }
       if (status != 0 && !failed_) {
@@ -572,16 +438,39 @@ class Launcher {
     }
   }
 
+  // --respawn: a lost rank's slot gets a new process (BRAID_ELASTIC_JOIN=1, which joins the
+  // survivors through braidCommGrow) once the old one's output is all read.
+  void Respawn() {
+    for (size_t i = 0; i < respawn_queue_.size();) {
+      const int rank = respawn_queue_[i];
+      const Child& c = children_[rank];
+      if (c.streams[0].fd >= 0 || c.streams[1].fd >= 0 || failed_) {
+        ++i;
+        continue;
+      }
+      respawn_queue_.erase(respawn_queue_.begin() + static_cast<std::ptrdiff_t>(i));
+      joining_ = true;
+      if (Spawn(rank, cmd_, id_text_.c_str())) {
+        ++respawns_;
+        --lost_;
+        fprintf(stderr, "braidrun: rank %d: started a replacement (pid %d) to join the job\n", rank,
+                static_cast<int>(children_[rank].pid));
+      }
+      joining_ = false;
+    }
+  }
+
   void Supervise() {
     int64_t drain_deadline = -1;
     for (;;) {
       Reap();
+      Respawn();
       bool any_running = false, any_open = false;
       for (const Child& c : children_) {
         any_running = any_running || c.running;
         for (const Stream& s : c.streams) any_open = any_open || s.fd >= 0;
       }
-      if (!any_running && !any_open) return;
+      if (!any_running && !any_open && respawn_queue_.empty()) return;
       if (!any_running) {
         // Grandchildren may hold the pipes open; do not wait for them forever.
         if (drain_deadline < 0) drain_deadline = Now() + kDrainGraceMs;
@@ -624,9 +513,15 @@ class Launcher {
 
  public:
   bool elastic = false;  // --elastic: a lost rank does not stop the others
+  bool respawn = false;  // --respawn: and a new process takes its place
 
  private:
-  int lost_ = 0;  // ranks lost under --elastic
+  int lost_ = 0, respawns_ = 0;  // ranks lost under --elastic, replacements started
+  std::vector<int> respawn_queue_;
+  bool joining_ = false;
+  char** cmd_ = nullptr;
+  std::string id_text_;
+  std::error_code ignored_;
   const std::vector<Host> hosts_;
   const std::vector<std::string> rsh_;  // BRAID_RSH's words, for remote hosts
   const bool prefix_;
@@ -644,7 +539,7 @@ class Launcher {
 int main(int argc, char** argv) {
   int nranks = -1;
   std::string host_list;
-  bool prefix = true, elastic = false;
+  bool prefix = true, elastic = false, respawn = false;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -656,8 +551,10 @@ int main(int argc, char** argv) {
       Usage(stdout);
       return 0;
     }
-    if (arg == "--no-prefix" || arg == "--elastic") {
-      (arg == "--elastic" ? elastic : prefix) = arg == "--elastic";
+    if (arg == "--no-prefix" || arg == "--elastic" || arg == "--respawn") {
+      (arg == "--no-prefix" ? prefix
+       : arg == "--elastic" ? elastic
+                            : respawn) = arg != "--no-prefix";
       continue;
     }
     if (arg == "--hosts" || arg == "-H") {
@@ -731,7 +628,8 @@ int main(int argc, char** argv) {
     }
   }
   Launcher launcher(std::move(hosts), std::move(rsh), prefix);
-  launcher.elastic = elastic;
+  launcher.elastic = elastic || respawn;
+  launcher.respawn = respawn;
   const int status = launcher.Run(argv + i);
   // _exit: the bootstrap root thread of a job whose ranks never initialised may still be
   // waiting; nothing of ours needs destructors.
