@@ -345,6 +345,9 @@ int survivorChild(int rank, int nranks) {
   const int coll = static_cast<int>(rng() % 4);
   const char* second = std::getenv("BRAID_TEST_SECOND");
   const int secondRank = second ? std::atoi(second) : -1;
+  // BRAID_TEST_CUT (an emulated cluster of 2 hosts): nobody dies; the first rank of the second
+  // host takes its host's link down after its first call, cutting that host off.
+  const bool cut = std::getenv("BRAID_TEST_CUT") != nullptr;
   braidUniqueId id;
   if (braidUniqueIdFromString(std::getenv("BRAID_UNIQUE_ID"), &id) != braidSuccess) return 2;
   braidComm_t comm = nullptr;
@@ -372,7 +375,9 @@ int survivorChild(int rank, int nranks) {
   std::chrono::steady_clock::time_point failedAt{};
   bool failed = false;
   for (int k = 0, round = 0; k < 40 && round <= 3; ++k) {
-    if (rank == victim && k == calls) {
+    if (cut && rank == nranks / 2 && k == 1 && std::system("ip link set eth0 down") != 0)
+      std::printf("could not take eth0 down\n");
+    if (!cut && rank == victim && k == calls) {
       if (!inside) raise(SIGKILL);
       std::thread([delayUs] {
         std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
@@ -512,6 +517,36 @@ TEST(RandomKill, ASecondDeathDuringTheShrink) {
     std::mt19937 rng(seed);
     const int victim = static_cast<int>(rng() % 5u);
     EXPECT_EQ(runSeed(5, seed, (victim + 2) % 5, nullptr), "");
+  }
+}
+
+// A whole emulated host cut off (its link down) in a 2 x 2 cluster: nothing hangs; each side
+// times the other out (BRAID_TIMEOUT, 4 s: a cut-off peer is neither alive nor refused) and
+// its ranks agree on their own side, then carry on with exact results. Both sides go on
+// (a split brain, as with any agreement without a quorum: docs/fault-tolerance.md).
+TEST(HostCutOff, EachSideAgreesOnItselfAndCarriesOn) {
+  const ClusterResult res = runInCluster(2, 2, "survive", {"BRAID_TEST_CUT=1", "BRAID_TEST_SEED=1"});
+  if (!res.skipReason.empty()) GTEST_SKIP() << res.skipReason;
+  const std::string want[4] = {"0,1,", "0,1,", "2,3,", "2,3,"};
+  for (int r = 0; r < 4; ++r) {
+    const std::string& out = res.ranks[r].output;
+    EXPECT_EQ(res.ranks[r].status, 0) << "rank " << r << ":\n" << out;
+    const size_t at = out.find("FINAL ");
+    EXPECT_NE(at, std::string::npos) << out;
+    if (at != std::string::npos)
+      EXPECT_EQ(out.substr(at + 6, out.find('\n', at) - at - 6), want[r]) << "rank " << r << out;
+  }
+  EXPECT_EQ(res.status, 0) << res.output;
+  EXPECT_TRUE(clusterLeftovers().empty());
+}
+
+TEST(RandomKill, TheCoordinatorDiesDuringTheShrink) {
+  // The lowest survivor coordinates the agreement (and starts the new bootstrap root): it
+  // dies 5 ms into its shrink; the others turn to the next rank.
+  for (unsigned seed : {11u, 12u}) {
+    std::mt19937 rng(seed);
+    const int victim = static_cast<int>(rng() % 5u);
+    EXPECT_EQ(runSeed(5, seed, victim == 0 ? 1 : 0, nullptr), "");
   }
 }
 
