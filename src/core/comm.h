@@ -223,6 +223,8 @@ braidConfig_t childConfig(const braidComm* comm, const braidConfig_t* config);
 // closes the queue, so a captured call that a CUDA graph replays later leaves comm alone,
 // and waits for a replay that is running now (captured calls are never pending).
 void waitForQueuedWork(braidComm* comm, bool close);
+// braidInvalidUsage naming fn where comm was revoked, else braidSuccess.
+braidResult_t checkNotRevoked(const braidComm* comm, const char* fn);
 // Marks comm revoked by rank `by` (once; later calls do nothing), wakes its waiting calls and
 // forwards the revocation to every peer but `by` (braidCommRevoke).
 void revokeLocally(braidComm* comm, int by);

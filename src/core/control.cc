@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "base/error.h"
@@ -15,8 +17,12 @@ namespace braid {
 namespace {
 
 constexpr int32_t kMaxControlRanks = 1 << 20;
-// A stranger gets this long to send its header; nothing else is read from it first.
+// A connection gets this long to send its header; nothing else is read from it first.
+// Connections wait for theirs side by side (poll), so a silent one holds up no other.
 constexpr double kHeaderSec = 2.0;
+// Once a connection is readable, its header must be whole within this long: a stranger that
+// sends part of one holds the thread up this long at most.
+constexpr double kHeaderReadSec = 0.2;
 
 bool controlAddress(const std::string& text, sockaddr_in* sa) {
   const size_t colon = text.rfind(':');
@@ -79,25 +85,49 @@ bool ControlPlane::peerAddress(int rank, sockaddr_in* sa) const {
 }
 
 void ControlPlane::serve() {
+  // Accepted connections that have not sent their header yet, and since when.
+  std::vector<std::pair<int, Clock::time_point>> waiting;
   while (!stopping_.load()) {
-    pollfd fds[2] = {{listenFd_, POLLIN, 0}, {wakeFds_[0], POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
+    std::vector<pollfd> fds = {{listenFd_, POLLIN, 0}, {wakeFds_[0], POLLIN, 0}};
+    int timeoutMs = -1;
+    const auto now = Clock::now();
+    for (const auto& [fd, since] : waiting) {
+      fds.push_back({fd, POLLIN, 0});
+      const auto left =
+          since + std::chrono::milliseconds(static_cast<int>(kHeaderSec * 1000)) - now;
+      const int ms = static_cast<int>(std::max<long long>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
+      timeoutMs = timeoutMs < 0 ? ms : std::min(timeoutMs, ms);
+    }
+    if (poll(fds.data(), fds.size(), timeoutMs) < 0) {
       if (errno == EINTR) continue;
       BRAID_WARN("CONTROL", "control plane: poll: %s; revocations no longer arrive",
                  strerror(errno));
-      return;
+      break;
     }
-    if (fds[1].revents) return;
-    if (!(fds[0].revents & POLLIN)) continue;
-    const int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd >= 0) handle(fd);
+    if (fds[1].revents) break;
+    std::vector<std::pair<int, Clock::time_point>> still;
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      if (fds[i + 2].revents)
+        handle(waiting[i].first);  // closes it or hands it on
+      else if (Clock::now() - waiting[i].second > std::chrono::duration<double>(kHeaderSec))
+        ::close(waiting[i].first);  // a probe, or a silent stranger
+      else
+        still.push_back(waiting[i]);
+    }
+    waiting.swap(still);
+    if (fds[0].revents & POLLIN) {
+      const int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) waiting.emplace_back(fd, Clock::now());
+    }
   }
+  for (const auto& w : waiting) ::close(w.first);
 }
 
 void ControlPlane::handle(int fd) {
   ControlHeader h{};
   // Quietly: a probe (connect and close) sends nothing, and is no error.
-  if (recvAll(fd, &h, sizeof h, deadlineAfter(kHeaderSec)) != braidSuccess) {
+  if (recvAll(fd, &h, sizeof h, deadlineAfter(kHeaderReadSec)) != braidSuccess) {
     ::close(fd);
     return;
   }
@@ -118,7 +148,8 @@ void ControlPlane::handle(int fd) {
   if (h.type == static_cast<uint32_t>(ControlType::kRevoke)) {
     ::close(fd);
     // The rank that revoked first travels in the body (a forwarder sends it on).
-    if (onRevoke_) onRevoke_(ranks.empty() ? h.from : ranks[0]);
+    const int origin = ranks.empty() ? h.from : ranks[0];
+    if (onRevoke_ && origin >= 0 && origin < nranks()) onRevoke_(origin);
     return;
   }
   if (h.type != static_cast<uint32_t>(ControlType::kAgree)) {
@@ -132,9 +163,42 @@ void ControlPlane::handle(int fd) {
   r.excluded.assign(ranks.begin(), ranks.end());
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // This rank waits on another coordinator in that agreement: it says which, at once.
+    if (r.epoch == roleEpoch_ && roleCoordinator_ >= 0 && roleCoordinator_ != rank_) {
+      redirect(r.fd, roleCoordinator_);
+      return;
+    }
     mailbox_.push_back(std::move(r));
   }
   cv_.notify_all();
+}
+
+void ControlPlane::redirect(int fd, int coordinator) {
+  const std::string saved = lastError();
+  AgreeVerdict v{};
+  v.verdict = AgreeVerdict::kRedirect;
+  v.count = 1;
+  const int32_t c = coordinator;
+  const Deadline d = deadlineAfter(1.0);
+  if (sendAll(fd, &v, sizeof v, d) == braidSuccess) sendAll(fd, &c, sizeof c, d);
+  failVerbatim(braidSuccess, saved);
+  ::close(fd);
+}
+
+void ControlPlane::setAgreeRole(uint64_t epoch, int coordinator) {
+  std::lock_guard<std::mutex> lock(mu_);
+  roleEpoch_ = epoch;
+  roleCoordinator_ = coordinator;
+  if (coordinator < 0 || coordinator == rank_) return;
+  // Requests of this agreement that came before the role was known.
+  for (auto it = mailbox_.begin(); it != mailbox_.end();) {
+    if (it->epoch != epoch) {
+      ++it;
+      continue;
+    }
+    redirect(it->fd, coordinator);
+    it = mailbox_.erase(it);
+  }
 }
 
 int ControlPlane::connectHeader(int rank, ControlType type, uint64_t epoch,

@@ -56,6 +56,10 @@ struct AgreeRequest {
 struct AgreeVerdict {
   static constexpr int32_t kMember = 0;
   static constexpr int32_t kExcluded = 1;
+  // Not the coordinator: the one rank that follows is (the sender asks it instead).
+  static constexpr int32_t kRedirect = 2;
+  // The coordinator could not decide (the message says why in the sender's log): fail.
+  static constexpr int32_t kFailed = 3;
   int32_t verdict;
   int32_t count;
   braidUniqueId id;  // the new communicator's (kMember)
@@ -96,11 +100,16 @@ class ControlPlane {
   bool takeAgree(uint64_t epoch, Deadline until, AgreeRequest* out);
   // Whether `rank`'s process lives: a connection accepted within `sec`.
   Liveness probe(int rank, double sec);
+  // This rank's part in agreement `epoch`: waiting on `coordinator` (another rank: requests
+  // that reach this rank are redirected there, those queued already too), coordinating (this
+  // rank), or none (-1).
+  void setAgreeRole(uint64_t epoch, int coordinator);
 
  private:
   ControlPlane() = default;
   void serve();
   void handle(int fd);
+  void redirect(int fd, int coordinator);  // under mu_; closes fd
   bool peerAddress(int rank, sockaddr_in* sa) const;
   int connectHeader(int rank, ControlType type, uint64_t epoch, const std::vector<int>& ranks,
                     Deadline deadline, int* fd);
@@ -119,6 +128,8 @@ class ControlPlane {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<AgreeRequest> mailbox_;
+  uint64_t roleEpoch_ = 0;    // under mu_
+  int roleCoordinator_ = -1;  // under mu_
 };
 
 }  // namespace braid

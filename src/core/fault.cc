@@ -18,6 +18,15 @@
 
 namespace braid {
 
+braidResult_t checkNotRevoked(const braidComm* comm, const char* fn) {
+  const int by = comm->revokedBy.load(std::memory_order_acquire);
+  if (by < 0) return braidSuccess;
+  return fail(braidInvalidUsage,
+              "%s: comm was revoked (braidCommRevoke on rank %d): only braidCommShrink, "
+              "braidCommDestroy and braidCommAbort may follow",
+              fn, by);
+}
+
 void revokeLocally(braidComm* comm, int by) {
   int none = -1;
   if (!comm->revokedBy.compare_exchange_strong(none, by, std::memory_order_acq_rel)) return;
@@ -67,8 +76,11 @@ bool recvQuiet(int fd, void* p, size_t n, Deadline d) {
 }
 
 // The coordinator's side: gathers every rank it does not exclude, with what each excludes,
-// until none is missing (probing the missing ones; a gone one, or one silent past the
-// timeout, is excluded), then answers each with the verdict.
+// until none is missing (probing the missing ones: a gone one is excluded at once, one that
+// cannot be reached once the timeout is over), then answers each with the verdict. A missing
+// rank that lives at the timeout waits on another coordinator (the ranks' excludeRanks
+// differ) or never called shrink: then nobody may go on, and every rank that asked is told
+// so (kFailed), as this rank fails, naming it.
 braidResult_t coordinate(braidComm* comm, uint64_t epoch, std::vector<char>* out,
                          braidUniqueId* id) {
   ControlPlane& cp = *comm->control;
@@ -84,10 +96,32 @@ braidResult_t coordinate(braidComm* comm, uint64_t epoch, std::vector<char>* out
     if (missing.empty()) break;
     const Clock::time_point now = Clock::now();
     if (now >= giveUp) {
+      std::string alive;
       for (int r : missing) {
-        BRAID_WARN("FAULT", "shrink: rank %d did not take part within %s: left out", r,
+        if (cp.probe(r, 0.2) == Liveness::kAlive) {
+          if (!alive.empty()) alive += ',';
+          alive += std::to_string(r);
+          continue;
+        }
+        BRAID_WARN("FAULT", "shrink: rank %d cannot be reached within %s: left out", r,
                    secondsText(agreeTimeoutSec(comm)).c_str());
         excluded[r] = 1;
+      }
+      if (!alive.empty()) {
+        for (AgreeRequest& a : arrived) {
+          if (a.fd < 0) continue;
+          AgreeVerdict v{};
+          v.verdict = AgreeVerdict::kFailed;
+          sendQuiet(a.fd, &v, sizeof v, deadlineAfter(1.0));
+          ::close(a.fd);
+          a.fd = -1;
+        }
+        return fail(braidInvalidUsage,
+                    "braidCommShrink: rank(s) %s live but did not join this rank's agreement "
+                    "within %s: they wait on another coordinator (do the ranks' excludeRanks "
+                    "differ? an excluded rank must not call shrink) or never called "
+                    "braidCommShrink; no new communicator",
+                    alive.c_str(), secondsText(agreeTimeoutSec(comm)).c_str());
       }
       break;
     }
@@ -135,20 +169,40 @@ braidResult_t coordinate(braidComm* comm, uint64_t epoch, std::vector<char>* out
 // A participant's side with coordinator c: sends what it excludes and takes the verdict.
 // braidRemoteError when c is gone (the caller excludes it and turns to the next rank).
 braidResult_t participate(braidComm* comm, int c, uint64_t epoch, Deadline deadline,
-                          std::vector<char>* out, braidUniqueId* id, bool* member) {
+                          std::vector<char>* out, braidUniqueId* id, bool* member, int* redirect) {
   ControlPlane& cp = *comm->control;
   const int n = comm->nranks;
+  *redirect = -1;
   while (true) {
     int fd = -1;
     const Deadline connectBy = std::min<Deadline>(deadline, deadlineAfter(5.0));
-    if (cp.sendAgree(c, epoch, ranksOf(*out), connectBy, &fd) != braidSuccess)
+    if (cp.sendAgree(c, epoch, ranksOf(*out), connectBy, &fd) != braidSuccess) {
+      // Refused by a live process of this machine: c left the communicator (it destroyed
+      // it, or shrank without this rank), which is not a death to step over.
+      if (!comm->peerPids.empty() && comm->peerPids[c] > 0 && comm->peerPids[c] != getpid() &&
+          !processGone(comm->peerPids[c]))
+        return fail(braidInvalidUsage,
+                    "braidCommShrink: rank %d lives but has left this communicator (destroyed "
+                    "it, or shrank without this rank); no new communicator",
+                    c);
       return fail(braidRemoteError, "shrink: the coordinator, rank %d, cannot be reached", c);
+    }
     AgreeVerdict v{};
     const bool got = recvQuiet(fd, &v, sizeof v, deadline) && v.count >= 0 && v.count <= n;
     std::vector<int> list(got ? static_cast<size_t>(v.count) : 0);
     const bool whole =
         got && (list.empty() || recvQuiet(fd, list.data(), list.size() * sizeof(int), deadline));
     ::close(fd);
+    if (got && v.verdict == AgreeVerdict::kFailed)
+      return fail(braidInvalidUsage,
+                  "braidCommShrink: the coordinator, rank %d, could not reach an agreement "
+                  "(a live rank did not join it; its log says which); no new communicator",
+                  c);
+    if (whole && v.verdict == AgreeVerdict::kRedirect && list.size() == 1 && list[0] >= 0 &&
+        list[0] < n && list[0] != c) {
+      *redirect = list[0];  // c waits on that coordinator: ask it
+      return braidSuccess;
+    }
     if (whole) {
       std::fill(out->begin(), out->end(), 0);
       for (int x : list)
@@ -214,6 +268,7 @@ braidResult_t shrinkComm(braidComm* comm, const int* excludeRanks, int excludeCo
   const double bound = agreeTimeoutSec(comm);
   const Deadline deadline = deadlineAfter(3 * bound + 10);
   const braidConfig_t merged = childConfig(comm, config);
+  int redirects = 0;
   for (int attempt = 0; attempt <= n; ++attempt) {
     int c = 0;
     while (c < n && excluded[c] && c != comm->rank) ++c;
@@ -223,16 +278,34 @@ braidResult_t shrinkComm(braidComm* comm, const int* excludeRanks, int excludeCo
       if (n == 1 || !comm->control) {
         BRAID_TRY(braidGetUniqueId(&id));
       } else {
-        BRAID_TRY(coordinate(comm, epoch, &excluded, &id));
+        comm->control->setAgreeRole(epoch, c);
+        const braidResult_t r = coordinate(comm, epoch, &excluded, &id);
+        comm->control->setAgreeRole(epoch, -1);
+        BRAID_TRY(r);
       }
     } else {
-      const braidResult_t r = participate(comm, c, epoch, deadline, &excluded, &id, &member);
+      comm->control->setAgreeRole(epoch, c);
+      int redirect = -1;
+      const braidResult_t r =
+          participate(comm, c, epoch, deadline, &excluded, &id, &member, &redirect);
+      comm->control->setAgreeRole(epoch, -1);
       if (r == braidRemoteError) {
         BRAID_WARN("FAULT", "shrink: %s; turning to the next rank", lastError());
         excluded[c] = 1;
         continue;
       }
       BRAID_TRY(r);
+      if (redirect >= 0) {
+        // c waits on a lower live coordinator this rank had excluded (the lists differ): the
+        // live one decides.
+        BRAID_WARN("FAULT", "shrink: rank %d coordinates (rank %d waits on it); asking it",
+                   redirect, c);
+        excluded[redirect] = 0;
+        ++redirects;
+        if (redirects > n) break;
+        --attempt;
+        continue;
+      }
     }
     if (!member) {
       BRAID_WARN("FAULT",
@@ -407,6 +480,7 @@ braidResult_t braidCommGetUniqueId(braidComm_t comm, braidUniqueId* uniqueId) {
   return braid::guardApi("braidCommGetUniqueId", [&]() -> braidResult_t {
     BRAID_TRY(braid::checkComm(comm, "braidCommGetUniqueId"));
     if (!uniqueId) return fail(braidInvalidArgument, "braidCommGetUniqueId: uniqueId is NULL");
+    BRAID_TRY(braid::checkNotRevoked(comm, "braidCommGetUniqueId"));
     return braidGetUniqueId(uniqueId);
   });
 }

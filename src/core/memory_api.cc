@@ -21,9 +21,15 @@ braidResult_t braidCommMemStats(braidComm_t comm, braidCommMemStat_t stat, uint6
     std::lock_guard<std::mutex> lock(comm->mu);
     const uint64_t held = comm->deviceScratch.bytes() + comm->deviceBlock.bytes();
     switch (stat) {
-      case braidStatGpuMemSuspended: *value = comm->suspended ? 1 : 0; break;
-      case braidStatGpuMemPersist: *value = 0; break;  // nothing must stay on the device
-      default: *value = held; break;                   // all of it can be released
+      case braidStatGpuMemSuspended:
+        *value = comm->suspended ? 1 : 0;
+        break;
+      case braidStatGpuMemPersist:
+        *value = 0;
+        break;  // nothing must stay on the device
+      default:
+        *value = held;
+        break;  // all of it can be released
     }
     return braidSuccess;
   });
@@ -35,6 +41,7 @@ braidResult_t braidCommSuspend(braidComm_t comm, int flags) {
     if (flags != 0 && flags != BRAID_SUSPEND_MEM)
       return fail(braidInvalidArgument,
                   "braidCommSuspend: flags is %d; give 0 or BRAID_SUSPEND_MEM (1)", flags);
+    BRAID_TRY(braid::checkNotRevoked(comm, "braidCommSuspend"));
     braid::waitForQueuedWork(comm, false);
     std::lock_guard<std::mutex> lock(comm->mu);  // after the call running now
     if (comm->suspended)

@@ -5,8 +5,11 @@
 // survivor agrees on the same set, and collectives on the new communicator are exact;
 // braidCommGrow joins new ranks through the id braidCommGetUniqueId makes. Ranks as threads
 // and as processes.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "braid/braid.h"
+#include "core/comm.h"
 #include "test_scale.h"
 #include "test_util.h"
 
@@ -125,6 +129,39 @@ TEST(Revoke, EndsWaitingAndLaterCallsOnEveryRank) {
   EXPECT_TRUE(errors.empty()) << joined(errors);
 }
 
+// Strangers that connect to a rank's control port and send nothing hold up no revocation:
+// it arrives while their connections are still open (the control thread waits for their
+// headers side by side, and gives up on them after 2 s).
+TEST(Revoke, ArrivesPastSilentStrangers) {
+  std::vector<braidComm_t> comms(2);
+  ASSERT_EQ(braidCommInitAll(comms.data(), 2, nullptr), braidSuccess);
+  sockaddr_in sa{};
+  const std::string addr = comms[1]->control->address();
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::atoi(addr.c_str() + addr.rfind(':') + 1)));
+  ASSERT_EQ(inet_pton(AF_INET, addr.substr(0, addr.rfind(':')).c_str(), &sa.sin_addr), 1);
+  std::vector<int> strangers;
+  for (int i = 0; i < 5; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    strangers.push_back(fd);
+  }
+  ASSERT_EQ(braidCommRevoke(comms[0], 0), braidSuccess);
+  int revoked = 0;
+  bool closed = false;
+  while (!revoked && !closed) {
+    braidCommIsRevoked(comms[1], &revoked, nullptr);
+    for (int fd : strangers) {
+      char c;
+      closed |= recv(fd, &c, 1, MSG_DONTWAIT) == 0;  // the control thread gave up on it
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(revoked) << "the revocation waited for the strangers to time out";
+  for (int fd : strangers) close(fd);
+  for (braidComm_t c : comms) braidCommDestroy(c);
+}
+
 TEST(Revoke, RefusesBadArguments) {
   const auto errors = onThreads(2, [](braidComm_t comm, int) -> std::string {
     std::string out;
@@ -192,6 +229,37 @@ TEST(Shrink, FindsAGoneRankWithoutAListAndEndsStuckCalls) {
     return out;
   });
   EXPECT_TRUE(errors.empty()) << joined(errors);
+}
+
+// Ranks whose excludeRanks differ while the rank in question lives (NCCL's contract says an
+// excluded rank does not call shrink): never two communicators. Rank 2 excludes the live rank
+// 0, which coordinates: rank 1 (waiting on 0) redirects rank 2 there and all three agree.
+TEST(Shrink, DifferentListsEndInOneCommunicatorOrNone) {
+  auto run = [](const std::vector<std::vector<int>>& lists) {
+    std::vector<std::string> parents(lists.size());
+    std::vector<braidResult_t> res(lists.size());
+    const auto errors =
+        onThreads(static_cast<int>(lists.size()), [&](braidComm_t comm, int rank) -> std::string {
+          braidComm_t nc = nullptr;
+          const std::vector<int>& l = lists[static_cast<size_t>(rank)];
+          res[rank] = braidCommShrink(comm, l.data(), static_cast<int>(l.size()), &nc, nullptr, 0);
+          if (nc) {
+            for (int p : parentRanks(nc)) parents[rank] += std::to_string(p) + ",";
+            braidCommDestroy(nc);
+          }
+          braidCommDestroy(comm);
+          return "";
+        });
+    std::string out;
+    for (size_t r = 0; r < lists.size(); ++r)
+      out += std::to_string(res[r]) + ":" + parents[r] + " ";
+    return out;
+  };
+  EXPECT_EQ(run({{}, {}, {0}}), "0:0,1,2, 0:0,1,2, 0:0,1,2, ");
+  // Rank 1 excludes the live rank 0 and waits as a coordinator; rank 0 coordinates ranks 0
+  // and 2: neither agreement completes, and every rank fails (invalid usage, 5), none with a
+  // communicator.
+  EXPECT_EQ(run({{}, {0}, {}}), "5: 5: 5: ");
 }
 
 TEST(Shrink, RefusesBadArguments) {
@@ -525,7 +593,8 @@ TEST(RandomKill, ASecondDeathDuringTheShrink) {
 // its ranks agree on their own side, then carry on with exact results. Both sides go on
 // (a split brain, as with any agreement without a quorum: docs/fault-tolerance.md).
 TEST(HostCutOff, EachSideAgreesOnItselfAndCarriesOn) {
-  const ClusterResult res = runInCluster(2, 2, "survive", {"BRAID_TEST_CUT=1", "BRAID_TEST_SEED=1"});
+  const ClusterResult res =
+      runInCluster(2, 2, "survive", {"BRAID_TEST_CUT=1", "BRAID_TEST_SEED=1"});
   if (!res.skipReason.empty()) GTEST_SKIP() << res.skipReason;
   const std::string want[4] = {"0,1,", "0,1,", "2,3,", "2,3,"};
   for (int r = 0; r < 4; ++r) {
