@@ -389,6 +389,7 @@ braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
 #include "braid/braid_algorithms.h"  // braidListAlgorithms, braidCommSetAlgorithm, braidCommPredict
 #include "braid/braid_fault.h"       // braidCommRevoke, braidCommShrink, braidCommGrow
 #include "braid/braid_memory.h"      // braidCommMemStats, braidCommSuspend, braidCommResume
+#include "braid/braid_rma.h"         // windows, braidPutSignal, braidWaitSignal
 
 /// Creates a host stream with its own worker thread.
 braidResult_t braidStreamCreate(braidStream_t* stream);

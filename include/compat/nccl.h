@@ -425,7 +425,7 @@ ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t*
 ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 
 /* NCCL 2.27 (ncclWinGetUserPtr 2.29): symmetric registration of a buffer on every rank
- * (collective), and the user pointer a window stands for. Not in Braid yet. */
+ * (collective), and the user pointer a window stands for (braid/braid_rma.h). */
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
                                     int winFlags);
 ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
@@ -437,7 +437,8 @@ ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUse
 
 /* NCCL 2.29, one-sided: put count elements of localbuff into peer's window peerWin at
  * peerWinOffset bytes, then raise signal sigIdx of context ctx there; a signal alone; wait
- * for nDesc signals. flags: 0. Not in Braid yet. */
+ * for nDesc signals. flags: 0. The target needs no call for the data to land (over Braid's
+ * control plane; braid/braid_rma.h). */
 ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
                            unsigned int flags, ncclComm_t comm, cudaStream_t stream);

@@ -94,13 +94,6 @@ braidResult_t toBraid(const ncclConfig_t* in, braidConfig_t* out, const char* fn
   return braidSuccess;
 }
 
-// A function of NCCL 2.22-2.30 that Braid cannot carry out yet: an error, never success.
-ncclResult_t notYet(const char* fn, const char* since, const char* what) {
-  return toNccl(braid::fail(braidInvalidUsage,
-                            "%s (NCCL %s): %s is not in Braid yet; nothing was done", fn, since,
-                            what));
-}
-
 }  // namespace
 
 extern "C" {
@@ -314,24 +307,38 @@ NCCL_EXPORT ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t sta
                                           uint64_t* value) {
   return toNccl(braidCommMemStats(toBraid(comm), static_cast<braidCommMemStat_t>(stat), value));
 }
-NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
-  return notYet("ncclCommWindowRegister", "2.27", "symmetric window registration");
+// NCCL 2.27-2.29's windows and one-sided calls, over braid_rma.h (the same flags and layout).
+static_assert(NCCL_WIN_COLL_SYMMETRIC == BRAID_WIN_COLL_SYMMETRIC &&
+              NCCL_WIN_STRICT_ORDERING == BRAID_WIN_STRICT_ORDERING &&
+              sizeof(ncclWaitSignalDesc_t) == sizeof(braidWaitSignalDesc_t));
+braidWindow_t toBraid(ncclWindow_t w) { return reinterpret_cast<braidWindow_t>(w); }
+NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size,
+                                                ncclWindow_t* win, int winFlags) {
+  return toNccl(braidCommWindowRegister(toBraid(comm), buff, size,
+                                        reinterpret_cast<braidWindow_t*>(win), winFlags));
 }
-NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
-  return notYet("ncclCommWindowDeregister", "2.27", "symmetric window registration");
+NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return toNccl(braidCommWindowDeregister(toBraid(comm), toBraid(win)));
 }
-NCCL_EXPORT ncclResult_t ncclWinGetUserPtr(ncclComm_t, ncclWindow_t, void**) {
-  return notYet("ncclWinGetUserPtr", "2.29", "symmetric window registration");
+NCCL_EXPORT ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  return toNccl(braidWinGetUserPtr(toBraid(comm), toBraid(win), outUserPtr));
 }
-NCCL_EXPORT ncclResult_t ncclPutSignal(const void*, size_t, ncclDataType_t, int, ncclWindow_t,
-                                       size_t, int, int, unsigned int, ncclComm_t, cudaStream_t) {
-  return notYet("ncclPutSignal", "2.29", "one-sided put with a signal");
+NCCL_EXPORT ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype,
+                                       int peer, ncclWindow_t peerWin, size_t peerWinOffset,
+                                       int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  return toNccl(braidPutSignal(localbuff, count, toBraid(datatype), peer, toBraid(peerWin),
+                               peerWinOffset, sigIdx, ctx, flags, toBraid(comm),
+                               toBraid(stream, comm)));
 }
-NCCL_EXPORT ncclResult_t ncclSignal(int, int, int, unsigned int, ncclComm_t, cudaStream_t) {
-  return notYet("ncclSignal", "2.29", "one-sided signals");
+NCCL_EXPORT ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags,
+                                    ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(braidSignal(peer, sigIdx, ctx, flags, toBraid(comm), toBraid(stream, comm)));
 }
-NCCL_EXPORT ncclResult_t ncclWaitSignal(int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t) {
-  return notYet("ncclWaitSignal", "2.29", "one-sided signals");
+NCCL_EXPORT ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs,
+                                        ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(braidWaitSignal(nDesc, reinterpret_cast<const braidWaitSignalDesc_t*>(signalDescs),
+                                toBraid(comm), toBraid(stream, comm)));
 }
 NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (!simInfo) return ncclGroupEnd();  // NCCL's: no simInfo, an ordinary group end

@@ -347,6 +347,8 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
       comm->magic = 0;
     }
     if (comm->proxy && !comm->broken.empty()) comm->proxy->abandon();
+    comm->control.reset();  // its thread lands puts in the windows freed next
+    braid::freeWindows(comm);
     delete comm;
     return braidSuccess;
   });
@@ -374,6 +376,8 @@ braidResult_t braidCommAbort(braidComm_t comm) {
       comm->magic = 0;
     }
     if (comm->proxy) comm->proxy->abandon();
+    comm->control.reset();
+    braid::freeWindows(comm);
     delete comm;
     return braidSuccess;
   });

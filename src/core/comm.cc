@@ -438,6 +438,9 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
   if (nranks > 1) {
     BRAID_TRY(ControlPlane::create(
         idData.secret, rank, [comm](int from) { revokeLocally(comm, from); }, &comm->control));
+    comm->control->setPutHandler([comm](int fd, int from, const std::vector<int32_t>& meta) {
+      applyPut(comm, fd, from, meta);
+    });
     mine.ctrlAddr = comm->control->address();
   }
   std::vector<std::string> cards;

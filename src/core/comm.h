@@ -187,8 +187,18 @@ struct braidComm {
   // braidCommParentRanks: each rank's rank in the communicator this one was made from (shrink,
   // grow, split; -1 for a rank that joined through grow); empty for the identity.
   std::vector<int> parentRanks;
+  // One-sided calls (braid_rma.h, window.cc): windows by id (each rank's k-th registration is
+  // id k), and signals by (peer, sigIdx): how many arrived, how many waits consumed.
+  struct Rma {
+    std::mutex mu;
+    std::condition_variable cv;
+    uint32_t nextId = 1;
+    std::map<uint32_t, struct braidWindow*> windows;
+    std::map<std::pair<int, int>, uint64_t> arrived, consumed;
+  };
+  Rma rma;
   // The control plane (null for one rank); declared last, so that its thread, which revokes
-  // this communicator, stops before anything else of it goes.
+  // this communicator and lands puts in its windows, stops before anything else of it goes.
   std::unique_ptr<braid::ControlPlane> control;
 };
 
@@ -225,6 +235,11 @@ braidConfig_t childConfig(const braidComm* comm, const braidConfig_t* config);
 void waitForQueuedWork(braidComm* comm, bool close);
 // braidInvalidUsage naming fn where comm was revoked, else braidSuccess.
 braidResult_t checkNotRevoked(const braidComm* comm, const char* fn);
+// The control thread's part of a put or signal (window.cc): the data of meta's range read
+// from fd into the window, then the signal counted, then a one-byte answer (1 done, 0 refused).
+void applyPut(braidComm* comm, int fd, int from, const std::vector<int32_t>& meta);
+// Frees comm's windows (braidCommDestroy, braidCommAbort).
+void freeWindows(braidComm* comm);
 // Marks comm revoked by rank `by` (once; later calls do nothing), wakes its waiting calls and
 // forwards the revocation to every peer but `by` (braidCommRevoke).
 void revokeLocally(braidComm* comm, int by);

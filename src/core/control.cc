@@ -152,6 +152,11 @@ void ControlPlane::handle(int fd) {
     if (onRevoke_ && origin >= 0 && origin < nranks()) onRevoke_(origin);
     return;
   }
+  if (h.type == static_cast<uint32_t>(ControlType::kPut)) {
+    if (onPut_ && h.from >= 0 && h.from < nranks()) onPut_(fd, h.from, ranks);
+    ::close(fd);
+    return;
+  }
   if (h.type != static_cast<uint32_t>(ControlType::kAgree)) {
     ::close(fd);
     return;
@@ -246,6 +251,30 @@ void ControlPlane::broadcastRevoke(int origin) {
         ::close(fd);
     }
   });
+}
+
+braidResult_t ControlPlane::sendPut(int rank, const std::vector<int>& meta, const void* data,
+                                    size_t bytes, Deadline deadline) {
+  int fd = -1;
+  const int err = connectHeader(rank, ControlType::kPut, 0, meta, deadline, &fd);
+  if (err != 0)
+    return fail(braidRemoteError, "put to rank %d: its control plane cannot be reached: %s", rank,
+                strerror(err));
+  braidResult_t r = bytes ? sendAll(fd, data, bytes, deadline) : braidSuccess;
+  uint8_t answer = 0;
+  if (r == braidSuccess) r = recvAll(fd, &answer, 1, deadline);
+  ::close(fd);
+  BRAID_TRY(r);
+  if (answer != 1)
+    return fail(braidInvalidArgument,
+                "put to rank %d: refused there (window %d unknown or deregistered, or the range "
+                "[%zu, +%zu) beyond it)",
+                rank, meta.empty() ? -1 : meta[0],
+                meta.size() >= 4 ? (static_cast<size_t>(static_cast<uint32_t>(meta[3])) << 32) |
+                                       static_cast<uint32_t>(meta[2])
+                                 : 0,
+                bytes);
+  return braidSuccess;
 }
 
 braidResult_t ControlPlane::sendAgree(int rank, uint64_t epoch, const std::vector<int>& excluded,

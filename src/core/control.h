@@ -29,7 +29,7 @@
 
 namespace braid {
 
-enum class ControlType : uint32_t { kRevoke = 1, kAgree = 2 };
+enum class ControlType : uint32_t { kRevoke = 1, kAgree = 2, kPut = 3 };
 
 // A connection's first bytes.
 struct ControlHeader {
@@ -91,6 +91,17 @@ class ControlPlane {
   // per plane: later calls do nothing.
   void broadcastRevoke(int origin);
 
+  // Where puts and signals land (window.cc): run on the control thread with the connection,
+  // the sender and the put's description (PutMeta); it reads the data and answers. Set before
+  // any peer knows this rank's address.
+  void setPutHandler(std::function<void(int fd, int from, const std::vector<int32_t>&)> fn) {
+    onPut_ = std::move(fn);
+  }
+  // Sends a put (meta, then bytes of data) to `rank` and waits for its answer: braidSuccess
+  // once the data is in the window and the signal counted there, braidInvalidArgument if the
+  // peer refused it (no such window, out of range), braidRemoteError if it cannot be reached.
+  braidResult_t sendPut(int rank, const std::vector<int>& meta, const void* data, size_t bytes,
+                        Deadline deadline);
   // Opens a connection to `rank` and sends an agreement request; *fd stays open for the
   // verdict. braidRemoteError when the rank refuses (gone) or cannot be reached by deadline.
   braidResult_t sendAgree(int rank, uint64_t epoch, const std::vector<int>& excluded,
@@ -121,6 +132,7 @@ class ControlPlane {
   std::string address_;
   std::vector<std::string> peers_;
   std::function<void(int)> onRevoke_;
+  std::function<void(int, int, const std::vector<int32_t>&)> onPut_;
   std::thread thread_;
   std::thread revoker_;
   std::atomic<bool> revokeSent_{false};

@@ -179,8 +179,17 @@ braidResult_t participate(braidComm* comm, int c, uint64_t epoch, Deadline deadl
     if (cp.sendAgree(c, epoch, ranksOf(*out), connectBy, &fd) != braidSuccess) {
       // Refused by a live process of this machine: c left the communicator (it destroyed
       // it, or shrank without this rank), which is not a death to step over.
-      if (!comm->peerPids.empty() && comm->peerPids[c] > 0 && comm->peerPids[c] != getpid() &&
-          !processGone(comm->peerPids[c]))
+      // A killed process closes its sockets while it exits, a moment before it is a zombie.
+      auto leftAlive = [&] {
+        const int pid = comm->peerPids.empty() ? 0 : comm->peerPids[c];
+        if (pid <= 0 || pid == getpid()) return false;
+        for (int i = 0; i < 50; ++i) {
+          if (processGone(pid)) return false;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return true;
+      };
+      if (leftAlive())
         return fail(braidInvalidUsage,
                     "braidCommShrink: rank %d lives but has left this communicator (destroyed "
                     "it, or shrank without this rank); no new communicator",
@@ -268,7 +277,7 @@ braidResult_t shrinkComm(braidComm* comm, const int* excludeRanks, int excludeCo
   const double bound = agreeTimeoutSec(comm);
   const Deadline deadline = deadlineAfter(3 * bound + 10);
   const braidConfig_t merged = childConfig(comm, config);
-  int redirects = 0;
+  std::vector<char> gone(static_cast<size_t>(n), 0);  // found dead here (not just excluded)
   for (int attempt = 0; attempt <= n; ++attempt) {
     int c = 0;
     while (c < n && excluded[c] && c != comm->rank) ++c;
@@ -291,18 +300,22 @@ braidResult_t shrinkComm(braidComm* comm, const int* excludeRanks, int excludeCo
       comm->control->setAgreeRole(epoch, -1);
       if (r == braidRemoteError) {
         BRAID_WARN("FAULT", "shrink: %s; turning to the next rank", lastError());
-        excluded[c] = 1;
+        excluded[c] = gone[c] = 1;
         continue;
       }
       BRAID_TRY(r);
       if (redirect >= 0) {
-        // c waits on a lower live coordinator this rank had excluded (the lists differ): the
-        // live one decides.
-        BRAID_WARN("FAULT", "shrink: rank %d coordinates (rank %d waits on it); asking it",
-                   redirect, c);
-        excluded[redirect] = 0;
-        ++redirects;
-        if (redirects > n) break;
+        if (gone[redirect]) {
+          // c still waits on a coordinator this rank found dead: c finds out soon; ask again.
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        } else {
+          // c waits on a lower live coordinator this rank had excluded (the lists differ):
+          // the live one decides.
+          BRAID_WARN("FAULT", "shrink: rank %d coordinates (rank %d waits on it); asking it",
+                     redirect, c);
+          excluded[redirect] = 0;
+        }
+        if (Clock::now() >= deadline) break;
         --attempt;
         continue;
       }

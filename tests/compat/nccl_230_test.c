@@ -9,8 +9,6 @@
  *  - the Param API over Braid's settings (meson.build sets BRAID_BUFFSIZE=1M and
  *    NCCL_CHUNKSIZE=64K): exact values of every getter, the dump's sources, and the refusals
  *    (unknown key, NULL, out of range, not a number, a buffer too small);
- *  - every function Braid cannot carry out yet returns ncclInvalidUsage, with
- *    ncclGetLastError naming the function and saying nothing was done;
  *  - every pncclX twin called beside its ncclX with the same arguments, giving the same result;
  *  - non-blocking init (config.blocking = 0) on 3 thread ranks: ncclInProgress with the comm
  *    set, ncclCommGetAsyncError polled until ncclSuccess, then an exact all-reduce.
@@ -292,33 +290,6 @@ static void memStats(ncclComm_t comm) {
   CHECK(strstr(ncclGetLastError(NULL), "stat 7") != NULL, "message: %s", ncclGetLastError(NULL));
   CHECK(ncclCommMemStats(comm, ncclStatGpuMemTotal, NULL) == ncclInvalidArgument, "value NULL");
   CHECK(ncclCommMemStats(NULL, ncclStatGpuMemTotal, &v) != ncclSuccess, "comm NULL");
-}
-
-/* What Braid cannot do yet: ncclInvalidUsage and a message naming the function; the pncclX
- * twin says the same. */
-static void expectNotYet(ncclResult_t r, ncclResult_t twin, const char* fn) {
-  CHECK(r == ncclInvalidUsage, "%s gave %d (%s), not ncclInvalidUsage", fn, (int)r,
-        ncclGetErrorString(r));
-  CHECK(twin == r, "p%s gave %d, %s %d", fn, (int)twin, fn, (int)r);
-  const char* msg = ncclGetLastError(NULL);
-  CHECK(strstr(msg, fn) != NULL && strstr(msg, "not in Braid yet") != NULL, "%s: message: %s", fn,
-        msg);
-}
-#define NOT_YET(fn, ...) expectNotYet(fn(__VA_ARGS__), p##fn(__VA_ARGS__), #fn)
-
-static void notYet(ncclComm_t* comms) {
-  ncclComm_t out = NULL;
-  ncclWindow_t win = NULL;
-  void* ptr = NULL;
-  char buf[64];
-  ncclWaitSignalDesc_t desc = {1, 1, 0, 0};
-  NOT_YET(ncclCommWindowRegister, comms[0], buf, sizeof buf, &win, NCCL_WIN_DEFAULT);
-  NOT_YET(ncclCommWindowDeregister, comms[0], win);
-  NOT_YET(ncclWinGetUserPtr, comms[0], win, &ptr);
-  NOT_YET(ncclPutSignal, buf, 4, ncclInt8, 1, win, 0, 0, 0, 0, comms[0], NULL);
-  NOT_YET(ncclSignal, 1, 0, 0, 0, comms[0], NULL);
-  NOT_YET(ncclWaitSignal, 1, &desc, comms[0], NULL);
-  CHECK(out == NULL && win == NULL && ptr == NULL, "an output was written");
 }
 
 /* Each twin beside its name on the same (mostly refused) arguments: the same result. */
@@ -682,7 +653,6 @@ int main(void) {
     memStats(comms[0]);
     simulate(comms);
     groupMisuse(comms);
-    notYet(comms);
     params();
     paramEdges();
     twins(comms[0]);

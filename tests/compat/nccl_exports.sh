@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libnccl.so.2's exports: every one is an ncclX or pncclX function (the version script,
 # src/compat/libnccl.map, hides the rest), and each is called in a test of tests/compat (C or
-# C++): by name, `name(`, or through nccl_230_test.c's SAME(ncclX, ...) and NOT_YET(ncclX, ...),
+# C++): by name, `name(`, or through nccl_230_test.c's SAME(ncclX, ...),
 # which call ncclX and pncclX both. Fails listing the symbols that break either rule.
 #   nccl_exports.sh LIBNCCL TEST_DIR
 set -euo pipefail
@@ -15,7 +15,7 @@ for s in "${syms[@]}"; do
     *) echo "nccl_exports: $lib exports $s, which is not NCCL's" >&2; bad=1; continue ;;
   esac
   base="${s#p}"
-  if ! grep -qE "(^|[^A-Za-z0-9_])$s[[:space:]]*\(|(SAME|NOT_YET)\($base," "$dir"/*.c "$dir"/*.cc \
+  if ! grep -qE "(^|[^A-Za-z0-9_])$s[[:space:]]*\(|SAME\($base," "$dir"/*.c "$dir"/*.cc \
     2>/dev/null; then
     echo "nccl_exports: no test in $dir calls $s" >&2
     bad=1

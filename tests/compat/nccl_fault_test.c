@@ -6,6 +6,8 @@
  *    end with ncclInvalidUsage naming the revocation, later calls too;
  *  - ncclCommShrink of the revoked communicator with NCCL_SHRINK_ABORT and no list: all 4;
  *  - bad arguments (flags, an excluded caller, a NULL newcomm) refused by name;
+ *  - windows and one-sided calls: each rank puts into its right neighbour's window with a
+ *    signal, signals again, waits for its left neighbour's two signals, and finds the data;
  *  - ncclCommSuspend / ncclCommResume on a host communicator: calls refused while suspended,
  *    ncclCommMemStats says so (and 0 bytes of device memory), calls run again after.
  * The pncclX twins take part in the same collective calls as the ncclX names.
@@ -127,6 +129,39 @@ static void badArguments(ncclComm_t comm) {
   CHECK(out == NULL, "an output was written");
 }
 
+/* Rank r puts 256 int32 (r * 1000 + i) into rank r + 1's window, signals it once more, and
+ * waits for both signals of rank r - 1; odd ranks call the pncclX twins. */
+static void* windowMain(void* arg) {
+  const int r = (int)(long)arg, odd = r % 2;
+  const int right = (r + 1) % N, left = (r + N - 1) % N;
+  ncclComm_t c = again[r];
+  int32_t win[256], mine[256];
+  for (int i = 0; i < 256; ++i) {
+    win[i] = -1;
+    mine[i] = r * 1000 + i;
+  }
+  ncclWindow_t w = NULL;
+  void* user = NULL;
+  NCCLCHECK(odd ? pncclCommWindowRegister(c, win, sizeof win, &w, NCCL_WIN_DEFAULT)
+                : ncclCommWindowRegister(c, win, sizeof win, &w, NCCL_WIN_DEFAULT));
+  NCCLCHECK(odd ? pncclWinGetUserPtr(c, w, &user) : ncclWinGetUserPtr(c, w, &user));
+  CHECK(user == (void*)win, "rank %d: the window's user pointer", r);
+  NCCLCHECK(odd ? pncclPutSignal(mine, 256, ncclInt32, right, w, 0, 1, 0, 0, c, NULL)
+                : ncclPutSignal(mine, 256, ncclInt32, right, w, 0, 1, 0, 0, c, NULL));
+  NCCLCHECK(odd ? pncclSignal(right, 1, 0, 0, c, NULL) : ncclSignal(right, 1, 0, 0, c, NULL));
+  ncclWaitSignalDesc_t desc = {2, left, 1, 0};
+  NCCLCHECK(odd ? pncclWaitSignal(1, &desc, c, NULL) : ncclWaitSignal(1, &desc, c, NULL));
+  for (int i = 0; i < 256; ++i)
+    if (win[i] != left * 1000 + i) {
+      CHECK(0, "rank %d: window element %d is %d", r, i, win[i]);
+      break;
+    }
+  CHECK(ncclPutSignal(mine, 257, ncclInt32, right, w, 0, 1, 0, 0, c, NULL) == ncclInvalidArgument,
+        "rank %d: a put past the window accepted", r);
+  NCCLCHECK(odd ? pncclCommWindowDeregister(c, w) : ncclCommWindowDeregister(c, w));
+  return NULL;
+}
+
 /* Each rank suspends and resumes its own communicator (local calls); the all-reduce runs on
  * every rank before and after. */
 static void* suspendMain(void* arg) {
@@ -160,6 +195,7 @@ int main(void) {
     onThreads(growMain, N);
   }
   if (failures == 0) onThreads(revokeMain, N);
+  if (failures == 0) onThreads(windowMain, N);
   if (failures == 0) onThreads(suspendMain, N);
   for (int r = 0; r < N; ++r) {
     if (shrunk[r]) ncclCommDestroy(shrunk[r]);
