@@ -6,9 +6,12 @@
  * (include/braid/braid.h documents each one). Each declaration after 2.19 says which NCCL
  * release brought it. NCCL_VERSION_CODE names the newest release whose whole public host API
  * Braid provides (2.22.3, whose last addition is ncclGroupSimulateEnd; of 2.24's additions,
- * ncclCommInitRankScalable and the fp8 types are here, ncclResetDebugInit is not); a function
- * of a later release that Braid cannot carry out yet
- * returns ncclInvalidUsage, with ncclGetLastError saying what is missing: never success.
+ * ncclCommInitRankScalable and the fp8 types are here, ncclResetDebugInit is not). Every other
+ * function of NCCL 2.30's host header is here and carried out, fault tolerance (2.27-2.29:
+ * shrink, revoke, grow), suspend and memory figures, windows and one-sided calls included;
+ * what Braid cannot do on a build (a GPU-only case) returns an error with ncclGetLastError
+ * saying why: never success. The device header (nccl_device.h, 2.28) is not provided, so the
+ * version code stays below 2.28.
  *
  * Shapes and units are NCCL's: counts are elements of the datatype, never bytes; `peer` and
  * `root` are ranks of comm. Each function also exists as pncclX (NCCL's profiling twins).
