@@ -347,7 +347,7 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
       comm->magic = 0;
     }
     if (comm->proxy && !comm->broken.empty()) comm->proxy->abandon();
-    comm->control.reset();  // its thread lands puts in the windows freed next
+    if (comm->control) comm->control->stop();  // its thread lands puts in the windows freed next
     braid::freeWindows(comm);
     delete comm;
     return braidSuccess;
@@ -376,7 +376,7 @@ braidResult_t braidCommAbort(braidComm_t comm) {
       comm->magic = 0;
     }
     if (comm->proxy) comm->proxy->abandon();
-    comm->control.reset();
+    if (comm->control) comm->control->stop();
     braid::freeWindows(comm);
     delete comm;
     return braidSuccess;

@@ -56,7 +56,7 @@ braidResult_t ControlPlane::create(const uint8_t secret[32], int rank,
   return braidSuccess;
 }
 
-ControlPlane::~ControlPlane() {
+void ControlPlane::stop() {
   stopping_.store(true);
   if (wakeFds_[1] >= 0) {
     const char c = 1;
@@ -64,6 +64,10 @@ ControlPlane::~ControlPlane() {
   }
   if (thread_.joinable()) thread_.join();
   if (revoker_.joinable()) revoker_.join();
+}
+
+ControlPlane::~ControlPlane() {
+  stop();
   for (AgreeRequest& r : mailbox_) ::close(r.fd);
   for (int fd : {listenFd_, wakeFds_[0], wakeFds_[1]})
     if (fd >= 0) ::close(fd);

@@ -77,6 +77,9 @@ class ControlPlane {
                               std::unique_ptr<ControlPlane>* out);
   // Stops the thread (and a revocation still being sent), closes every socket.
   ~ControlPlane();
+  // Stops the thread and the revocation being sent; nothing arrives afterwards. Idempotent;
+  // from the thread that owns the plane.
+  void stop();
   ControlPlane(const ControlPlane&) = delete;
   ControlPlane& operator=(const ControlPlane&) = delete;
 
