@@ -387,9 +387,9 @@ braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDat
 braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
 
 #include "braid/braid_algorithms.h"  // braidListAlgorithms, braidCommSetAlgorithm, braidCommPredict
-#include "braid/braid_fault.h"       // braidCommRevoke, braidCommShrink, braidCommGrow
-#include "braid/braid_memory.h"      // braidCommMemStats, braidCommSuspend, braidCommResume
-#include "braid/braid_rma.h"         // windows, braidPutSignal, braidWaitSignal
+#include "braid/braid_fault.h"
+#include "braid/braid_memory.h"
+#include "braid/braid_rma.h"
 
 /// Creates a host stream with its own worker thread.
 braidResult_t braidStreamCreate(braidStream_t* stream);

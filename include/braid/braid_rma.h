@@ -35,8 +35,8 @@ typedef struct braidWindow* braidWindow_t;
 /// refused at the caller. *win is this rank's handle, also naming the peers' windows.
 /// @return braidInvalidArgument for a bad comm, NULL buff with size > 0, NULL win or unknown
 ///         flags; comm's errors if the exchange fails.
-braidResult_t braidCommWindowRegister(braidComm_t comm, void* buff, size_t size,
-                                      braidWindow_t* win, int winFlags);
+braidResult_t braidCommWindowRegister(braidComm_t comm, void* buff, size_t size, braidWindow_t* win,
+                                      int winFlags);
 /// Deregisters win on every rank (collective; after it, puts to it are refused).
 braidResult_t braidCommWindowDeregister(braidComm_t comm, braidWindow_t win);
 /// *userPtr = the buffer this rank registered as win.
@@ -67,7 +67,7 @@ typedef struct {
 /// than earlier waits consumed (NCCL's ncclWaitSignal), and consumes them; the data of the puts
 /// they end is then in this rank's windows. Bounded by comm's timeout (braidTimeout, naming
 /// the desc still short); a revoked comm ends it at once.
-braidResult_t braidWaitSignal(int nDesc, const braidWaitSignalDesc_t* signalDescs,
-                              braidComm_t comm, braidStream_t stream);
+braidResult_t braidWaitSignal(int nDesc, const braidWaitSignalDesc_t* signalDescs, braidComm_t comm,
+                              braidStream_t stream);
 
 #endif  // BRAID_BRAID_RMA_H_

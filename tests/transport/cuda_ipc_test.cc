@@ -238,8 +238,9 @@ TEST_F(CudaIpc, DeviceScratchIsFreedWithTheCommunicator) {
 }
 
 // braidCommMemStats counts the device scratch and staging block a device-to-device all-reduce
-// grew (recursive doubling on 3 ranks: the rank outside the power of two needs scratch); braidCommSuspend with BRAID_SUSPEND_MEM frees them (0 bytes, "suspended", calls
-// refused), braidCommResume allocates them again at the same size and calls run again.
+// grew (recursive doubling on 3 ranks: the rank outside the power of two needs scratch);
+// braidCommSuspend with BRAID_SUSPEND_MEM frees them (0 bytes, "suspended", calls refused),
+// braidCommResume allocates them again at the same size and calls run again.
 TEST_F(CudaIpc, SuspendReleasesTheDeviceMemoryAndResumeRestoresIt) {
   std::atomic<int> holding{0};  // ranks whose call grew device memory (not every rank's does)
   auto errors = runThreads(3, [&holding](braidComm_t c, int r) -> std::string {
