@@ -100,6 +100,15 @@ std::string addressString(const sockaddr_in& sa) {
   return std::string(buf) + ":" + std::to_string(ntohs(sa.sin_port));
 }
 
+bool parseAddress(const std::string& text, sockaddr_in* sa) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return false;
+  *sa = sockaddr_in{};
+  sa->sin_family = AF_INET;
+  sa->sin_port = htons(static_cast<uint16_t>(std::atoi(text.c_str() + colon + 1)));
+  return inet_pton(AF_INET, text.substr(0, colon).c_str(), &sa->sin_addr) == 1;
+}
+
 braidResult_t listenOn(const in_addr& addr, int* fd, sockaddr_in* bound) {
   int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return fail(braidSystemError, "socket() failed: %s", strerror(errno));

@@ -27,6 +27,8 @@ braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname);
 bool ifnameMatches(const std::string& spec, const char* name);
 
 std::string addressString(const sockaddr_in& sa);
+// addressString's "a.b.c.d:port" back into *sa; false if it is not one.
+bool parseAddress(const std::string& text, sockaddr_in* sa);
 
 // Listens on addr with an ephemeral port; *bound gets the actual address and port.
 braidResult_t listenOn(const in_addr& addr, int* fd, sockaddr_in* bound);

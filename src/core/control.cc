@@ -24,15 +24,6 @@ constexpr double kHeaderSec = 2.0;
 // sends part of one holds the thread up this long at most.
 constexpr double kHeaderReadSec = 0.2;
 
-bool controlAddress(const std::string& text, sockaddr_in* sa) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos) return false;
-  *sa = sockaddr_in{};
-  sa->sin_family = AF_INET;
-  sa->sin_port = htons(static_cast<uint16_t>(std::atoi(text.c_str() + colon + 1)));
-  return inet_pton(AF_INET, text.substr(0, colon).c_str(), &sa->sin_addr) == 1;
-}
-
 }  // namespace
 
 braidResult_t ControlPlane::create(const uint8_t secret[32], int rank,
@@ -85,7 +76,7 @@ bool ControlPlane::peerAddress(int rank, sockaddr_in* sa) const {
     if (rank < 0 || rank >= static_cast<int>(peers_.size())) return false;
     text = peers_[static_cast<size_t>(rank)];
   }
-  return !text.empty() && controlAddress(text, sa);
+  return !text.empty() && parseAddress(text, sa);
 }
 
 void ControlPlane::serve() {

@@ -84,15 +84,6 @@ constexpr int kConnectMs = 500;
 constexpr int kTakeMs = 20;
 constexpr int kReadMs = 5;
 
-bool parseAddress(const std::string& text, sockaddr_in* sa) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos) return false;
-  *sa = sockaddr_in{};
-  sa->sin_family = AF_INET;
-  sa->sin_port = htons(static_cast<uint16_t>(std::atoi(text.c_str() + colon + 1)));
-  return inet_pton(AF_INET, text.substr(0, colon).c_str(), &sa->sin_addr) == 1;
-}
-
 // Reads exactly len bytes before `until`; false on close, error or time out.
 bool readQuickly(int fd, void* buf, size_t len, std::chrono::steady_clock::time_point until) {
   char* p = static_cast<char*>(buf);
