@@ -54,6 +54,12 @@ braidResult_t braidConfigGet(const char* name, braidSetting_t* setting);
 /// naming the argument, when settings or count is NULL.
 braidResult_t braidConfigList(const braidSetting_t** settings, int* count);
 
+/// Braid extension: reads BRAID_DEBUG and BRAID_DEBUG_SUBSYS (or NCCL_DEBUG and
+/// NCCL_DEBUG_SUBSYS) from the environment again, so that logging follows a change made with
+/// setenv after the first call read them (NCCL's ncclResetDebugInit). Other settings keep the
+/// values they had. A value that does not parse leaves that setting as it was.
+void braidResetDebugInit(void);
+
 #ifdef __cplusplus
 }
 #endif

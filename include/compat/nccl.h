@@ -283,6 +283,16 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
                             ncclConfig_t* config);
 const char* ncclGetErrorString(ncclResult_t result);
 const char* pncclGetErrorString(ncclResult_t result);
+/* NCCL (deprecated, Linux only): reads NCCL_DEBUG and NCCL_DEBUG_SUBSYS again (their BRAID_
+ * names first), so logging follows a setenv made after init (braidResetDebugInit). */
+#if defined(__linux__)
+#define NCCL_OS_LINUX 1
+void ncclResetDebugInit(void);
+void pncclResetDebugInit(void);
+#else
+#define ncclResetDebugInit()
+#define pncclResetDebugInit()
+#endif
 const char* ncclGetLastError(ncclComm_t comm);
 const char* pncclGetLastError(ncclComm_t comm);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);

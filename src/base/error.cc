@@ -2,9 +2,13 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 #include "base/config.h"
 
@@ -67,12 +71,36 @@ const char* withoutRankPrefix(const char* msg, int rank) {
 const char* lastError() { return t_last_error.c_str(); }
 void clearLastError() { t_last_error.clear(); }
 
+namespace {
+// braidResetDebugInit's values, over config()'s: the level (-1: config()'s) and the
+// subsystems (null: config()'s).
+std::atomic<int> g_debugLevel{-1};
+std::mutex g_debugMu;
+std::shared_ptr<const Config> g_debugSubsys;  // under g_debugMu
+}  // namespace
+
+void reloadDebugSettings() {
+  const Config fresh = configFrom([](const char* name) { return std::getenv(name); });
+  g_debugLevel.store(static_cast<int>(fresh.debugLevel));
+  auto subsys = std::make_shared<Config>();
+  subsys->debugSubsys = fresh.debugSubsys;
+  std::lock_guard<std::mutex> lock(g_debugMu);
+  g_debugSubsys = std::move(subsys);
+}
+
 bool logEnabled(LogLevel level) {
-  return static_cast<int>(level) <= static_cast<int>(config().debugLevel);
+  const int reloaded = g_debugLevel.load(std::memory_order_relaxed);
+  return static_cast<int>(level) <=
+         (reloaded >= 0 ? reloaded : static_cast<int>(config().debugLevel));
 }
 
 void log(LogLevel level, const char* subsys, const char* fmt, ...) {
-  if (!config().subsysEnabled(subsys)) return;
+  std::shared_ptr<const Config> reloaded;
+  {
+    std::lock_guard<std::mutex> lock(g_debugMu);
+    reloaded = g_debugSubsys;
+  }
+  if (!(reloaded ? *reloaded : config()).subsysEnabled(subsys)) return;
   va_list ap;
   va_start(ap, fmt);
   std::string msg = vformat(fmt, ap);

@@ -22,6 +22,9 @@ const char* lastError();
 void clearLastError();
 
 bool logEnabled(LogLevel level);
+// Reads the logging settings (BRAID_DEBUG, BRAID_DEBUG_SUBSYS) from the environment again
+// (braidResetDebugInit); they then win over config()'s.
+void reloadDebugSettings();
 void log(LogLevel level, const char* subsys, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

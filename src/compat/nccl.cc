@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "braid/braid.h"
+#include "braid/braid_config.h"
 #include "core/comm.h"
 
 static_assert(sizeof(ncclUniqueId) == sizeof(braidUniqueId), "unique ids differ in size");
@@ -144,6 +145,7 @@ NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nccl
                             r == braidSuccess ? converted : nullptr, r);
   }));
 }
+NCCL_EXPORT void ncclResetDebugInit(void) { braidResetDebugInit(); }
 NCCL_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
   return braidGetErrorString(static_cast<braidResult_t>(result));
 }
@@ -361,6 +363,7 @@ NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
 #define NCCL_PROFILING_TWIN(ret, name, params) \
   __attribute__((visibility("default"), alias(#name))) ret p##name params;
 NCCL_PROFILING_TWIN(ncclResult_t, ncclGetVersion, (int*))
+NCCL_PROFILING_TWIN(void, ncclResetDebugInit, (void))
 NCCL_PROFILING_TWIN(ncclResult_t, ncclGetUniqueId, (ncclUniqueId*))
 NCCL_PROFILING_TWIN(ncclResult_t, ncclCommInitRank, (ncclComm_t*, int, ncclUniqueId, int))
 NCCL_PROFILING_TWIN(ncclResult_t, ncclCommInitRankConfig,

@@ -59,4 +59,6 @@ braidResult_t braidConfigList(const braidSetting_t** settings, int* count) {
   });
 }
 
+void braidResetDebugInit(void) { braid::reloadDebugSettings(); }
+
 }  // extern "C"

@@ -9,6 +9,7 @@
  *  - the Param API over Braid's settings (meson.build sets BRAID_BUFFSIZE=1M and
  *    NCCL_CHUNKSIZE=64K): exact values of every getter, the dump's sources, and the refusals
  *    (unknown key, NULL, out of range, not a number, a buffer too small);
+ *  - ncclResetDebugInit (and its twin) making a setenv of NCCL_DEBUG count;
  *  - every pncclX twin called beside its ncclX with the same arguments, giving the same result;
  *  - non-blocking init (config.blocking = 0) on 3 thread ranks: ncclInProgress with the comm
  *    set, ncclCommGetAsyncError polled until ncclSuccess, then an exact all-reduce.
@@ -643,8 +644,36 @@ static void nonBlocking(void) {
   }
 }
 
+/* ncclResetDebugInit: NCCL_DEBUG=NONE at first (meson.build), so a bad call's WARN is not
+ * printed; after setenv NCCL_DEBUG=WARN and the reset it is. */
+static size_t warnBytes(void) {
+  FILE* tmp = tmpfile();
+  if (!tmp) return 0;
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fileno(tmp), 2);
+  ncclGetVersion(NULL); /* refused: one WARN line where WARN is on */
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  long n = ftell(tmp);
+  fclose(tmp);
+  return n > 0 ? (size_t)n : 0;
+}
+static void resetDebugInit(void) {
+  CHECK(warnBytes() == 0, "a WARN printed with NCCL_DEBUG=NONE");
+  setenv("NCCL_DEBUG", "WARN", 1);
+  CHECK(warnBytes() == 0, "NCCL_DEBUG read again before ncclResetDebugInit");
+  ncclResetDebugInit();
+  CHECK(warnBytes() > 0, "no WARN after NCCL_DEBUG=WARN and ncclResetDebugInit");
+  setenv("NCCL_DEBUG", "NONE", 1);
+  pncclResetDebugInit();
+  CHECK(warnBytes() == 0, "a WARN after NCCL_DEBUG=NONE and pncclResetDebugInit");
+}
+
 int main(void) {
   abi();
+  resetDebugInit();
   nonBlocking();
   ncclComm_t comms[NDEV];
   NCCLCHECK(ncclCommInitAll(comms, NDEV, NULL));
