@@ -2,7 +2,9 @@
  * the way nccl-tests drives NCCL from one thread (ncclCommInitAll, then each call once per
  * communicator inside ncclGroupStart/End), and as processes (ncclGetUniqueId,
  * ncclCommInitRankConfig, ncclCommSplit). Every value is checked exactly; every profiling
- * twin (pncclX) is linked. Exits 0 when all hold, 1 with a message otherwise. */
+ * twin (pncclX) is linked. The process ranks also put into each other's windows, suspend and
+ * resume, shrink without a rank and revoke (NCCL 2.27-2.29's calls as processes). Exits 0 when
+ * all hold, 1 with a message otherwise. */
 #include <nccl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compat_check.h"
@@ -200,6 +203,41 @@ static void scalable(ncclUniqueId* ids, int rank) {
   NCCLCHECK(ncclCommDestroy(comm));
 }
 
+/* In the process ranks: a put with a signal into the right neighbour's window; suspend and
+ * resume (ncclCommMemStats saying so); then ranks 0-2 shrink without rank 3 (which leaves),
+ * and rank 0 revokes the shrunk communicator while ranks 1 and 2 wait in an all-reduce. */
+static void faultAndOneSided(ncclComm_t comm, int rank) {
+  int32_t win[64], mine[64];
+  for (int i = 0; i < 64; ++i) win[i] = -1, mine[i] = rank * 100 + i;
+  ncclWindow_t w = NULL;
+  NCCLCHECK(ncclCommWindowRegister(comm, win, sizeof win, &w, NCCL_WIN_DEFAULT));
+  NCCLCHECK(ncclPutSignal(mine, 64, ncclInt32, (rank + 1) % NPROC, w, 0, 2, 0, 0, comm, NULL));
+  ncclWaitSignalDesc_t desc = {1, (rank + NPROC - 1) % NPROC, 2, 0};
+  NCCLCHECK(ncclWaitSignal(1, &desc, comm, NULL));
+  CHECK(win[63] == ((rank + NPROC - 1) % NPROC) * 100 + 63, "rank %d: window %d", rank, win[63]);
+  NCCLCHECK(ncclCommWindowDeregister(comm, w));
+  uint64_t v = 0;
+  NCCLCHECK(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
+  CHECK(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &v) == ncclSuccess && v == 1,
+        "rank %d: not suspended", rank);
+  NCCLCHECK(ncclCommResume(comm));
+  if (rank == 3) return; /* excluded: does not call shrink */
+  int exclude[1] = {3};
+  ncclComm_t small = NULL;
+  NCCLCHECK(ncclCommShrink(comm, exclude, 1, &small, NULL, NCCL_SHRINK_DEFAULT));
+  if (!small) return;
+  float x = 1;
+  if (rank == 0) {
+    const struct timespec wait = {0, 100000000}; /* ranks 1 and 2 wait meanwhile */
+    nanosleep(&wait, NULL);
+    NCCLCHECK(ncclCommRevoke(small, NCCL_REVOKE_DEFAULT));
+  } else {
+    CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, small, NULL) == ncclInvalidUsage,
+          "rank %d: the all-reduce was not revoked", rank);
+  }
+  NCCLCHECK(ncclCommDestroy(small));
+}
+
 static int child(ncclUniqueId* ids, int rank) {
   ncclUniqueId id = ids[0];
   ncclComm_t comm, half;
@@ -213,6 +251,7 @@ static int child(ncclUniqueId* ids, int rank) {
   NCCLCHECK(ncclAllReduce(&mine, &sum, 1, ncclInt64, ncclMax, comm, NULL));
   CHECK(sum == NPROC - 1, "rank %d: max %lld", rank, (long long)sum);
   NCCLCHECK(ncclCommDestroy(half));
+  faultAndOneSided(comm, rank);
   NCCLCHECK(ncclCommFinalize(comm));
   NCCLCHECK(ncclCommDestroy(comm));
   scalable(ids + 1, rank);
