@@ -81,22 +81,12 @@ struct Call {
   int root = 0;
 };
 
-// The caller's value as an int: one outside the enumeration's range (datatype 42, op -1) is
-// not a value of its type, and loading it as one is undefined behaviour (UBSan's -fsanitize=enum).
-template <typename Enum>
-int rawValue(const Enum& e) {
-  static_assert(sizeof(Enum) == sizeof(int));
-  int v;
-  std::memcpy(&v, &e, sizeof(v));
-  return v;
-}
-
 braidResult_t checkCall(const Call& c, const void* sendbuff, const void* recvbuff) {
-  if (const int dtype = rawValue(c.dtype); dtype < 0 || dtype >= braidNumTypes)
+  if (const int dtype = braid::rawValue(c.dtype); dtype < 0 || dtype >= braidNumTypes)
     return fail(braidInvalidArgument, "%s: datatype %d is not a braidDataType_t (0..%d)", c.fn,
                 dtype, braidNumTypes - 1);
   if (c.usesOp) {
-    int op = rawValue(c.op);
+    int op = braid::rawValue(c.op);
     bool builtin = op >= 0 && op < braidNumOps;
     size_t k = static_cast<size_t>(op) - braidNumOps;
     bool premul = op >= braidNumOps && k < c.comm->preMulSums.size() && c.comm->preMulSums[k].live;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -222,6 +223,15 @@ braidResult_t checkCommHandle(const braidComm* comm, const char* fn);
 // checkCommHandle, and comm is ready: braidInvalidArgument while its non-blocking init runs
 // (as NCCL's ncclCommEnsureReady), init's own error if that failed.
 braidResult_t checkComm(const braidComm* comm, const char* fn);
+// The caller's value as an int: one outside the enumeration's range (datatype 42, op -1) is
+// not a value of its type, and loading it as one is undefined behaviour (UBSan's -fsanitize=enum).
+template <typename Enum>
+int rawValue(const Enum& e) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof(v));
+  return v;
+}
 // Refuses a config not made by BRAID_CONFIG_INITIALIZER or with bad Braid fields; fn names
 // the call in the message. NULL is valid (the defaults).
 braidResult_t checkConfig(const braidConfig_t* config, const char* fn);

@@ -13,11 +13,9 @@ braidResult_t braidCommMemStats(braidComm_t comm, braidCommMemStat_t stat, uint6
   return braid::guardApi("braidCommMemStats", [&]() -> braidResult_t {
     BRAID_TRY(braid::checkComm(comm, "braidCommMemStats"));
     if (!value) return fail(braidInvalidArgument, "braidCommMemStats: value is NULL");
-    if (static_cast<int>(stat) < braidStatGpuMemSuspend ||
-        static_cast<int>(stat) > braidStatGpuMemTotal)
+    if (const int raw = braid::rawValue(stat); raw < 0 || raw > braidStatGpuMemTotal)
       return fail(braidInvalidArgument,
-                  "braidCommMemStats: stat %d is not a braidCommMemStat_t (0..3)",
-                  static_cast<int>(stat));
+                  "braidCommMemStats: stat %d is not a braidCommMemStat_t (0..3)", raw);
     std::lock_guard<std::mutex> lock(comm->mu);
     const uint64_t held = comm->deviceScratch.bytes() + comm->deviceBlock.bytes();
     switch (stat) {

@@ -240,9 +240,9 @@ braidResult_t braidPutSignal(const void* localbuff, size_t count, braidDataType_
     BRAID_TRY(braid::checkComm(comm, "braidPutSignal"));
     BRAID_TRY(braid::checkNotRevoked(comm, "braidPutSignal"));
     BRAID_TRY(braid::checkSignal(comm, peer, sigIdx, ctx, flags, "braidPutSignal"));
-    if (static_cast<int>(datatype) < 0 || static_cast<int>(datatype) >= braidNumTypes)
+    if (const int raw = braid::rawValue(datatype); raw < 0 || raw >= braidNumTypes)
       return fail(braidInvalidArgument, "braidPutSignal: datatype %d is not a braidDataType_t",
-                  static_cast<int>(datatype));
+                  raw);
     if (!localbuff && count > 0)
       return fail(braidInvalidArgument, "braidPutSignal: localbuff is NULL, count %zu", count);
     braidWindow* w = braid::findWindow(comm, peerWin, "braidPutSignal");
