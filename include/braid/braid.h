@@ -390,6 +390,7 @@ braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
 #include "braid/braid_fault.h"
 #include "braid/braid_memory.h"
 #include "braid/braid_rma.h"
+#include "braid/braid_trace.h"
 
 /// Creates a host stream with its own worker thread.
 braidResult_t braidStreamCreate(braidStream_t* stream);

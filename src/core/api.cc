@@ -188,8 +188,10 @@ braidResult_t splitComm(braidComm* comm, int color, int key, braidComm_t* newcom
                                    newRank, &merged);
     if (made != braidSuccess)
       made = failVerbatim(made, std::string("braidCommSplit: ") + lastError());
-    else
+    else {
       (*newcomm)->parentRanks = members;
+      braid::inheritRecorder(*newcomm, comm, color, key);
+    }
   }
   const SplitEntry madeEntry = splitEntry(made, color, key);
   const braidResult_t round3 =

@@ -111,6 +111,8 @@ uint32_t callTag(const CollArgs& a) {
   return tag == 0 ? 1 : tag;
 }
 
+}  // namespace
+
 // After a failed exchange the connections hold partial messages: refuse later calls.
 braidResult_t markBroken(braidComm* comm, braidResult_t res) {
   // A peer that saw a revocation first gives its connections up as its call ends; the
@@ -139,6 +141,8 @@ braidResult_t markBroken(braidComm* comm, braidResult_t res) {
   }
   return res;
 }
+
+namespace {
 
 // Publishes the call this rank is in, and then the last it finished, in its segment's
 // CallPosition, where rank 0's stall summary reads it (two relaxed stores per call).
@@ -457,7 +461,16 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   // it has: a rank stuck in it is at that call, not past it.
   ctx.kind = static_cast<uint32_t>(userCall ? userCall->coll : args.coll) + 1;
   CallScope position(comm, ctx.kind, userCall == nullptr);
-  return markBroken(comm, execute(plan, ctx));
+  if (userCall) return markBroken(comm, execute(plan, ctx));  // not one of the user's calls
+  trace::CallInfo call{comm->commHash, comm->opCount, static_cast<uint32_t>(args.coll)};
+  call.dtype = args.dtype;
+  call.op = isReducing(args.coll) ? static_cast<int>(args.op) : -1;
+  call.root = isRooted(args.coll) ? args.root : -1;
+  call.count = args.count;
+  call.bytes = args.count * elemSize;
+  call.algo = algo->name;
+  traceCallBegin(comm, call, static_cast<uint32_t>(plan->schedule.steps.size()), &ctx);
+  return traceCallEnd(comm, ctx, markBroken(comm, execute(plan, ctx)));
 }
 
 braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
@@ -518,106 +531,6 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
               static_cast<unsigned long long>(userCalls + 1), calls.c_str());
 }
 
-namespace {
-
-// Enters the queues of a piece of work's communicators: false (and none entered) if one is
-// closed, i.e. its communicator was destroyed or aborted.
-bool enterQueues(const std::vector<std::shared_ptr<QueuedWork>>& queues) {
-  for (size_t k = 0; k < queues.size(); ++k) {
-    std::lock_guard<std::mutex> lock(queues[k]->mu);
-    if (queues[k]->closed) {
-      for (size_t j = 0; j < k; ++j) {
-        std::lock_guard<std::mutex> undo(queues[j]->mu);
-        --queues[j]->running;
-        queues[j]->cv.notify_all();
-      }
-      return false;
-    }
-    ++queues[k]->running;
-  }
-  return true;
-}
-
-// Leaves them: pending (counted) and running drop by one.
-void leaveQueues(const std::vector<std::shared_ptr<QueuedWork>>& queues, bool entered,
-                 bool counted) {
-  for (const auto& q : queues) {
-    std::lock_guard<std::mutex> lock(q->mu);
-    if (entered) --q->running;
-    if (counted) --q->pending;
-    q->cv.notify_all();
-  }
-}
-
-// A piece of work's place in its queues' pending counts: given up once, when it has run, or
-// when the work is destroyed without running (a hand-off that could not be queued, a stream
-// destroyed with work left), so that braidCommDestroy never waits for it forever.
-struct QueueTicket {
-  std::vector<std::shared_ptr<QueuedWork>> queues;
-  bool counted;  // a captured call is never pending
-  std::atomic<bool> settled{false};
-  QueueTicket(std::vector<std::shared_ptr<QueuedWork>> q, bool c)
-      : queues(std::move(q)), counted(c) {}
-  ~QueueTicket() { settle(); }
-  void settle() {
-    if (!settled.exchange(true)) leaveQueues(queues, false, counted);
-  }
-};
-
-}  // namespace
-
-braidResult_t enqueueOnStream(const std::vector<braidComm*>& comms, braidStream_t stream,
-                              std::function<braidResult_t()> work) {
-  // Captured into a CUDA graph: it runs at each replay, perhaps never, so braidCommDestroy
-  // cannot wait for it (NCCL's rule too: a graph must not outlive its communicators; a
-  // replay after the communicator's end fails without touching it).
-  const bool cuda = stream->cudaOrdered();
-  const bool counted = !(cuda && device::runtime().isCapturing(stream->cudaStream));
-  std::vector<std::shared_ptr<QueuedWork>> queues;
-  for (braidComm* comm : comms) queues.push_back(comm->queuedWork);
-  if (counted)
-    for (const auto& q : queues) {
-      std::lock_guard<std::mutex> lock(q->mu);
-      ++q->pending;
-    }
-  // On a CUDA stream the worker is a proxy that stages on the communicator's device (a group
-  // of several sets each one's on its own thread: runSideBySide).
-  const int device = comms.size() == 1 ? comms[0]->cudaDevice : -1;
-  auto ticket = std::make_shared<QueueTicket>(queues, counted);
-  auto run = [comms, ticket, cuda, device, work = std::move(work)]() -> braidResult_t {
-    if (!enterQueues(ticket->queues)) {
-      ticket->settle();
-      return fail(braidInvalidUsage,
-                  "a call queued on a stream: its communicator was destroyed or aborted before "
-                  "the stream reached it");
-    }
-    braidResult_t res;
-    {
-      std::optional<device::ProxyScope> proxy;
-      if (cuda) proxy.emplace(device);
-      // Guarded here, so that the counts below drop even if the work throws.
-      res = guardApi("a call queued on a stream", work);
-    }
-    // No caller waits for a call on a CUDA stream: its failure is each communicator's
-    // asynchronous error (braidCommGetAsyncError, ncclCommGetAsyncError), as in NCCL.
-    if (res != braidSuccess && cuda)
-      for (braidComm* comm : comms) {
-        std::lock_guard<std::mutex> lock(comm->mu);
-        comm->lastError = lastError();
-        markBroken(comm, res);
-      }
-    leaveQueues(ticket->queues, true, false);
-    ticket->settle();
-    return res;
-  };
-  return streamEnqueue(stream, std::move(run), !counted);
-}
-
-braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
-                              std::function<braidResult_t()> work) {
-  return enqueueOnStream(std::vector<braidComm*>{comm}, stream, std::move(work));
-}
-
 braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device) {
   std::lock_guard<std::mutex> lock(comm->mu);
   LogRankScope rankScope(comm->rank);
@@ -670,7 +583,15 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device
   ExecContext ctx = commContext(comm, "send/recv group", braidUint8, braidSum, 0);
   ctx.device = device;
   CallScope position(comm, 0);
-  return markBroken(comm, execute(&plan, ctx));
+  trace::CallInfo call{comm->commHash, comm->opCount, trace::kSendRecv, braidUint8};
+  for (const P2POp& op : ops) call.count += op.bytes;
+  call.bytes = call.count;
+  if (ops.size() == 1) {
+    call.kind = ops[0].isSend ? trace::kSend : trace::kRecv;
+    call.peer = ops[0].peer;
+  }
+  traceCallBegin(comm, call, static_cast<uint32_t>(plan.schedule.steps.size()), &ctx);
+  return traceCallEnd(comm, ctx, markBroken(comm, execute(&plan, ctx)));
 }
 
 }  // namespace braid

@@ -555,6 +555,8 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
   BRAID_TRY(boot->barrier());
   if (comm->segment) comm->segment->unlink();
   boot->close();
+  comm->commHash = trace::hashBytes(&id, sizeof id);
+  startRecording(comm);
   BRAID_INFO("INIT", "communicator ready: rank %d of %d, %d host%s", rank, nranks, comm->nhosts,
              comm->nhosts == 1 ? "" : "s");
   return braidSuccess;

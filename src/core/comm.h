@@ -19,6 +19,7 @@
 #include "core/control.h"
 #include "core/executor.h"
 #include "core/stall.h"
+#include "core/trace.h"
 #include "topology/topology.h"
 #include "transport/net_proxy.h"
 #include "transport/shm.h"
@@ -198,6 +199,18 @@ struct braidComm {
     std::map<std::pair<int, int>, uint64_t> arrived, consumed;
   };
   Rma rma;
+  // The flight recorder (trace.h): this rank's, shared with the communicators split, shrunk or
+  // grown from this one; null with BRAID_TRACE=off. commHash names this communicator in it (the
+  // same on every rank: its unique id's hash), parentHash the one it was made from (0: none),
+  // with the split's colour and key (-1: not a split); worldRanks each rank's rank in the
+  // communicator the recorder was made for. stepTimes: BRAID_TRACE=steps' per-step times of
+  // the running call (under mu). traceDumped: a failed call has written the dump already.
+  std::shared_ptr<braid::trace::Recorder> recorder;
+  uint64_t commHash = 0, parentHash = 0;
+  int splitColor = -1, splitKey = -1;
+  std::vector<int> worldRanks;
+  std::vector<braid::trace::StepTimes> stepTimes;
+  std::atomic<bool> traceDumped{false};
   // The control plane (null for one rank); declared last, so that its thread, which revokes
   // this communicator and lands puts in its windows, stops before anything else of it goes.
   std::unique_ptr<braid::ControlPlane> control;
@@ -321,4 +334,21 @@ braidResult_t enqueueOnStream(braidComm* comm, braidStream_t stream,
 // The same for work that drives several communicators (a group's share of one stream).
 braidResult_t enqueueOnStream(const std::vector<braidComm*>& comms, braidStream_t stream,
                               std::function<braidResult_t()> work);
+// The flight recorder's side of a communicator (trace_comm.cc). startRecording: at the end of
+// init, the recorder made for this communicator (the rank's root) and its entry. inheritRecorder:
+// a communicator made from parent (split with colour and key, shrink, grow: -1) records into
+// the parent's recorder instead, its ranks mapped to the root's.
+void startRecording(braidComm* comm);
+void inheritRecorder(braidComm* child, const braidComm* parent, int color, int key);
+// A call starts (its number taken, under comm->mu): its record, and the step table ctx fills
+// with BRAID_TRACE=steps.
+void traceCallBegin(braidComm* comm, const trace::CallInfo& call, uint32_t steps, ExecContext* ctx);
+// The call ended with res: its record says so; the first failed call of comm writes the dump
+// (BRAID_TRACE_DIR), and under braidrun asks it to have every rank dump. Returns res.
+braidResult_t traceCallEnd(braidComm* comm, const ExecContext& ctx, braidResult_t res);
+// Writes comm's rank's dump now (reason: timeout, abort, error, signal, api); *path: the file.
+braidResult_t dumpTrace(braidComm* comm, const char* reason, const std::string& detail,
+                        std::string* path);
+// Marks comm unusable after a failed exchange (its connections hold partial messages).
+braidResult_t markBroken(braidComm* comm, braidResult_t res);
 }  // namespace braid

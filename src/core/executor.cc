@@ -50,7 +50,10 @@ constexpr size_t kPassBytes = 256 << 10;
 template <class Memory>
 class Run : WaitDiagnosis {
  public:
-  Run(Plan* plan, const ExecContext& ctx) : WaitDiagnosis(plan, ctx) { bases_ = ctx.bases; }
+  Run(Plan* plan, const ExecContext& ctx)
+      : WaitDiagnosis(plan, ctx), steps_(ctx.stepTimes), nsteps_(plan->schedule.steps.size()) {
+    bases_ = ctx.bases;
+  }
   ~Run() {
     if (stallWarned_ && ctx_.stall) ctx_.stall->callEnded();
     if (restoreDevice_ >= 0) device::runtime().setDevice(restoreDevice_);
@@ -76,11 +79,12 @@ class Run : WaitDiagnosis {
     std::fill(sendCur_.begin(), sendCur_.end(), Cursor{});
     std::fill(recvCur_.begin(), recvCur_.end(), Cursor{});
     localCur_ = 0;
-    remaining_ = plan_.schedule.steps.size();
+    remaining_ = nsteps_;
+    if (steps_) describeSteps();
     while (remaining_ > 0) {
       bool progressed = false;
       BRAID_TRY(pass(&progressed));
-      if (!progressed) BRAID_TRY(waitForProgress());
+      if (!progressed) BRAID_TRY(steps_ ? timedWait() : waitForProgress());
     }
     return braidSuccess;
   }
@@ -166,6 +170,7 @@ class Run : WaitDiagnosis {
         // than at the timeout.
         if (now - lastLivenessCheck > std::chrono::milliseconds(100)) {
           lastLivenessCheck = now;
+          ctx_.traceCall.waitingOn(waitedPeer());  // what a dump says of this call now
           int lost = lostPeer();
           if (lost >= 0) {
             // The peer may have published its last pieces just before it went: take them
@@ -208,6 +213,51 @@ class Run : WaitDiagnosis {
   void finish(int32_t idx) {
     plan_.done[idx] = 1;
     --remaining_;
+    ctx_.traceCall.progress(static_cast<uint32_t>(nsteps_ - remaining_));
+    if (steps_) steps_[idx].end = trace::nowNs();
+  }
+
+  // BRAID_TRACE=steps (steps_ set): each step's kind, peer and bytes, then the time spent on it.
+  void describeSteps() {
+    for (size_t i = 0; i < nsteps_; ++i) {
+      const Step& s = plan_.schedule.steps[i];
+      steps_[i].kind = static_cast<uint32_t>(s.kind);
+      steps_[i].peer = s.peer;
+      steps_[i].bytes = s.count * ctx_.elemSize;
+    }
+  }
+  // Runs work (a copy or a reduction of step idx) and adds its time to the step's `field`.
+  template <typename Work>
+  braidResult_t timed(int32_t idx, uint64_t trace::StepTimes::*field, Work&& work) {
+    if (!steps_) return work();
+    const uint64_t t0 = trace::nowNs();
+    if (!steps_[idx].start) steps_[idx].start = t0;
+    const braidResult_t res = work();
+    const uint64_t spent = trace::nowNs() - t0;
+    steps_[idx].*field += spent;
+    busy_ += spent;
+    return res;
+  }
+  // A wait, charged to the step at the head of what this rank waits on (less the copies and
+  // reductions the wait's own passes made, which are charged to their steps).
+  braidResult_t timedWait() {
+    int32_t idx = -1;
+    const Stuck s = stuck();
+    if (s.recvQueue >= 0) {
+      const auto q = static_cast<size_t>(s.recvQueue);
+      idx = plan_.recvs[q].steps[recvCur_[q].index];
+    } else if (s.sendQueue >= 0) {
+      const auto q = static_cast<size_t>(s.sendQueue);
+      const std::vector<int32_t>& queued = plan_.sends[q].steps;
+      idx = queued[std::min(sendCur_[q].retired, queued.size() - 1)];
+    }
+    const uint64_t t0 = trace::nowNs(), busy0 = busy_;
+    const braidResult_t res = waitForProgress();
+    if (idx >= 0) {
+      if (!steps_[idx].start) steps_[idx].start = t0;
+      steps_[idx].wait += trace::nowNs() - t0 - (busy_ - busy0);
+    }
+    return res;
   }
 
   braidResult_t progressSend(size_t q, bool* progressedOut) {
@@ -231,8 +281,10 @@ class Run : WaitDiagnosis {
         while (cur.bytesDone < total) {
           size_t n = std::min(conn->maxPiece(), total - cur.bytesDone);
           Sent sent;
-          BRAID_TRY(
-              conn->send({src + cur.bytesDone, n, frame(ctx_.sendSeq[queue.peer]), kind}, &sent));
+          BRAID_TRY(timed(idx, &trace::StepTimes::copy, [&] {
+            return conn->send({src + cur.bytesDone, n, frame(ctx_.sendSeq[queue.peer]), kind},
+                              &sent);
+          }));
           if (!sent.sent) break;
           ticket = sent.ticket;
           cur.bytesDone += n;
@@ -243,9 +295,11 @@ class Run : WaitDiagnosis {
       } else {
         // Device memory goes into the connection's host memory on the device's own stream.
         Sent sent;
-        BRAID_TRY(conn->send({src + cur.bytesDone, total - cur.bytesDone,
-                              frame(ctx_.sendSeq[queue.peer]), SendKind::kCopy, Memory::kStage},
-                             &sent));
+        BRAID_TRY(timed(idx, &trace::StepTimes::copy, [&] {
+          return conn->send({src + cur.bytesDone, total - cur.bytesDone,
+                             frame(ctx_.sendSeq[queue.peer]), SendKind::kCopy, Memory::kStage},
+                            &sent);
+        }));
         if (!sent.sent) break;  // no free slot (a barrier's buffers are null, and its pieces empty)
         const size_t n = sent.taken;
         cur.bytesDone += n;
@@ -315,12 +369,16 @@ class Run : WaitDiagnosis {
       // A plain receive has no source (a non-root's broadcast send buffer may be null).
       const char* src = s.kind == StepKind::kRecv ? nullptr : addr(s.src) + cur.bytesDone;
       const char* data = static_cast<const char*>(piece.data);
-      if (piece.where == PieceAt::kRemote)
-        BRAID_TRY(pull(conn, s, dst, src, bytes, queue.peer));
-      else if (!Memory::kDevice && piece.where == PieceAt::kHere)  // the host's fast path, inline
-        landOnHost(s, dst, src, data, bytes);
-      else
-        BRAID_TRY(combine(s, dst, src, data, bytes, piece.where == PieceAt::kDevice));
+      BRAID_TRY(timed(
+          idx, s.kind == StepKind::kRecv ? &trace::StepTimes::copy : &trace::StepTimes::reduce,
+          [&]() -> braidResult_t {
+            if (piece.where == PieceAt::kRemote) return pull(conn, s, dst, src, bytes, queue.peer);
+            if (!Memory::kDevice && piece.where == PieceAt::kHere) {  // the host's fast path
+              landOnHost(s, dst, src, data, bytes);
+              return braidSuccess;
+            }
+            return combine(s, dst, src, data, bytes, piece.where == PieceAt::kDevice);
+          }));
       conn->release();
       cur.bytesDone += bytes;
       moved += bytes;
@@ -420,9 +478,11 @@ class Run : WaitDiagnosis {
       const char* src = addr(s.src);
       const size_t bytes = s.count * ctx_.elemSize;
       if (s.divisor > 1)
-        BRAID_TRY(Memory::divide(ctx_, dst, src, s.count, s.divisor));
+        BRAID_TRY(timed(idx, &trace::StepTimes::reduce,
+                        [&] { return Memory::divide(ctx_, dst, src, s.count, s.divisor); }));
       else if (dst != src)
-        BRAID_TRY(Memory::copy(dst, src, bytes));
+        BRAID_TRY(
+            timed(idx, &trace::StepTimes::copy, [&] { return Memory::copy(dst, src, bytes); }));
       ++localCur_;
       finish(idx);
       *progressed = true;
@@ -431,6 +491,9 @@ class Run : WaitDiagnosis {
   }
 
   char** bases_;
+  trace::StepTimes* const steps_;  // BRAID_TRACE=steps' table, one per step; null: not timed
+  const size_t nsteps_;
+  uint64_t busy_ = 0;  // ns copying and reducing so far (timed), for timedWait
   size_t localCur_ = 0;
   size_t remaining_ = 0;
   bool stallWarned_ = false;

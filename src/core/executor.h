@@ -13,6 +13,7 @@
 
 #include "algorithms/schedule.h"
 #include "braid/braid.h"
+#include "core/trace.h"
 #include "transport/transport.h"
 
 namespace braid {
@@ -150,6 +151,11 @@ struct ExecContext {
   // of host memory to the device: the communicator's (set with cudaDevice).
   DeviceBuffer* deviceScratch = nullptr;
   DeviceBuffer* deviceBlock = nullptr;
+  // The flight recorder's record of this call (its steps done and the peer waited on are
+  // written there), and with BRAID_TRACE=steps a table of per-step times, one per schedule
+  // step (null: not timed).
+  trace::CallHandle traceCall{};
+  trace::StepTimes* stepTimes = nullptr;
 };
 
 constexpr size_t kStreamMinBytes = 64 << 10;

@@ -345,6 +345,7 @@ braidResult_t shrinkComm(braidComm* comm, const int* excludeRanks, int excludeCo
         braidCommInitRankConfig(&made, static_cast<int>(members.size()), id, newRank, &cfg);
     if (res == braidSuccess) {
       made->parentRanks = members;
+      inheritRecorder(made, comm, -1, -1);
       *newcomm = made;
       BRAID_INFO(
           "FAULT", "shrink: %d of %d ranks left (excluded: %s); this rank is %d; %s",
@@ -437,6 +438,7 @@ braidResult_t growComm(braidComm* comm, int nranks, const braidUniqueId* uniqueI
     return failVerbatim(r, why);
   }
   made->parentRanks.assign(parents.begin(), parents.end());
+  if (comm) inheritRecorder(made, comm, -1, -1);  // a joiner keeps its own recorder
   *newcomm = made;
   return braidSuccess;
 }

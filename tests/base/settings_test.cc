@@ -44,9 +44,11 @@ TEST(Settings, EveryVariableOnce) {
       "BRAID_TOPO_FILE",      "BRAID_TOPO_DUMP_FILE", "BRAID_TRANSPORT",
       "BRAID_NSOCKS_PERPEER", "BRAID_CHUNKSIZE",      "BRAID_SINGLE_COPY",
       "BRAID_STREAM_STORES",  "BRAID_CACHE_BYTES",    "BRAID_SINGLE_COPY_BYTES",
-      "BRAID_BUFFSIZE",       "BRAID_KERNEL_ISA",     "BRAID_CONFIG_WARNED",
-      "BRAID_RANK",           "BRAID_NRANKS",         "BRAID_LOCAL_RANK",
-      "BRAID_UNIQUE_ID",      "BRAID_COMM_ID",        "BRAID_COMM_SECRET"};
+      "BRAID_BUFFSIZE",       "BRAID_KERNEL_ISA",     "BRAID_TRACE",
+      "BRAID_TRACE_BUFFER",   "BRAID_TRACE_DIR",      "BRAID_TRACE_JOB",
+      "BRAID_LAUNCHER_PID",   "BRAID_CONFIG_WARNED",  "BRAID_RANK",
+      "BRAID_NRANKS",         "BRAID_LOCAL_RANK",     "BRAID_UNIQUE_ID",
+      "BRAID_COMM_ID",        "BRAID_COMM_SECRET"};
   const std::vector<Setting> table = from({});
   std::vector<std::string> listed;
   for (const Setting& s : table) listed.push_back(s.name);

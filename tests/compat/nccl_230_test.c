@@ -488,12 +488,12 @@ static void params(void) {
   expectInvalid(ncclParamBind(NULL, "NCCL_DEBUG"), "Bind out NULL", "out is NULL");
   expectInvalid(ncclParamBind(&h, NULL), "Bind key NULL", "key is NULL");
 
-  /* Every key, once, each readable; 30 settings (tests/base/settings_test.cc lists them). */
+  /* Every key, once, each readable; 35 settings (tests/base/settings_test.cc lists them). */
   const char** keys = NULL;
   int count = 0, twinCount = 0;
   SAME(ncclParamGetAllParameterKeys, &keys, &twinCount);
   NCCLCHECK(ncclParamGetAllParameterKeys(&keys, &count));
-  EQ(count, 30);
+  EQ(count, 35);
   EQ(twinCount, count);
   const char* want[] = {"BRAID_BUFFSIZE", "BRAID_CHUNKSIZE", "BRAID_DEBUG", "BRAID_KERNEL_ISA",
                         "BRAID_COMM_SECRET"};

@@ -68,6 +68,7 @@ using namespace braidrun;
 
 constexpr int kKillGraceMs = 2000;             // SIGTERM, then SIGKILL after this long
 constexpr int kDrainGraceMs = 2000;            // after the last child, wait this long for EOF
+constexpr int kTraceGraceMs = 1000;            // Fail: time the ranks get to dump before SIGTERM
 constexpr size_t kMaxLineBytes = 1 << 20;      // longer lines are forwarded in pieces
 constexpr char kClusterBridge[] = "braid-br";  // scripts/cluster.sh's bridge
 
@@ -127,6 +128,7 @@ class Launcher {
     // braidGetUniqueId read the configuration and warned about any bad setting once; the
     // ranks, which inherit the same environment, need not repeat it (config.cc).
     setenv("BRAID_CONFIG_WARNED", "1", 1);
+    setenv("BRAID_LAUNCHER_PID", std::to_string(getpid()).c_str(), 1);
     if (!InstallSignals()) return 1;
     cmd_ = cmd;
     id_text_ = id_text;
@@ -153,7 +155,10 @@ class Launcher {
     sa.sa_handler = OnSignal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaction(sig, &sa, nullptr);
+    // SIGUSR1 too: forwarded to every rank, each dumps its flight recorder (braid_trace.h); a
+    // rank whose call failed sends it here (BRAID_LAUNCHER_PID) so that all of them dump.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1})
+      sigaction(sig, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a closed stdout must not kill the supervisor
     return true;
   }
@@ -324,8 +329,15 @@ class Launcher {
     if (failed_) return;
     failed_ = true;
     status_ = status;
-    SignalAll(SIGTERM);
-    kill_deadline_ = Now() + kKillGraceMs;
+    // With BRAID_TRACE_DIR, every rank dumps its flight recorder first (SIGUSR1) and is given
+    // kTraceGraceMs to write it before SIGTERM.
+    if (getenv("BRAID_TRACE_DIR")) {
+      SignalAll(SIGUSR1);
+      term_deadline_ = Now() + kTraceGraceMs;
+    } else {
+      SignalAll(SIGTERM);
+    }
+    kill_deadline_ = Now() + kKillGraceMs + (term_deadline_ >= 0 ? kTraceGraceMs : 0);
   }
 
   void SignalAll(int sig) {
@@ -476,6 +488,10 @@ class Launcher {
         if (drain_deadline < 0) drain_deadline = Now() + kDrainGraceMs;
         if (Now() >= drain_deadline) return;
       }
+      if (term_deadline_ >= 0 && Now() >= term_deadline_) {
+        SignalAll(SIGTERM);
+        term_deadline_ = -1;
+      }
       if (failed_ && any_running && kill_deadline_ >= 0 && Now() >= kill_deadline_) {
         SignalAll(SIGKILL);
         kill_deadline_ = -1;
@@ -532,6 +548,7 @@ class Launcher {
   bool failed_ = false;
   int status_ = 0;
   int64_t kill_deadline_ = -1;
+  int64_t term_deadline_ = -1;  // Fail with BRAID_TRACE_DIR: SIGTERM once the ranks have dumped
 };
 
 }  // namespace
