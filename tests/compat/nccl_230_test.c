@@ -519,7 +519,7 @@ static void params(void) {
   for (size_t l = 0; l < sizeof lines / sizeof lines[0]; ++l)
     CHECK(occurrences(dump, lines[l]) == 2, "dump: %d times %s", occurrences(dump, lines[l]),
           lines[l]);
-  CHECK(occurrences(dump, "\nBRAID_") == 2 * 30, "dump: %d settings:\n%s",
+  CHECK(occurrences(dump, "\nBRAID_") == 2 * 35, "dump: %d settings:\n%s",
         occurrences(dump, "\nBRAID_"), dump);
 }
 
