@@ -113,6 +113,16 @@ class Rank {
     }
     // Nobody exits (possibly non-zero) before rank 0 has printed its summary.
     Barrier();
+    if (!o_.trace_dir.empty()) {  // -X: this rank's flight recorder, every call of the run
+      char path[4096] = "";
+      Call(braidCommDumpTrace(comm_, path, sizeof path), "braidCommDumpTrace (-X)");
+      if (rank_ == 0) {
+        std::string job = path;
+        job = job.substr(0, job.rfind('/'));
+        printf("# trace: %s (braid-trace %s: the verdict, where the time went, a timeline)\n",
+               job.c_str(), job.c_str());
+      }
+    }
     for (void* handle : {send_handle_, recv_handle_}) {
       if (handle != nullptr) Call(braidCommDeregister(comm_, handle), "braidCommDeregister (-R)");
     }

@@ -2,8 +2,10 @@
 # Bus bandwidth of two builds of Braid side by side, measured in one run: all_reduce_perf on 2
 # processes (braidrun -n 2), 8 B to 256 MiB by doubling, each build ROUNDS times in turn (A, B,
 # A, B, ...), then one table: size, each build's median out-of-place time (us) and busbw
-# (GB/s), and B's busbw over A's. For refactors that must not move performance (issue 32).
-#   perf/compare_builds.sh BUILD_A BUILD_B [ROUNDS (default 3)] [-- all_reduce_perf flags]
+# (GB/s), and B's busbw over A's. For refactors that must not move performance (issue 32), and,
+# with one build twice and A_ENV / B_ENV, for a setting's cost (perf/trace_overhead.sh).
+#   [A_ENV="VAR=value ..."] [B_ENV=...] [NRANKS=2] \
+#     perf/compare_builds.sh BUILD_A BUILD_B [ROUNDS (default 3)] [-- all_reduce_perf flags]
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BUILD_A BUILD_B [ROUNDS] [-- FLAGS]" >&2; exit 2; }
 a="$1" b="$2"
@@ -29,9 +31,11 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 for ((r = 0; r < rounds; r++)); do
   for k in a b; do
-    d="$a"
-    [ "$k" = b ] && d="$b"
-    "$(braidrun_of "$d")" -n 2 "$d/perf/all_reduce_perf" "${flags[@]}" >"$out/$k.$r"
+    d="$a" vars="${A_ENV:-}"
+    [ "$k" = b ] && d="$b" vars="${B_ENV:-}"
+    # shellcheck disable=SC2086  # the variables' list splits into words on purpose
+    env $vars "$(braidrun_of "$d")" -n "${NRANKS:-2}" "$d/perf/all_reduce_perf" "${flags[@]}" \
+      >"$out/$k.$r"
   done
 done
 python3 - "$out" "$rounds" "$a" "$b" <<'PY'
@@ -49,11 +53,14 @@ def table(k):
     return {s: (statistics.median(t for t, _ in v), statistics.median(b for _, b in v))
             for s, v in rows.items()}
 ta, tb = table("a"), table("b")
-print(f"# A = {a}, B = {b}: medians of {rounds} runs each, alternating; out of place")
+ea, eb = os.environ.get("A_ENV", ""), os.environ.get("B_ENV", "")
+print(f"# A = {a} {ea}, B = {b} {eb}: medians of {rounds} runs each, alternating; out of place;"
+      f" {os.environ.get('NRANKS', '2')} ranks")
 print(f"{'size (B)':>12} {'A us':>10} {'B us':>10} {'A GB/s':>8} {'B GB/s':>8} {'B/A':>6}")
 nan = float("nan")
 for s in sorted(ta):
     (xt, xb), (yt, yb) = ta[s], tb.get(s, (nan, nan))
-    ratio = f"{yb / xb:6.3f}" if xb > 0 else f"{'-':>6}"
+    # B's busbw over A's is A's time over B's: defined at 8 B too, where busbw prints 0.00.
+    ratio = f"{xt / yt:6.3f}" if yt > 0 else f"{'-':>6}"
     print(f"{s:>12} {xt:>10.2f} {yt:>10.2f} {xb:>8.2f} {yb:>8.2f} {ratio}")
 PY

@@ -54,11 +54,12 @@ const struct option kLongOptions[] = {
     {"algorithm", required_argument, nullptr, 'A'},
     {"buffers", required_argument, nullptr, 'B'},
     {"json", required_argument, nullptr, 'J'},
+    {"trace", required_argument, nullptr, 'X'},
     {nullptr, 0, nullptr, 0},
 };
 // Every flag but -h takes a value; the leading ':' makes getopt report a missing one as ':'.
 constexpr const char* kShortOptions =
-    ":t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:S:J:a:R:x:D:V:M:u:I:A:B:h";
+    ":t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:S:J:a:R:x:D:V:M:u:I:A:B:X:h";
 
 const char* LongName(int c) {
   for (const struct option& o : kLongOptions) {
@@ -106,6 +107,8 @@ void PrintUsage(const char* prog) {
       "\t[-M,--memory <0/1>: memory report (RSS of the process, Braid's buffers)]\n"
       "\t[-u,--unalign <elements: buffers start this far past an aligned address>]\n"
       "\t[-I,--per_iter_timing <0/1>: time each iteration; min, max, p99 and cv%% columns]\n"
+      "\t[-X,--trace <dir: every rank dumps its flight recorder there at the end, with per-step "
+      "times unless BRAID_TRACE is set; braid-trace DIR/JOB reads it>]\n"
       "\t[-A,--algorithm <name: force it / list: print the algorithms of this collective / "
       "auto>]\n"
       "\t[-B,--buffers <host (default) / shared: host buffers from braidMemAllocHost, read in\n"
@@ -331,6 +334,13 @@ int ParseOptions(int argc, char** argv, Options* o) {
       case 'A':
         o->algorithm = optarg;
         if (o->algorithm.empty()) UsageError(*o, FlagName(c) + " needs an algorithm name");
+        break;
+      case 'X':
+        o->trace_dir = optarg;
+        if (o->trace_dir.empty()) UsageError(*o, FlagName(c) + " needs a folder");
+        // Read by each communicator as it is made (BRAID_TRACE) and at the dump: set before any.
+        setenv("BRAID_TRACE_DIR", optarg, 1);
+        setenv("BRAID_TRACE", "steps", 0);
         break;
       case 'J':
         o->json_path = optarg;

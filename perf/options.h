@@ -48,6 +48,7 @@ struct Options {
   bool per_iter_timing = false;    // -I: each iteration timed; min/max/p99/cv% columns
   std::string algorithm;           // -A: "" or "auto" for the default rule, "list", or a name
   std::string json_path;           // -J: nccl-tests' version-2 JSON document ("" for none)
+  std::string trace_dir;           // -X: the flight recorder's dumps go there at the end
   bool device_memory = false;      // -B device: the collectives' buffers are device memory
   bool shared_memory = false;      // -B shared: host buffers from braidMemAllocHost
   std::string given;               // the short letters of the flags given, in order

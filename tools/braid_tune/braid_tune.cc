@@ -75,7 +75,12 @@ int main(int argc, char** argv) {
           "x2\n"
           "  --rounds N: time every algorithm of a size in N interleaved rounds (A B C, A B C, "
           "...)\n"
-          "    of about 20 ms / N each, and report each one's median round (default 5)\n");
+          "    of about 20 ms / N each, and report each one's median round (default 5)\n"
+          "  -X DIR: per collective, at the first size where the fastest algorithm is not the "
+          "chosen one,\n"
+          "    10 calls of each (after 5 warm-up calls) recorded step by step in "
+          "DIR/tune-COLLECTIVE-BYTES (braid-trace "
+          "reads it)\n");
       return 0;
     }
     if (a == "-b" || a == "-e" || a == "--minbytes" || a == "--maxbytes") sizeGiven = true;
@@ -120,6 +125,8 @@ int main(int argc, char** argv) {
     o.max_bytes = 256u << 20;
     o.step_factor = 2;
   }
+  // -X DIR: the sweep itself is not recorded; the comparison traced after it is (sweep.cc).
+  if (!o.trace_dir.empty()) setenv("BRAID_TRACE", "off", 1);
   const Launch l = DetectLaunch(o, &rargc, &rargv);
   const int nranks = l.nprocs * o.nthreads;
   if (!calibrateTo.empty()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,39 @@ void measureSize(braidComm_t comm, const Tuned& t, const void* send, void* recv,
     if (!times[a].empty()) (*cells)[a].measured_us = median(times[a]);
 }
 
+// -X DIR: the row's chosen and fastest algorithms, 10 calls each after 5 warm-up ones, on a
+// communicator of their own recorded step by step (BRAID_TRACE=steps), dumped to
+// DIR/tune-COLLECTIVE-BYTES, so that braid-trace shows both on one timeline and says where
+// each one's time went. The sweep's communicator records nothing (braid_tune.cc sets
+// BRAID_TRACE=off): the recorder reads BRAID_TRACE when a communicator is made, and
+// BRAID_TRACE_JOB at its first dump; one thread per process sets them, between barriers.
+void traceRow(braidComm_t comm, const Tuned& t, const Row& row, const void* send, void* recv,
+              const CollCounts& c, braidDataType_t dtype, int rank, int nranks, int thread,
+              const Launch& l) {
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  const std::string job = std::string("tune-") + t.name + "-" + std::to_string(row.bytes);
+  if (thread == 0) {
+    setenv("BRAID_TRACE", "steps", 1);
+    setenv("BRAID_TRACE_JOB", job.c_str(), 1);
+  }
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  braidUniqueId id{};
+  if (rank == 0) check(braidGetUniqueId(&id), "braidGetUniqueId", comm, l);
+  check(braidBroadcast(&id, &id, sizeof id, braidUint8, 0, comm, nullptr), "id", comm, l);
+  braidComm_t traced = nullptr;
+  check(braidCommInitRank(&traced, nranks, id, rank), "braidCommInitRank (-X)", comm, l);
+  for (const std::string& algo : {row.chosen, row.best})
+    timeCall(traced, t, algo.c_str(), send, recv, c, dtype, 10, 5, l);
+  char path[4096] = "";
+  check(braidCommDumpTrace(traced, path, sizeof path), "braidCommDumpTrace (-X)", traced, l);
+  check(braidCommDestroy(traced), "braidCommDestroy", nullptr, l);
+  check(braidBarrier(comm, nullptr), "braidBarrier", comm, l);
+  if (thread == 0) setenv("BRAID_TRACE", "off", 1);
+  if (rank == 0)
+    std::printf("# trace: %s vs %s at %zu bytes: braid-trace %.*s\n", row.chosen.c_str(),
+                row.best.c_str(), row.bytes, static_cast<int>(std::string(path).rfind('/')), path);
+}
+
 }  // namespace
 
 void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
@@ -119,6 +153,7 @@ void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
     int nalgos = 0;
     check(braidListAlgorithms(t->name, names, 32, &nalgos), "braidListAlgorithms", comm, l);
     nalgos = std::min(nalgos, 32);
+    bool traced = false;
     for (size_t bytes : sizes) {
       const size_t count = bytes / esize;
       const CollCounts c = t->counts(count, nranks);
@@ -157,6 +192,12 @@ void tuneRank(const Options& o, const Flags& f, const Launch& l, int thread,
         if (cell.algo == row.chosen) chosenUs = cell.measured_us;
       }
       row.regret = best > 0 && chosenUs > 0 ? chosenUs / best : 0;
+      // -X: the first size of this collective where another algorithm beat the choice.
+      if (!o.trace_dir.empty() && !traced && !row.best.empty() && row.best != row.chosen &&
+          chosenUs > 0) {
+        traceRow(comm, *t, row, send.data(), recv.data(), c, dtype, rank, nranks, thread, l);
+        traced = true;
+      }
       if (rank == 0) {
         std::printf("%-13s %12zu %12zu", t->name, row.bytes, row.count);
         for (const Cell& cell : row.cells) {
