@@ -17,7 +17,7 @@ case "${1:-}" in
   --base-packages) base_only=1; shift ;;
 esac
 BUILD_DIR=${1:-build}
-PACKAGES=(g++ meson ninja-build pkg-config libgtest-dev libopenmpi-dev openmpi-bin clang-format libucx-dev libtinyxml2-dev libhwloc-dev libibverbs-dev libarchive-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+PACKAGES=(g++ meson ninja-build pkg-config libgtest-dev libopenmpi-dev openmpi-bin clang-format libucx-dev libtinyxml2-dev libhwloc-dev libibverbs-dev libarchive-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist gnuplot-nox)
 TORCH_PACKAGES=(python3-dev python3-torch libtorch-dev pybind11-dev)
 [ "$base_only" = 1 ] || PACKAGES+=("${TORCH_PACKAGES[@]}")
 missing=()

@@ -287,10 +287,131 @@ TEST(DumpTrace, WrittenByATimedOutCall) {
   fs::remove_all(dir);
 }
 
+// braid-trace (BRAID_TEST_BRAID_TRACE, set by meson) over DIR: its plain-words output, and its
+// exit status in *status.
+std::string braidTrace(const std::string& dir, const std::string& flags, int* status) {
+  const char* tool = std::getenv("BRAID_TEST_BRAID_TRACE");
+  const std::string cmd =
+      std::string(tool ? tool : "braid-trace") + " " + flags + " " + dir + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "popen failed";
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  *status = pclose(p);
+  return out;
+}
+
+// The hangs, as rank processes (runProcesses): each rank makes kCalls all-reduces, one rank
+// going wrong before call kBad; the ranks whose call fails dump by themselves (BRAID_TIMEOUT=2).
+constexpr int kBad = 6;
+constexpr int kHangRank = 2;
+
+int allReduces(braidComm_t comm, int from, int to, size_t count) {
+  std::vector<float> a(1024, 1.0f), b(1024);
+  for (int k = from; k <= to; ++k)
+    if (braidAllReduce(a.data(), b.data(), count, braidFloat32, braidSum, comm, nullptr)) return k;
+  return 0;
+}
+
+// Rank kHangRank never posts call kBad: it dumps on request and stays away past the timeout.
+int skipChild(braidComm_t comm, int rank, int) {
+  if (allReduces(comm, 1, kBad - 1, 1024)) return 1;
+  if (rank == kHangRank) {
+    if (braidCommDumpTrace(comm, nullptr, 0)) return 2;
+    sleep(4);
+    return 0;
+  }
+  return allReduces(comm, kBad, kBad, 1024) == kBad ? 0 : 3;  // must fail
+}
+
+// Rank 3 passes count 512 where the others pass 1024.
+int mismatchChild(braidComm_t comm, int rank, int) {
+  if (allReduces(comm, 1, kBad - 1, 1024)) return 1;
+  return allReduces(comm, kBad, kBad, rank == 3 ? 512 : 1024) == kBad ? 0 : 3;
+}
+
+// Rank kHangRank stops itself (SIGSTOP) before call kBad; rank 0, once its call has failed,
+// kills it (the stopped rank never dumps).
+int stopChild(braidComm_t comm, int rank, int nranks) {
+  std::vector<int32_t> pids(static_cast<size_t>(nranks));
+  const int32_t mine = getpid();
+  if (braidAllGather(&mine, pids.data(), 1, braidInt32, comm, nullptr)) return 1;
+  if (allReduces(comm, 1, kBad - 1, 1024)) return 1;
+  if (rank == kHangRank) raise(SIGSTOP);
+  const int failed = allReduces(comm, kBad, kBad, 1024);
+  if (rank == 0) kill(pids[kHangRank], SIGKILL);
+  return failed == kBad ? 0 : 3;
+}
+
+struct Hang {
+  std::string dir, verdict, json;
+  std::vector<ChildResult> ranks;
+};
+Hang runHang(const std::string& role) {
+  Hang h;
+  h.dir = makeTempDir();
+  h.ranks = runProcesses(4, role,
+                         {"BRAID_TRACE_DIR=" + h.dir, "BRAID_TRACE_JOB=" + role, "BRAID_TIMEOUT=2",
+                          "BRAID_STALL_WARN=0"});
+  int status = 0;
+  h.verdict = braidTrace(h.dir + "/" + role, "--no-timeline", &status);
+  EXPECT_EQ(status, 0) << h.verdict;
+  h.json = braidTrace(h.dir + "/" + role, "--json --no-timeline", &status);
+  if (std::getenv("BRAID_TEST_SHOW_VERDICT")) std::fprintf(stderr, "%s\n", h.verdict.c_str());
+  return h;
+}
+
+TEST(BraidTrace, NamesTheRankThatSkippedACall) {
+  const Hang h = runHang("skip");
+  EXPECT_EQ(failedChildren(h.ranks), "");
+  const json j = json::parse(h.json);
+  const json& never = j["verdict"]["never_posted"];
+  ASSERT_EQ(never.size(), 1u) << h.verdict;
+  EXPECT_EQ(never[0]["rank"], kHangRank);
+  EXPECT_EQ(never[0]["seq"], kBad);
+  EXPECT_NE(h.verdict.find("rank 2 never posted all_reduce #6"), std::string::npos) << h.verdict;
+  // The timeline of this real hang has the Trace Event format's required fields.
+  int status = 0;
+  braidTrace(h.dir + "/skip", "", &status);
+  const std::string timeline = h.dir + "/skip/timeline.json";
+  ASSERT_TRUE(fs::exists(timeline));
+  if (const char* check = std::getenv("BRAID_TEST_TRACE_EVENT_CHECK"))
+    EXPECT_EQ(std::system((std::string(check) + " " + timeline).c_str()), 0);
+  fs::remove_all(h.dir);
+}
+
+TEST(BraidTrace, NamesBothRanksAndCountsOfAMismatch) {
+  const Hang h = runHang("mismatch");
+  EXPECT_EQ(failedChildren(h.ranks), "");
+  const json j = json::parse(h.json);
+  ASSERT_FALSE(j["mismatches"].empty()) << h.verdict;
+  const std::string text = j["mismatches"].dump();
+  for (const char* want : {"512", "1024"}) EXPECT_NE(text.find(want), std::string::npos) << text;
+  EXPECT_NE(h.verdict.find("rank 3"), std::string::npos) << h.verdict;
+  EXPECT_NE(h.verdict.find("count 512"), std::string::npos) << h.verdict;
+  EXPECT_NE(h.verdict.find("count 1024"), std::string::npos) << h.verdict;
+  fs::remove_all(h.dir);
+}
+
+TEST(BraidTrace, NamesAStoppedRankAsBehind) {
+  const Hang h = runHang("stop");
+  for (int r = 0; r < 4; ++r)
+    if (r != kHangRank) EXPECT_EQ(h.ranks[r].status, 0) << "rank " << r << h.ranks[r].output;
+  EXPECT_FALSE(fs::exists(h.dir + "/stop/rank-2.json"));
+  const json j = json::parse(h.json);
+  const std::string v = j["verdict"].dump();
+  EXPECT_NE(h.verdict.find("rank 2 wrote no dump"), std::string::npos) << h.verdict;
+  fs::remove_all(h.dir);
+}
+
 }  // namespace
 }  // namespace braid::test
 
 int main(int argc, char** argv) {
+  braid::test::registerChildRole("skip", braid::test::skipChild);
+  braid::test::registerChildRole("mismatch", braid::test::mismatchChild);
+  braid::test::registerChildRole("stop", braid::test::stopChild);
   const int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   testing::InitGoogleTest(&argc, argv);
