@@ -35,15 +35,23 @@ for ((r = 0; r < rounds; r++)); do
     [ "$k" = b ] && d="$b" vars="${B_ENV:-}"
     # shellcheck disable=SC2086  # the variables' list splits into words on purpose
     env $vars "$(braidrun_of "$d")" -n "${NRANKS:-2}" "$d/perf/all_reduce_perf" "${flags[@]}" \
-      >"$out/$k.$r"
+      -J "$out/$k.$r.json" >"$out/$k.$r"
   done
 done
 python3 - "$out" "$rounds" "$a" "$b" <<'PY'
-import statistics, sys, os
+import json, statistics, sys, os
 out, rounds, a, b = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def table(k):
     rows = {}
     for r in range(rounds):
+        # The JSON document's times have every digit; the table's two decimals are 2% of a
+        # 0.5 us call. A build from before -J wrote none: its table then.
+        path = os.path.join(out, f"{k}.{r}.json")
+        if os.path.exists(path):
+            for res in json.load(open(path))["results"]:
+                o = res["out_of_place"]
+                rows.setdefault(int(res["size"]), []).append((o["time"], o["bus_bw"]))
+            continue
         for line in open(os.path.join(out, f"{k}.{r}")):
             f = line.split()
             if f and f[0].endswith(":"):  # braidrun's rank prefix
@@ -62,5 +70,5 @@ for s in sorted(ta):
     (xt, xb), (yt, yb) = ta[s], tb.get(s, (nan, nan))
     # B's busbw over A's is A's time over B's: defined at 8 B too, where busbw prints 0.00.
     ratio = f"{xt / yt:6.3f}" if yt > 0 else f"{'-':>6}"
-    print(f"{s:>12} {xt:>10.2f} {yt:>10.2f} {xb:>8.2f} {yb:>8.2f} {ratio}")
+    print(f"{s:>12} {xt:>10.3f} {yt:>10.3f} {xb:>8.2f} {yb:>8.2f} {ratio}")
 PY

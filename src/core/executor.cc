@@ -116,7 +116,10 @@ class Run : WaitDiagnosis {
           return fail(braidInvalidUsage,
                       "%s #%llu: the communicator was revoked (braidCommRevoke on rank %d)",
                       ctx_.what, static_cast<unsigned long long>(ctx_.opCount), by);
-      if (idle == spins) idleSince = lastLivenessCheck = Clock::now();
+      if (idle == spins) {
+        idleSince = lastLivenessCheck = Clock::now();
+        ctx_.traceCall.waited();  // the record reads this call's end from the clock
+      }
       if (idle >= spins && idle < yieldsEnd) {
         sched_yield();
         // Yields while the peer answers soon; one that is slow to (its own work, its own

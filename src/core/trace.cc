@@ -135,9 +135,23 @@ bool makeDirs(const std::string& path, std::string* why) {
   return true;
 }
 
+// The resolution of the calls' times: the coarse clock's, or 1 ns with steps.
+uint64_t clockResolution(Mode mode) {
+  if (mode == Mode::kSteps) return 1;
+  timespec res{};
+  clock_getres(CLOCK_MONOTONIC_COARSE, &res);
+  return static_cast<uint64_t>(res.tv_sec) * 1000000000ull + static_cast<uint64_t>(res.tv_nsec);
+}
+
 }  // namespace
 
 thread_local uint64_t t_enqueuedAt = 0;
+
+uint64_t coarseNowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 std::string hashText(uint64_t hash) {
   char buf[20];
@@ -200,7 +214,8 @@ Recorder::Recorder(Mode mode, size_t capacity, int rank, uint64_t rootHash)
       rank_(rank),
       rootHash_(rootHash),
       slots_(new Slot[std::max<size_t>(1, capacity)]),
-      capacity_(std::max<size_t>(1, capacity)) {
+      capacity_(std::max<size_t>(1, capacity)),
+      coarseNow_(coarseNowNs()) {
   if (mode_ == Mode::kSteps) steps_.resize(std::max<size_t>(4096, capacity_ * kStepsPerCall));
 }
 
@@ -210,8 +225,22 @@ Recorder::~Recorder() {
   namesTaken().erase(file_);
 }
 
+uint64_t Recorder::startTime(uint64_t id, uint64_t bytes) {
+  if (mode_ == Mode::kSteps) return nowNs();
+  if (id % kClockEvery != 0 && bytes < kTimedBytes)
+    return coarseNow_.load(std::memory_order_relaxed);
+  const uint64_t now = coarseNowNs();
+  coarseNow_.store(now, std::memory_order_relaxed);
+  return now;
+}
+
 CallHandle Recorder::begin(const CallInfo& c, uint32_t steps) {
-  const uint64_t id = next_.fetch_add(1, std::memory_order_relaxed) + 1;
+  // One communicator's calls hold its lock: a plain increment (the atomic add costs as much as
+  // the rest of the record). Several communicators may record at once: the atomic add.
+  const uint64_t id = shared_.load(std::memory_order_relaxed)
+                          ? next_.fetch_add(1, std::memory_order_relaxed) + 1
+                          : next_.load(std::memory_order_relaxed) + 1;
+  if (!shared_.load(std::memory_order_relaxed)) next_.store(id, std::memory_order_relaxed);
   Slot& s = slots_[(id - 1) % capacity_];
   const uint64_t v = s.version.load(std::memory_order_relaxed);
   s.version.store(v + 1, std::memory_order_relaxed);
@@ -228,7 +257,7 @@ CallHandle Recorder::begin(const CallInfo& c, uint32_t steps) {
                  std::memory_order_relaxed);
   s.peer.store(c.peer, std::memory_order_relaxed);
   s.algo.store(c.algo, std::memory_order_relaxed);
-  const uint64_t now = nowNs();
+  const uint64_t now = startTime(id, c.bytes);
   s.tEnqueue.store(c.tEnqueue ? c.tEnqueue : t_enqueuedAt, std::memory_order_relaxed);
   s.tStart.store(now, std::memory_order_relaxed);
   s.tEnd.store(0, std::memory_order_relaxed);
@@ -236,6 +265,7 @@ CallHandle Recorder::begin(const CallInfo& c, uint32_t steps) {
   s.step.store(0, std::memory_order_relaxed);
   s.steps.store(steps, std::memory_order_relaxed);
   s.waitingOn.store(-1, std::memory_order_relaxed);
+  s.waited.store(0, std::memory_order_relaxed);
   s.version.store(v + 2, std::memory_order_release);
   return {&s, id};
 }
@@ -259,7 +289,16 @@ void Recorder::end(const CallHandle& h, bool ok, const char* error, const StepTi
       }
     }
   }
-  h.slot->tEnd.store(nowNs(), std::memory_order_relaxed);
+  Slot& s = *h.slot;
+  uint64_t end;
+  if (mode_ == Mode::kSteps)
+    end = nowNs();
+  else if (!ok || s.waited.load(std::memory_order_relaxed) ||
+           s.bytes.load(std::memory_order_relaxed) >= kTimedBytes)
+    coarseNow_.store(end = coarseNowNs(), std::memory_order_relaxed);
+  else
+    end = s.tStart.load(std::memory_order_relaxed);
+  s.tEnd.store(end, std::memory_order_relaxed);
   h.slot->state.store(static_cast<uint32_t>(ok ? State::kDone : State::kFailed),
                       std::memory_order_release);
 }
@@ -268,6 +307,9 @@ void Recorder::addComm(const CommInfo& info) {
   std::lock_guard<std::mutex> lock(mu_);
   if (comms_.size() >= kCommsKept) comms_.erase(comms_.begin());
   comms_.push_back(info);
+  // A second communicator: its calls and the first one's may run at once from here on. Set
+  // before any of its calls, under no call of the first (split, shrink and grow run on it).
+  if (comms_.size() > 1) shared_.store(true, std::memory_order_relaxed);
 }
 
 std::string Recorder::json(const char* reason, const std::string& detail) const {
@@ -279,14 +321,15 @@ std::string Recorder::json(const char* reason, const std::string& detail) const 
   std::snprintf(buf, sizeof(buf),
                 "\"header\":{\"job\":%s,\"rank\":%d,\"nranks\":%d,\"host\":%s,\"pid\":%d,"
                 "\"reason\":%s,\"detail\":%s,\"time_ns\":%llu,\"wall_ns\":%llu,\"buffer\":%zu,"
-                "\"recorded\":%llu,\"steps_mode\":%s,\"steps_recorded\":%llu},\n",
+                "\"recorded\":%llu,\"steps_mode\":%s,\"steps_recorded\":%llu,\"clock_ns\":%llu},\n",
                 quoted(fileName().substr(0, fileName().find('/'))).c_str(), rank_,
                 comms_.empty() ? 1 : comms_.front().nranks, quoted(hostName()).c_str(),
                 static_cast<int>(getpid()), quoted(reason).c_str(), quoted(detail).c_str(),
                 static_cast<unsigned long long>(now), static_cast<unsigned long long>(wall),
                 capacity_, static_cast<unsigned long long>(recorded),
                 mode_ == Mode::kSteps ? "true" : "false",
-                static_cast<unsigned long long>(stepsRecorded_));
+                static_cast<unsigned long long>(stepsRecorded_),
+                static_cast<unsigned long long>(clockResolution(mode_)));
   out += buf;
   out += "\"comms\":[\n";
   for (size_t i = 0; i < comms_.size(); ++i) {
