@@ -21,6 +21,14 @@ for algo in ring tree; do
   job="$(ls -d "$out/$algo"/*/ | head -1)"
   mv "$job" "$out/$algo.run" && rmdir "$out/$algo"
   echo "== $algo"
-  "$build/tools/braid-trace" --png "$out/$algo.run/gantt.png" "$out/$algo.run" |
+  # The chart shows the last call of the size (the run's own checks come after it).
+  call="$(python3 - "$out/$algo.run/rank-0.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = [c for c in d["calls"] if c["call"] == "all_reduce" and c["algo"] not in ("", "recursive_doubling")][-1]
+print(f'{c["comm"]}:{c["seq"]}')
+PY
+)"
+  "$build/tools/braid-trace" --png "$out/$algo.run/gantt.png" --call "$call" "$out/$algo.run" |
     sed -n '/^Summary/,/^Timeline/p'
 done
