@@ -325,6 +325,18 @@ int skipChild(braidComm_t comm, int rank, int) {
   return allReduces(comm, kBad, kBad, 1024) == kBad ? 0 : 3;  // must fail
 }
 
+// Rank kHangRank is busy in its own code (not in a call) past the others' timeout: under
+// braidrun, the others' failed calls have braidrun send SIGUSR1 to every rank, and this rank's
+// recorder dumps from its own thread while the rank sleeps (tests/cli/braidrun_trace_signal.sh).
+int busyChild(braidComm_t comm, int rank, int) {
+  if (allReduces(comm, 1, kBad - 1, 1024)) return 1;
+  if (rank == kHangRank) {
+    sleep(4);
+    return 0;
+  }
+  return allReduces(comm, kBad, kBad, 1024) == kBad ? 0 : 3;  // must fail
+}
+
 // Rank 3 passes count 512 where the others pass 1024.
 int mismatchChild(braidComm_t comm, int rank, int) {
   if (allReduces(comm, 1, kBad - 1, 1024)) return 1;
@@ -412,6 +424,7 @@ int main(int argc, char** argv) {
   braid::test::registerChildRole("skip", braid::test::skipChild);
   braid::test::registerChildRole("mismatch", braid::test::mismatchChild);
   braid::test::registerChildRole("stop", braid::test::stopChild);
+  braid::test::registerChildRole("busy", braid::test::busyChild);
   const int rc = braid::test::childMain(argc, argv);
   if (rc >= 0) return rc;
   testing::InitGoogleTest(&argc, argv);
