@@ -330,8 +330,8 @@ int skipChild(braidComm_t comm, int rank, int) {
 // recorder dumps from its own thread while the rank sleeps (tests/cli/braidrun_trace_signal.sh).
 int busyChild(braidComm_t comm, int rank, int) {
   if (allReduces(comm, 1, kBad - 1, 1024)) return 1;
-  if (rank == kHangRank) {
-    sleep(4);
+  if (rank == kHangRank) {  // busy for 4 s whatever signals come (sleep_for resumes)
+    std::this_thread::sleep_for(std::chrono::seconds(4));
     return 0;
   }
   return allReduces(comm, kBad, kBad, 1024) == kBad ? 0 : 3;  // must fail
