@@ -495,14 +495,28 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
   const uint64_t userCalls = comm->opCount;
   const braidResult_t res = runCollective(comm, g, mine, all.data(), &a);
   comm->opCount = userCalls;
+  // The user's call never starts when the exchange fails or finds a mismatch: its record (with
+  // the number it would have had) says why, and writes the dump as a failed call would.
+  auto refused = [&](braidResult_t r) {
+    trace::CallInfo call{comm->commHash, userCalls + 1, static_cast<uint32_t>(a.coll)};
+    call.dtype = a.dtype;
+    call.op = isReducing(a.coll) ? static_cast<int>(a.op) : -1;
+    call.root = isRooted(a.coll) ? a.root : -1;
+    call.count = a.count;
+    call.bytes = a.count * braidTypeSize(a.dtype);
+    call.algo = "";
+    ExecContext ctx{};
+    traceCallBegin(comm, call, 0, &ctx);
+    return traceCallEnd(comm, ctx, r);
+  };
   // The executor's errors name the exchange ("BRAID_CHECK's exchange before all-reduce #2 timed
   // out ..."); the others (an algorithm BRAID_ALGO forces that cannot run it) are named here.
   if (res != braidSuccess) {
     const std::string why = lastError();
-    if (why.find(checkExchangeLabel(a.coll)) != std::string::npos) return res;
-    return fail(res, "BRAID_CHECK's exchange before call #%llu (%s) failed: %s",
-                static_cast<unsigned long long>(userCalls + 1), collectiveLabel(a.coll),
-                withoutRankPrefix(why.c_str(), comm->rank));
+    if (why.find(checkExchangeLabel(a.coll)) != std::string::npos) return refused(res);
+    return refused(fail(res, "BRAID_CHECK's exchange before call #%llu (%s) failed: %s",
+                        static_cast<unsigned long long>(userCalls + 1), collectiveLabel(a.coll),
+                        withoutRankPrefix(why.c_str(), comm->rank)));
   }
   bool same = true;
   for (size_t r = 1; r < n && same; ++r)
@@ -525,10 +539,10 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& a) {
     if (known && isRooted(coll)) calls += " root " + std::to_string(f[4]);
   }
   if (n > kListed) calls += "; and " + std::to_string(n - kListed) + " more";
-  return fail(braidInvalidUsage,
-              "BRAID_CHECK: the ranks made different calls at call #%llu (every rank must make "
-              "the same collective calls in the same order): %s",
-              static_cast<unsigned long long>(userCalls + 1), calls.c_str());
+  return refused(fail(braidInvalidUsage,
+                      "BRAID_CHECK: the ranks made different calls at call #%llu (every rank "
+                      "must make the same collective calls in the same order): %s",
+                      static_cast<unsigned long long>(userCalls + 1), calls.c_str()));
 }
 
 braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device) {

@@ -118,7 +118,7 @@ class Run : WaitDiagnosis {
                       ctx_.what, static_cast<unsigned long long>(ctx_.opCount), by);
       if (idle == spins) {
         idleSince = lastLivenessCheck = Clock::now();
-        ctx_.traceCall.waited();  // the record reads this call's end from the clock
+        ctx_.traceCall.waited(trace::nowNs());  // the record's times: trace.h
       }
       if (idle >= spins && idle < yieldsEnd) {
         sched_yield();
@@ -255,11 +255,9 @@ class Run : WaitDiagnosis {
       idx = queued[std::min(sendCur_[q].retired, queued.size() - 1)];
     }
     const uint64_t t0 = trace::nowNs(), busy0 = busy_;
+    if (idx >= 0 && !steps_[idx].start) steps_[idx].start = t0;  // before the wait's own passes
     const braidResult_t res = waitForProgress();
-    if (idx >= 0) {
-      if (!steps_[idx].start) steps_[idx].start = t0;
-      steps_[idx].wait += trace::nowNs() - t0 - (busy_ - busy0);
-    }
+    if (idx >= 0) steps_[idx].wait += trace::nowNs() - t0 - (busy_ - busy0);
     return res;
   }
 

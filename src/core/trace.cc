@@ -28,6 +28,7 @@ namespace {
 constexpr size_t kStepsPerCall = 32;  // the steps ring holds this many per call kept
 constexpr size_t kErrorsKept = 64;
 constexpr size_t kCommsKept = 256;
+constexpr size_t kMaxStepRecords = size_t{1} << 20;  // 72 MiB of step records at most
 
 // Every file name in use by a recorder of this process ("rank-3"), so a second recorder for the
 // same rank number (two communicators made by init) writes a file of its own.
@@ -216,7 +217,8 @@ Recorder::Recorder(Mode mode, size_t capacity, int rank, uint64_t rootHash)
       slots_(new Slot[std::max<size_t>(1, capacity)]),
       capacity_(std::max<size_t>(1, capacity)),
       coarseNow_(coarseNowNs()) {
-  if (mode_ == Mode::kSteps) steps_.resize(std::max<size_t>(4096, capacity_ * kStepsPerCall));
+  if (mode_ == Mode::kSteps)
+    steps_.resize(std::clamp<size_t>(capacity_ * kStepsPerCall, 4096, kMaxStepRecords));
 }
 
 Recorder::~Recorder() {
@@ -267,7 +269,7 @@ CallHandle Recorder::begin(const CallInfo& c, uint32_t steps) {
   s.waitingOn.store(-1, std::memory_order_relaxed);
   s.waited.store(0, std::memory_order_relaxed);
   s.version.store(v + 2, std::memory_order_release);
-  return {&s, id};
+  return {&s, id, mode_ != Mode::kSteps};
 }
 
 void Recorder::end(const CallHandle& h, bool ok, const char* error, const StepTimes* steps,
@@ -298,14 +300,16 @@ void Recorder::end(const CallHandle& h, bool ok, const char* error, const StepTi
     coarseNow_.store(end = coarseNowNs(), std::memory_order_relaxed);
   else
     end = s.tStart.load(std::memory_order_relaxed);
-  s.tEnd.store(end, std::memory_order_relaxed);
+  // The coarse clock lags the precise one a waited call's start may have come from.
+  s.tEnd.store(std::max(end, s.tStart.load(std::memory_order_relaxed)), std::memory_order_relaxed);
   h.slot->state.store(static_cast<uint32_t>(ok ? State::kDone : State::kFailed),
                       std::memory_order_release);
 }
 
 void Recorder::addComm(const CommInfo& info) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (comms_.size() >= kCommsKept) comms_.erase(comms_.begin());
+  // The oldest after the first (the recorder's own communicator, the one a job's calls are on).
+  if (comms_.size() >= kCommsKept) comms_.erase(comms_.begin() + 1);
   comms_.push_back(info);
   // A second communicator: its calls and the first one's may run at once from here on. Set
   // before any of its calls, under no call of the first (split, shrink and grow run on it).
@@ -417,6 +421,9 @@ bool Recorder::dump(const char* reason, const std::string& detail, std::string* 
     *pathOrWhy = "BRAID_TRACE=off: nothing was recorded";
     return false;
   }
+  // One dump at a time (the signal's thread, a failed call, braidCommDumpTrace): they share
+  // the file and its temporary.
+  std::lock_guard<std::mutex> one(dumpMu_);
   const std::string text = json(reason, detail);
   const std::string path = std::string(dir) + "/" + fileName() + ".json";
   if (!makeDirs(path.substr(0, path.rfind('/')), pathOrWhy)) return false;

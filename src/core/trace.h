@@ -109,16 +109,23 @@ struct CommInfo {
 struct CallHandle {
   Slot* slot = nullptr;
   uint64_t id = 0;
+  bool coarse = false;  // times from the coarse clock (BRAID_TRACE=calls)
   void progress(uint32_t done) const {
     if (slot) slot->step.store(done, std::memory_order_relaxed);
   }
   void waitingOn(int peer) const {
     if (slot) slot->waitingOn.store(peer, std::memory_order_relaxed);
   }
-  // The call went past spinning into a wait: its end is read from the clock (see end()).
-  void waited() const {
-    if (slot) slot->waited.store(1, std::memory_order_relaxed);
+  // The call went past spinning into a wait at `now` (nowNs's clock): its end is read from the
+  // clock (see end()), and a start taken from a stale reading (the program's own work since the
+  // last one) moves up to now, within a few microseconds of the call's real start.
+  void waited(uint64_t now) const {
+    if (!slot) return;
+    slot->waited.store(1, std::memory_order_relaxed);
+    if (coarse && now > slot->tStart.load(std::memory_order_relaxed) + kStaleNs)
+      slot->tStart.store(now, std::memory_order_relaxed);
   }
+  static constexpr uint64_t kStaleNs = 4000000;  // the coarse clock's resolution
 };
 
 class Recorder {
@@ -177,6 +184,7 @@ class Recorder {
   std::atomic<bool> shared_{false};  // more than one communicator records here
   std::atomic<uint64_t> coarseNow_;  // the coarse clock's last reading (calls mode)
   mutable std::mutex mu_;            // the rest: comms, errors, steps, the file name
+  std::mutex dumpMu_;                // one dump at a time
   std::vector<CommInfo> comms_;
   std::vector<std::pair<uint64_t, std::string>> errors_;  // failed calls' texts, by id
   std::vector<StepRecord> steps_;                         // ring of step records

@@ -96,6 +96,8 @@ braidResult_t traceCallEnd(braidComm* comm, const ExecContext& ctx, braidResult_
     BRAID_WARN("TRACE", "flight recorder written to %s (braid-trace reads its folder)",
                where.c_str());
     askLauncherToDump();
+  } else if (traceDirSet()) {  // unset: the user asked for no dump
+    BRAID_WARN("TRACE", "flight recorder not written: %s", where.c_str());
   }
   return res;
 }
@@ -121,6 +123,11 @@ extern "C" braidResult_t braidCommDumpTrace(braidComm_t comm, char* path, size_t
       return braid::fail(braidInvalidArgument, "braidCommDumpTrace: path given with pathSize 0");
     std::string where;
     BRAID_TRY(braid::dumpTrace(comm, "api", "braidCommDumpTrace", &where));
+    if (path && where.size() >= pathSize)
+      return braid::fail(braidInvalidArgument,
+                         "braidCommDumpTrace: the dump was written to %s, whose name needs "
+                         "pathSize %zu (%zu given)",
+                         where.c_str(), where.size() + 1, pathSize);
     if (path) std::snprintf(path, pathSize, "%s", where.c_str());
     return braidSuccess;
   });

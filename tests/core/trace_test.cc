@@ -360,12 +360,13 @@ struct Hang {
   std::string dir, verdict, json;
   std::vector<ChildResult> ranks;
 };
-Hang runHang(const std::string& role) {
+Hang runHang(const std::string& role, const std::vector<std::string>& extraEnv = {}) {
   Hang h;
   h.dir = makeTempDir();
-  h.ranks = runProcesses(4, role,
-                         {"BRAID_TRACE_DIR=" + h.dir, "BRAID_TRACE_JOB=" + role, "BRAID_TIMEOUT=2",
-                          "BRAID_STALL_WARN=0"});
+  std::vector<std::string> env = {"BRAID_TRACE_DIR=" + h.dir, "BRAID_TRACE_JOB=" + role,
+                                  "BRAID_TIMEOUT=2", "BRAID_STALL_WARN=0"};
+  env.insert(env.end(), extraEnv.begin(), extraEnv.end());
+  h.ranks = runProcesses(4, role, env);
   int status = 0;
   h.verdict = braidTrace(h.dir + "/" + role, "--no-timeline", &status);
   EXPECT_EQ(status, 0) << h.verdict;
@@ -403,6 +404,21 @@ TEST(BraidTrace, NamesBothRanksAndCountsOfAMismatch) {
   EXPECT_NE(h.verdict.find("rank 3"), std::string::npos) << h.verdict;
   EXPECT_NE(h.verdict.find("count 512"), std::string::npos) << h.verdict;
   EXPECT_NE(h.verdict.find("count 1024"), std::string::npos) << h.verdict;
+  fs::remove_all(h.dir);
+}
+
+// BRAID_CHECK=1 refuses the call before it starts, on every rank: each still records it
+// (failed) and dumps.
+TEST(BraidTrace, NamesAMismatchBraidCheckRefused) {
+  const Hang h = runHang("mismatch", {"BRAID_CHECK=1"});
+  EXPECT_EQ(failedChildren(h.ranks), "");
+  for (int r = 0; r < 4; ++r) {
+    const json j = readJson(h.dir + "/mismatch/rank-" + std::to_string(r) + ".json");
+    EXPECT_EQ(j["calls"].back()["state"], "failed") << r;
+    EXPECT_NE(j["calls"].back()["error"].get<std::string>().find("BRAID_CHECK"), std::string::npos);
+  }
+  EXPECT_NE(h.verdict.find("count 512"), std::string::npos) << h.verdict;
+  EXPECT_NE(h.verdict.find("rank 3"), std::string::npos) << h.verdict;
   fs::remove_all(h.dir);
 }
 

@@ -247,6 +247,14 @@ int run(const Options& o) {
     printVerdict(verdict);
     printMismatches(mismatches);
     printSummary(summary);
+    // BRAID_TRACE=calls' times are the coarse clock's: a short call reads 0 us.
+    int64_t coarsest = 1;
+    for (const braid::trace::Dump& d : in.dumps) coarsest = std::max(coarsest, d.header.clock_ns);
+    if (coarsest > 1)
+      std::printf(
+          "  (times to %.0f ms: the calls were recorded with BRAID_TRACE=calls; record with "
+          "BRAID_TRACE=steps, or a perf binary's -X, to profile)\n",
+          coarsest / 1e6);
     printProblems(problems);
   }
   int status = 0;

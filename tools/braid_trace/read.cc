@@ -320,7 +320,8 @@ const FieldSpec<Header> kHeaderFields[] = {{"job", &Header::job},
                                            {"buffer", &Header::buffer},
                                            {"recorded", &Header::recorded},
                                            {"steps_mode", &Header::steps_mode},
-                                           {"steps_recorded", &Header::steps_recorded}};
+                                           {"steps_recorded", &Header::steps_recorded},
+                                           {"clock_ns", &Header::clock_ns}};
 const FieldSpec<Comm> kCommFields[] = {{"comm", &Comm::hash},
                                        {"rank", &Comm::rank},
                                        {"nranks", &Comm::nranks},
@@ -441,6 +442,23 @@ void readFile(const fs::path& path, bool named, Input& in) {
   }
   if (d.header.rank < 0) d.header.rank = fileRank;
   d.comms = fillAll(raw, "comms", kCommFields, issues);
+  // Rank counts past any real job would have every view allocate per rank: taken as unknown.
+  constexpr int kMaxRanks = 1 << 24;
+  for (int* n : {&d.header.nranks})
+    if (*n < 0 || *n > kMaxRanks) {
+      in.problems.push_back({file, 2,
+                             "header nranks " + std::to_string(*n) + " is out of [0, " +
+                                 std::to_string(kMaxRanks) + "]: taken as unknown"});
+      *n = 0;
+    }
+  for (Comm& c : d.comms)
+    if (c.nranks < 0 || c.nranks > kMaxRanks) {
+      in.problems.push_back({file, 0,
+                             "comm " + c.hash + ": nranks " + std::to_string(c.nranks) +
+                                 " is out of [0, " + std::to_string(kMaxRanks) +
+                                 "]: taken as its ranks seen"});
+      c.nranks = 0;
+    }
   d.calls = fillAll(raw, "calls", kCallFields, issues);
   d.steps = fillAll(raw, "steps", kStepFields, issues);
   issues.report(file, in.problems);

@@ -26,6 +26,7 @@ struct Header {
   int64_t wall_ns = 0;  // CLOCK_REALTIME at the dump
   int64_t buffer = 0, recorded = 0, steps_recorded = 0;
   bool steps_mode = false;
+  int64_t clock_ns = 1;  // resolution of the calls' times (BRAID_TRACE=calls: the coarse clock's)
 };
 
 // One communicator this rank belongs to.

@@ -341,9 +341,38 @@ class Launcher {
   }
 
   void SignalAll(int sig) {
+    if (sig == SIGUSR1) return AskToDump();
     for (Child& c : children_) {
       if (c.running) kill(-c.pid, sig);
     }
+  }
+
+  // SIGUSR1 (dump the flight recorder) goes only to the processes of the ranks' groups that
+  // catch it (/proc/PID/status SigCgt): its default action would end a process that has no
+  // recorder yet, has BRAID_TRACE=off, or is a wrapper (sh -c) of a rank.
+  void AskToDump() {
+    DIR* proc = opendir("/proc");
+    if (!proc) return;
+    while (dirent* e = readdir(proc)) {
+      const pid_t pid = static_cast<pid_t>(atoi(e->d_name));
+      if (pid <= 0) continue;
+      const pid_t group = getpgid(pid);
+      bool ours = false;
+      for (const Child& c : children_) ours = ours || (c.running && group == c.pid);
+      if (ours && CatchesSignal(pid, SIGUSR1)) kill(pid, SIGUSR1);
+    }
+    closedir(proc);
+  }
+
+  static bool CatchesSignal(pid_t pid, int sig) {
+    FILE* f = fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+    if (!f) return false;
+    char line[256];
+    unsigned long long caught = 0;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "SigCgt: %llx", &caught) == 1) break;
+    fclose(f);
+    return (caught >> (sig - 1)) & 1;
   }
 
   static int64_t Now() {
