@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "braid/braid.h"
+#include "test_scale.h"
 #include "test_util.h"
 
 namespace braid::test {
@@ -242,7 +243,14 @@ TEST(DumpTrace, StepTimesAddUpToTheCall) {
     EXPECT_EQ(stepRecords, j["calls"].size() * j["calls"][0]["steps"].get<size_t>());
     EXPECT_GT(callNs, 0);
     EXPECT_LE(accounted, callNs * 1.0001) << "rank " << rank;
-    EXPECT_GE(accounted, callNs * 0.95)
+    // Under a sanitizer the executor's own bookkeeping between the timed parts is instrumented
+    // too, and takes a larger share: the 5% bound is the release build's property.
+#ifdef BRAID_TEST_SANITIZED
+    constexpr double kAccounted = 0.5;
+#else
+    constexpr double kAccounted = 0.95;
+#endif
+    EXPECT_GE(accounted, callNs * kAccounted)
         << "rank " << rank << ": " << accounted << " of " << callNs << " ns accounted for";
   }
   fs::remove_all(dir);
