@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -238,11 +239,16 @@ TEST(Shrink, DifferentListsEndInOneCommunicatorOrNone) {
   auto run = [](const std::vector<std::vector<int>>& lists) {
     std::vector<std::string> parents(lists.size());
     std::vector<braidResult_t> res(lists.size());
+    // Every rank keeps comm until all have returned from shrink: a rank that destroyed it has
+    // left, and a coordinator still waiting for it would rightly leave it out (under a slow
+    // sanitizer the verdicts' order varies).
+    std::barrier allReturned(static_cast<std::ptrdiff_t>(lists.size()));
     const auto errors =
         onThreads(static_cast<int>(lists.size()), [&](braidComm_t comm, int rank) -> std::string {
           braidComm_t nc = nullptr;
           const std::vector<int>& l = lists[static_cast<size_t>(rank)];
           res[rank] = braidCommShrink(comm, l.data(), static_cast<int>(l.size()), &nc, nullptr, 0);
+          allReturned.arrive_and_wait();
           if (nc) {
             for (int p : parentRanks(nc)) parents[rank] += std::to_string(p) + ",";
             braidCommDestroy(nc);
