@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite under AddressSanitizer + UndefinedBehaviorSanitizer (asan: every test)
-# and ThreadSanitizer (tsan: the tests that run ranks as threads, Meson suite 'threads'), each
+# and ThreadSanitizer (tsan: the tests that run ranks as threads, Meson suite 'threads'), half
+# of each set per commit by default (BRAID_SANITIZE_TESTS, below; =all for every test), each
 # in a build directory of its own (build-asan, build-tsan in the repository; -O1 with line
 # tables, without CUDA). In a sanitized build the largest cases shrink (tests/test_scale.h, the
 # soak's call counts in tests/cli/meson.build), and the matrix takes a share of its rows: one row
@@ -37,9 +38,10 @@ need_clang
 # Which share of the matrix's rows runs (collective_cases.h, Rows::kShare): BRAID_TEST_SHARE
 # if set, else share K of 16 with K the commit hash modulo 16 (0 outside a git checkout).
 share_of=16 share_index=0 share_why="no commit"
+commit="$(git -C "$root" rev-parse HEAD 2>/dev/null)" || commit=""
 if [ -n "${BRAID_TEST_SHARE:-}" ]; then
   share_index="${BRAID_TEST_SHARE%%/*}" share_of="${BRAID_TEST_SHARE#*/}" share_why="BRAID_TEST_SHARE"
-elif commit="$(git -C "$root" rev-parse HEAD 2>/dev/null)"; then
+elif [ -n "$commit" ]; then
   share_index=$((16#${commit:0:8} % share_of)) share_why="commit ${commit:0:12}"
 fi
 
@@ -51,26 +53,62 @@ fi
 # (pthread's madvise of the dead thread's stack -> ucm_madvise -> an intercepted rwlock).
 export UCX_HANDLE_ERRORS=none UCX_ERROR_SIGNALS= UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no
 
-# Test names -> the executables they run (meson test --no-rebuild needs them built). Names
-# may be "@all" (every test) or "@SUITE" (the tests of a Meson suite).
+# Which half of the default sets runs: CI's 30 minutes hold the release suite and both
+# sanitizers' builds only with half of each default set (every test the release suite runs
+# whole), so each commit takes one half, which chosen by its hash (bits other than the matrix
+# share's), and successive commits run every test under both sanitizers. The tests of a set
+# are taken in name order, every other one. BRAID_SANITIZE_TESTS=all runs every test;
+# BRAID_SANITIZE_TESTS=K/N takes every Nth from the Kth. Tests named on the command line,
+# and @SUITE there, always run whole.
+half="" half_why=""
+case "${BRAID_SANITIZE_TESTS:-}" in
+  all) ;;
+  */*) half="$BRAID_SANITIZE_TESTS" half_why="BRAID_SANITIZE_TESTS" ;;
+  "")
+    if [ -n "${commit:-}" ]; then
+      half="$((16#${commit:8:8} % 2))/2" half_why="commit ${commit:0:12}"
+    fi
+    ;;
+  *) echo "sanitize.sh: BRAID_SANITIZE_TESTS is '$BRAID_SANITIZE_TESTS'; give all or K/N" >&2; exit 2 ;;
+esac
+
+# Test names -> the executables they run (meson test --no-rebuild needs them built), or with
+# BRAID_SELECT=tests the test names themselves. Names may be "@all" (every test) or "@SUITE"
+# (the tests of a Meson suite); BRAID_SELECT_HALF=K/N keeps every Nth of the tests a suite
+# selects, from the Kth, in name order.
 targets_for() {  # BUILD_DIR TEST...
   local dir="$1"
   shift
   python3 - "$dir" "$@" <<'PY'
 import json, os, sys
 d, names = sys.argv[1], set(sys.argv[2:])
+half = os.environ.get("BRAID_SELECT_HALF", "")
+only_tests = os.environ.get("BRAID_SELECT", "") == "tests"
 tests = json.load(open(os.path.join(d, "meson-info", "intro-tests.json")))
 targets = json.load(open(os.path.join(d, "meson-info", "intro-targets.json")))
 by_file = {f: t for t in targets for f in t["filename"]}
 seen = set()
 suites = {n[1:] for n in names if n.startswith("@")}
 names -= {"@" + x for x in suites}
+chosen = []
+by_suite = []
 for t in tests:
     wanted = "all" in suites or any(x in suites or x.endswith(":" + w)
                                     for x in t.get("suite", []) for w in suites)
-    if t["name"] not in names and not wanted:
-        continue
+    if t["name"] in names:
+        chosen.append(t)
+    elif wanted:
+        by_suite.append(t)
+if half:
+    k, n = (int(x) for x in half.split("/"))
+    by_suite.sort(key=lambda t: t["name"])
+    by_suite = by_suite[k::n]
+for t in chosen + by_suite:
     names.discard(t["name"])
+    if only_tests:
+        seen.add(t["name"])
+        print(t["name"])
+        continue
     for f in t["cmd"][:1] + t.get("depends", []):
         tgt = by_file.get(f) or next((x for x in targets if x["id"] == f), None)
         if tgt is None:
@@ -136,7 +174,7 @@ build_mode() {  # MODE DIR MESON_OPTION... -- TEST...
   # the introspection below knows them.
   ninja -C "$dir" build.ninja >/dev/null 2>&1 || true
   local list
-  list="$(targets_for "$dir" "$@")"
+  list="$(BRAID_SELECT_HALF="$sel_half" targets_for "$dir" "$@")"
   mapfile -t targets <<<"$list"
   if ! ninja -C "$dir" "${targets[@]}" >"$dir/sanitize-build.log" 2>&1; then
     tail -n 40 "$dir/sanitize-build.log" >&2
@@ -172,13 +210,18 @@ test_mode() {  # MODE DIR TEST...
   start=$SECONDS
   # Sanitized code runs 2-15 times slower than a release build.
   local select=()
-  for t in "$@"; do
-    case "$t" in
-      @all) ;;
-      @*) select+=(--suite "${t#@}") ;;
-      *) select+=("$t") ;;
-    esac
-  done
+  if [ -n "$sel_half" ]; then
+    echo "sanitize.sh: $m: half $sel_half of $* ($half_why; BRAID_SANITIZE_TESTS=all runs all)"
+    mapfile -t select < <(BRAID_SELECT=tests BRAID_SELECT_HALF="$sel_half" targets_for "$dir" "$@")
+  else
+    for t in "$@"; do
+      case "$t" in
+        @all) ;;
+        @*) select+=(--suite "${t#@}") ;;
+        *) select+=("$t") ;;
+      esac
+    done
+  fi
   meson test -C "$dir" --no-rebuild --print-errorlogs --timeout-multiplier 4 "${select[@]}" ||
     status=$?
   echo "sanitize.sh: $m: tests ran in $((SECONDS - start)) s"
@@ -198,6 +241,8 @@ test_mode() {  # MODE DIR TEST...
 }
 
 status=0
+sel_half=""
+(($#)) || sel_half="$half"  # the default sets only
 if [ "$mode" = asan ] || [ "$mode" = all ]; then
   if (($#)); then run_mode asan "$@" || status=1; else run_mode asan @all || status=1; fi
 fi
