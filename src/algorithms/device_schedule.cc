@@ -141,6 +141,7 @@ void nvlsTreeAllReduce(const Fabric& f, double bytes, DeviceSchedule* out) {
 
 // PAT with one rank per node: ceil(log2 n) rounds, (n-1)/n of the data out and in per rank
 // (every block but its own), aggregated so that a round's messages to one peer are one.
+// Pieces are the fabric's chunk.
 Phase patRounds(const Fabric& f, double bytes) {
   const int n = f.nranks();
   Phase p;
@@ -148,9 +149,9 @@ Phase patRounds(const Fabric& f, double bytes) {
   p.what = "aggregated tree rounds between nodes";
   p.tx = p.rx = bytes * (n - 1) / n;
   p.gbs = nicShareGbs(f);
-  p.latency_us = netHopUs(f);
-  p.rounds = ceilLog(n, 2);
-  p.piece = static_cast<double>(f.chunk_bytes);
+  // Round k carries 2^k blocks, so a piece's rounds together move it once: the rounds add
+  // their latencies, not a transfer each (one round of ceil(log2 n) hops' latency).
+  p.latency_us = ceilLog(n, 2) * netHopUs(f);
   return p;
 }
 double patPieces(const Fabric& f, double bytes) {

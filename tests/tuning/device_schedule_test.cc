@@ -99,17 +99,25 @@ TEST(DeviceSchedule, NvlsTreeClosedForm) {
 }
 
 TEST(DeviceSchedule, PatClosedForm) {
-  // 8 hosts x 1 GPU, one 25 GB/s NIC each, 1 MiB steps: 3 rounds, 7/8 of the data each way.
+  // 8 hosts x 1 GPU, one 25 GB/s NIC each, 1 MiB steps: 3 rounds, 7/8 of the data each way;
+  // the rounds of a piece add their latencies, the piece crosses once (round k: 2^k blocks).
   Fabric f = braid::uniformFabric(8, 1, {1.0, 400}, {5.0, 25});
   f.engine_moves_data = false;
   f.step_overhead_us = 0.2;
   f.chunk_bytes = 1 << 20;
   f.reduce_gbs = 1000;
   const double B = 8 * kMiB, net = 25e3;
-  const double rounds = 3 * (5.2 + kMiB / net);
-  EXPECT_DOUBLE_EQ(timeOf("pat", Collective::kAllGather, f, B), rounds + 7 * kMiB / net * 7 / 8);
+  const double fill = 3 * 5.2 + 7 * kMiB / 8 / net;
+  EXPECT_DOUBLE_EQ(timeOf("pat", Collective::kAllGather, f, B), fill + 7 * kMiB / net * 7 / 8);
   EXPECT_DOUBLE_EQ(timeOf("pat", Collective::kReduceScatter, f, B),
-                   rounds + 7 * kMiB / 8 / 1e6 + 7 * kMiB / net * 7 / 8);
+                   fill + 7 * kMiB / 8 / 1e6 + 7 * kMiB / net * 7 / 8);
+  // The latency grows as log2 n: 64 nodes, 6 rounds.
+  Fabric f64 = f;
+  f64.hostOf.clear();
+  for (int h = 0; h < 64; ++h) f64.hostOf.push_back(h);
+  braid::DeviceSchedule s;
+  find("pat", Collective::kAllGather).build(f64, B, &s);
+  EXPECT_DOUBLE_EQ(s.phases[0].latency_us, 6 * 5.2);
 }
 
 TEST(DeviceSchedule, WhereEachApplies) {
