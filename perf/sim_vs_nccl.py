@@ -67,6 +67,11 @@ PUBLISHED = [
      8 << 30, 480.0,
      "NVIDIA: NVLink SHARP all-reduce on DGX H100, about 480 GB/s busbw at large sizes "
      "(NCCL 2.17+; the figure issue 37 quotes)"),
+    ("GB200 NVL72, 2 trays x 4 GPUs over MNNVL", "allreduce",
+     "systems/oci_bm_gpu_gb300_4-topo.xml", ["--hosts", "2", "--mnnvl"], 8 << 30, 811.0,
+     "lixueduan.com/posts/ai/13-gb200-mnnvl-nccl-test (2025): nccl-tests on 2 GB200 NVL72 "
+     "compute trays, 8 GPUs over multi-node NVLink, 811 GB/s all-reduce busbw at large sizes; "
+     "the GB300 tray's file stands for GB200's (the same 18 NVLink5 links per GPU)"),
 ]
 MIN_BYTES = 256 << 20
 TOLERANCE = 0.15
@@ -161,7 +166,7 @@ def main():
             return 1
         cases.append((log, coll, topo, os.path.join(root, topo), opts, rows, what, log))
     for what, coll, topo, opts, size, busbw, source in PUBLISHED:
-        path = os.path.join(SHARED, topo)
+        path = os.path.join(HERE if topo.startswith("systems/") else SHARED, topo)
         if not os.path.isfile(path):
             print(f"sim_vs_nccl: {path}: missing", file=sys.stderr)
             return 2
