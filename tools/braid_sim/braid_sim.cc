@@ -57,7 +57,7 @@ void usage(FILE* f) {
       "                       integer >= 2) each step (default 8, 256M, 2), as nccl-tests'\n"
       "  -d DTYPE             float (default), half, bfloat16, double, int32, int8\n"
       "  --json               one JSON array of {collective, bytes, chosen, piece_bytes,\n"
-      "                       algorithms}\n"
+      "                       algorithms} (NCCL's device algorithms: device_only true)\n"
       "  --simulate           also play the schedules (at most 1024 ranks)\n"
       "  --mnnvl-domain K     with --mnnvl: K hosts per NVLink domain (an NVL72 rack: 18), the\n"
       "                       domains joined by the NICs (default: all hosts one domain)\n"
@@ -296,7 +296,8 @@ int main(int argc, char** argv) {
         const double busbw = t > 0 ? realBytes / (t * 1e3) * factorBus : 0;
         const double sim = c.simulatedUs;
         if (json) {
-          std::printf("%s\"%s\": {", firstAlgo ? "" : ", ", c.algorithm);
+          std::printf("%s\"%s\": {%s", firstAlgo ? "" : ", ", c.algorithm,
+                      c.deviceOnly ? "\"device_only\": true, " : "");
           if (!c.supported)
             std::printf("\"unsupported\": true}");
           else if (!std::isfinite(t) || !std::isfinite(busbw))
