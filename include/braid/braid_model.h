@@ -59,6 +59,9 @@ typedef struct {
   int nvswitchLinks;  ///< NVLinks of each GPU to an NVSwitch where the file shows none; 0: none
   int mnnvl;          ///< nonzero: hosts joined by NVLink (multi-node NVLink), not NICs
   const char* calibration;  ///< link figures measured by braid-tune --calibrate, or NULL
+  int nvlsDisable;          ///< nonzero: no NVLink SHARP (NCCL_NVLS_ENABLE=0)
+  int nvlsChannels;         ///< NVLS channels (NCCL_NVLS_NCHANNELS); 0: 16
+  int mnnvlDomainHosts;     ///< with mnnvl: hosts per NVLink domain (an NVL72 rack: 18); 0: all
 } braidModelConfig;
 
 /// Builds *model from topo and config (config NULL: all defaults).
@@ -87,6 +90,8 @@ typedef struct {
   double predictedUs;     ///< the selector's time in microseconds (may be +inf)
   double simulatedUs;     ///< the schedules played by the simulator, or -1 (not asked, or
                           ///< too many ranks or steps to play)
+  int deviceOnly;         ///< nonzero: an NCCL GPU-kernel algorithm (nvls, nvlstree, pat) that
+                          ///< Braid's executor does not run, priced from its device schedule
 } braidModelEstimate;
 
 /// What one call costs on model: `collective` as braidListAlgorithms names it (not alltoallv
@@ -103,6 +108,21 @@ braidResult_t braidModelPredict(braidModel_t model, const char* collective, size
                                 braidDataType_t dtype, int simulate, braidModelEstimate* estimates,
                                 int max, int* nestimates, int* chosen, size_t* pieceBytes,
                                 size_t* callBytes, double* busBwFactor);
+
+/// Where one algorithm's time for a call goes, microseconds: the busiest rank's time on its
+/// NVLink (or other intra-host link), on its share of the NICs, reducing; latency is the rest
+/// of the total (latencies, pipeline fill, waits); total is braidModelPredict's predictedUs.
+typedef struct {
+  double nvlinkUs, networkUs, reduceUs, latencyUs, totalUs;
+} braidModelTimeSplit;
+
+/// Fills *split for `algorithm` (a name braidModelPredict lists for the collective) running the
+/// call (arguments as braidModelPredict's).
+/// @return braidInvalidArgument for NULL arguments, an unknown collective, dtype or algorithm,
+///         count 0, or an algorithm that cannot run the call (the message says why).
+braidResult_t braidModelExplain(braidModel_t model, const char* collective, size_t count,
+                                braidDataType_t dtype, const char* algorithm,
+                                braidModelTimeSplit* split);
 
 /// Frees model (NULL is a no-op).
 braidResult_t braidModelDestroy(braidModel_t model);

@@ -75,6 +75,16 @@ struct Fabric {
   // Pipelining grain in bytes (the communicator's chunk size): messages are cut into pieces
   // of this size, as CollArgs::pieceElems does.
   size_t chunk_bytes = 128 * 1024;
+  // NVLink SHARP (NCCL's NVLS; algorithms/device_schedule.h): every host's ranks (a host is an
+  // NVLink domain: one machine's NVSwitches, or an MNNVL rack's switch trays) sit on switches
+  // that reduce (multimem.ld_reduce) and multicast (multimem.st). nvls_efficiency is the share
+  // of intra.bw_gbs that multimem traffic reaches (a hardware figure: topo_fabric.cc gives its
+  // source); a pipelining piece is nvls_channels x nvls_chunk_bytes (NCCL_NVLS_NCHANNELS,
+  // NCCL_NVLS_CHUNKSIZE).
+  bool nvls = false;
+  double nvls_efficiency = 1;
+  int nvls_channels = 16;
+  size_t nvls_chunk_bytes = 128 * 1024;
 
   int nranks() const { return static_cast<int>(hostOf.size()); }
   int nhosts() const;

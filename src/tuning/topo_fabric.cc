@@ -65,6 +65,12 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
                 fileSm < 0
                     ? "of unknown capability"
                     : (std::to_string(fileSm / 10) + "." + std::to_string(fileSm % 10)).c_str());
+  const int domainHosts =
+      opts.mnnvl ? (opts.domainHosts > 0 ? std::min(opts.domainHosts, hosts) : hosts) : 1;
+  if (hosts % domainHosts != 0)
+    return fail(braidInvalidArgument,
+                "--mnnvl-domain %d: the %d hosts do not fill whole NVLink domains of %d hosts",
+                opts.domainHosts, hosts, domainHosts);
   if (opts.mnnvl && ranksPerHost > gpus)
     return fail(braidInvalidArgument,
                 "%s: --mnnvl with --ranks-per-host %d: the file has %d GPUs per host",
@@ -74,7 +80,7 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
   Fabric f;
   why->clear();
   for (int h = 0; h < hosts; ++h)
-    for (int l = 0; l < perHost; ++l) f.hostOf.push_back(h);
+    for (int l = 0; l < perHost; ++l) f.hostOf.push_back(h / domainHosts);
   // Within a host.
   if (gpus > 1) {
     const topo::Paths paths = topo::computePaths(sys);
@@ -126,11 +132,25 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
         return fail(braidInvalidArgument,
                     "%s: --mnnvl joins hosts by NVLink, but this file's GPUs are not all on NVLink",
                     sys.source.c_str());
-      // One NVLink domain (GB200/GB300 NVL72): NCCL treats the domain as one node, and so
-      // does the model: every GPU reaches every other at its NVLink bandwidth.
-      std::fill(f.hostOf.begin(), f.hostOf.end(), 0);
-      *why += fmt("--mnnvl: the %.0f hosts are one NVLink domain, %.0f GPUs on NVLink\n", hosts,
-                  static_cast<double>(f.hostOf.size()));
+      // NVLink domains (GB200/GB300 NVL72): NCCL treats a domain as one node, and so does the
+      // model: every GPU of a domain reaches every other at its NVLink bandwidth, and the
+      // domains are the hosts that NICs join.
+      *why += fmt("--mnnvl: NVLink domains of %.0f hosts, %.0f GPUs each\n", domainHosts,
+                  static_cast<double>(domainHosts * perHost));
+    }
+    // NVLink SHARP: NVSwitches of NVLink4 and later (compute capability 9.0+) reduce and
+    // multicast. The share of the NVLink's bandwidth multimem traffic reaches is one figure
+    // for every generation, 0.72: DGX H100's published NVLS all-reduce (about 480 GB/s busbw,
+    // NVIDIA, NCCL 2.17+) puts it at 0.83 of the model's 8-GPU bound (14/9 x 370.8 GB/s), the
+    // OCI B300 and GB300 NVL72 nccl-tests logs (NCCL 2.28) at 0.74 to 0.79; 2-node B300 with
+    // NVLSTree (766 GB/s) bounds it from above at 0.73 (docs/nvls-mnnvl-pat.md).
+    if (nvlink && sm >= 90 && opts.nvls) {
+      f.nvls = true;
+      f.nvls_efficiency = 0.72;
+      f.nvls_channels = opts.nvlsChannels > 0 ? opts.nvlsChannels : 16;
+      f.nvls_chunk_bytes = 128 << 10;  // NCCL_NVLS_CHUNKSIZE's default
+      *why += fmt("NVLink SHARP (NVLS): %.0f channels of 128 KiB, multimem at %.0f%% of NVLink\n",
+                  f.nvls_channels, f.nvls_efficiency * 100);
     }
   } else {
     f.intra = {2.0, 5.0};
@@ -165,9 +185,18 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
     ib = ib || (nic.pci.class_code >> 8) == 0x0207;
   }
   bare += unknownSpeed;
+  // AWS EFA ports (Amazon's PCI vendor 0x1d0f, or rdmap* devices) carry NCCL's traffic through
+  // the libfabric plugin at a lower share of their line rate than InfiniBand or RoCE: 0.85, from
+  // AWS's published 2 x p4de nccl-tests (78.3 GB/s all-reduce busbw at 2 GiB over 4 x 100 Gb/s
+  // per host, whose 2-node tree bound is 93.75 GB/s: 0.84; perf/sim_vs_nccl.py).
+  bool efa = false;
+  for (const topo::Net& n : sys.nets) efa = efa || n.name.rfind("rdmap", 0) == 0;
+  for (const topo::Nic& nic : sys.nics) efa = efa || nic.pci.vendor == 0x1d0f;
+  const double goodput = efa ? 0.85 : 1.0;
+  total *= goodput;
   if (bare > 0 && unknownNicGbps > 0) {
     ports += bare;
-    total += bare * topo::netBw(unknownNicGbps);
+    total += bare * topo::netBw(unknownNicGbps) * goodput;
     char line[160];
     std::snprintf(line, sizeof(line),
                   "%d NIC port(s) without a speed in the file: assumed %.0f Gb/s each\n", bare,
@@ -179,14 +208,19 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
                 "%s: no network port with a speed, so hosts cannot be joined (give a topology "
                 "with <net speed=...> or NICs)",
                 sys.source.c_str());
-  if (ports > 0 && (hosts == 1 || f.nhosts() > 1)) {  // (an MNNVL domain does not use them)
-    const int perHostRanks = static_cast<int>(f.hostOf.size()) / hosts;
+  ports *= domainHosts;  // an NVLink domain's hosts pool their NICs, as NCCL's node does
+  total *= domainHosts;
+  if (ports > 0 && (hosts == 1 || f.nhosts() > 1)) {  // (one MNNVL domain does not use them)
+    const int perHostRanks = static_cast<int>(f.hostOf.size()) / f.nhosts();
     const int pools = std::min(ports, std::max(perHostRanks, 1));
     f.nicsPerHost = pools;
     f.inter = {ib ? 5.0 : 20.0, total / pools};
     char line[400];
     std::snprintf(line, sizeof(line), "between hosts: %d port(s) of %.2f GB/s, %.0f us (%s)%s\n",
-                  ports, total / ports, f.inter.latency_us, ib ? "InfiniBand" : "Ethernet",
+                  ports, total / ports, f.inter.latency_us,
+                  efa  ? "AWS EFA at 0.85 of line rate"
+                  : ib ? "InfiniBand"
+                       : "Ethernet",
                   pools < ports ? "; pooled per rank" : "");
     *why += line;
   }

@@ -24,8 +24,12 @@ struct TopoFabricOptions {
   double unknownNicGbps = 100;  // NIC ports the file gives without a speed (0: not counted)
   int nvswitchLinks = 0;        // > 0: GPUs sit on NVSwitches with this many links each, for
                                 // files that leave NVLink out (braid-sim --nvswitch)
-  bool mnnvl = false;  // the hosts share one NVLink domain (GB200/GB300 NVL72 racks): every
-                       // GPU on NVLink, hosts not joined by NICs (braid-sim --mnnvl)
+  bool mnnvl = false;           // the hosts share NVLink domains (GB200/GB300 NVL72 racks): every
+                       // GPU of a domain on NVLink, domains joined by NICs (braid-sim --mnnvl)
+  int domainHosts = 0;   // with mnnvl: hosts per NVLink domain (an NVL72 rack: 18 trays of 4
+                         // GPUs); 0: all the hosts. Must divide hosts.
+  bool nvls = true;      // NVLink SHARP where the GPUs have it (NCCL_NVLS_ENABLE)
+  int nvlsChannels = 0;  // NVLS channels (NCCL_NVLS_NCHANNELS); 0: 16
 };
 // More NIC ports than ranks on a host (p5: 32 EFA ports, 8 GPUs) are pooled: each rank's flow
 // gets ports / ranks of them, as NCCL's channels spread a GPU's traffic over its NICs.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/device_schedule.h"
 #include "base/error.h"
 #include "braid/braid_model.h"
 #include "topology/placement.h"
@@ -105,12 +106,38 @@ TEST(ModelApi, PredictsWhatTheSelectorAndSimulatorPredict) {
       args.nranks = 8;
       int best = -1;
       const auto cands = braid::tuning::rankCandidates(args, 4, fabric, &best);
-      ASSERT_EQ(n, static_cast<int>(cands.size()));
-      EXPECT_EQ(chosen, best);
+      // After the table's algorithms, NCCL's device algorithms (NVLS, NVLSTree, PAT), priced
+      // from their device schedules; the pick is the least of all (a device algorithm only
+      // where it is more than kTie faster).
+      int expectChosen = best, i = static_cast<int>(cands.size());
+      double bestUs = cands[best].predicted_us;
+      for (const braid::DeviceAlgorithm& d : braid::deviceAlgorithms()) {
+        if (d.coll != args.coll) continue;
+        ASSERT_LT(i, n);
+        EXPECT_STREQ(est[i].algorithm, d.name);
+        EXPECT_EQ(est[i].deviceOnly, 1);
+        EXPECT_EQ(est[i].supported, d.supports(fabric) == nullptr);
+        if (est[i].supported) {
+          braid::DeviceSchedule s;
+          d.build(fabric, static_cast<double>(bytes), &s);
+          const double us = braid::deviceScheduleTime(s).total_us;
+          EXPECT_EQ(est[i].predictedUs, us);
+          if (us * (1 + braid::tuning::kTie) < bestUs) {
+            expectChosen = i;
+            bestUs = us;
+          }
+        }
+        ++i;
+      }
+      ASSERT_EQ(n, i);
+      EXPECT_EQ(chosen, expectChosen);
       EXPECT_EQ(bytes, braid::tuning::callBytes(args.coll, count, 4, 8));
       EXPECT_EQ(factor, braid::tuning::busBwFactor(args.coll, 8));
-      EXPECT_EQ(piece, braid::tuning::choosePieceBytes(*cands[best].algo, args, 4, fabric));
-      for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(piece, chosen == best
+                           ? braid::tuning::choosePieceBytes(*cands[best].algo, args, 4, fabric)
+                           : fabric.nvls_chunk_bytes * fabric.nvls_channels);
+      for (int i = 0; i < static_cast<int>(cands.size()); ++i) {
+        EXPECT_EQ(est[i].deviceOnly, 0);
         EXPECT_STREQ(est[i].algorithm, cands[i].algo->name);
         EXPECT_EQ(est[i].supported, cands[i].unsupported == nullptr);
         EXPECT_EQ(est[i].predictedUs, cands[i].predicted_us);
@@ -168,7 +195,7 @@ TEST(ModelApi, RefusesBadJobsAndCalls) {
             braidSuccess);
   int listed = 0;
   ASSERT_EQ(braidListAlgorithms("allreduce", nullptr, 0, &listed), braidSuccess);
-  EXPECT_EQ(n, listed);
+  EXPECT_EQ(n, listed + 2);  // and NCCL's device algorithms for all-reduce: nvls, nvlstree
   braidModelDestroy(m);
   braidTopologyDestroy(t);
 }

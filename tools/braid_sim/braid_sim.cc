@@ -7,8 +7,12 @@
 //             [--calibration FILE]
 //             [--collective NAME|all]
 //             [-b MIN] [-e MAX] [-f FACTOR] [-d DTYPE] [--json] [--simulate]
+//             [--mnnvl-domain K] [--nvls on|off] [--nvls-channels C]
+//             [--what-if algo=A,B | --what-if topo=FILE]
 // Sizes are nccl-tests' size column (-b 8 -e 256M -f 2 by default). --simulate also plays the
 // schedules (simulate.h) where the job has at most 1024 ranks, next to the closed forms.
+// NCCL's device algorithms (NVLS, NVLSTree, PAT: algorithms/device_schedule.h) are columns too,
+// starred; --what-if compares two algorithm sets or two topologies (what_if.cc).
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
 #include <algorithm>
 #include <chrono>
@@ -21,8 +25,12 @@
 
 #include "braid/braid.h"
 #include "braid/braid_model.h"
+#include "what_if.h"
 
 namespace {
+
+using braid_sim::makeModel;
+using braid_sim::runWhatIf;
 
 // The collectives braid-sim predicts, as braidListAlgorithms names them.
 const char* const kCollectives[] = {"allreduce", "reducescatter", "allgather", "broadcast",
@@ -49,15 +57,22 @@ void usage(FILE* f) {
       "                       integer >= 2) each step (default 8, 256M, 2), as nccl-tests'\n"
       "  -d DTYPE             float (default), half, bfloat16, double, int32, int8\n"
       "  --json               one JSON array of {collective, bytes, chosen, piece_bytes,\n"
-      "                       algorithms}\n"
-      "  --simulate           also play the schedules (at most 1024 ranks)\n");
+      "                       algorithms} (NCCL's device algorithms: device_only true)\n"
+      "  --simulate           also play the schedules (at most 1024 ranks)\n"
+      "  --mnnvl-domain K     with --mnnvl: K hosts per NVLink domain (an NVL72 rack: 18), the\n"
+      "                       domains joined by the NICs (default: all hosts one domain)\n"
+      "  --nvls on|off        NVLink SHARP on GPUs that have it (NCCL_NVLS_ENABLE; default on)\n"
+      "  --nvls-channels C    NVLS channels, 1..64 (NCCL_NVLS_NCHANNELS; default 16)\n"
+      "  --what-if algo=A,B   compare two algorithm sets on this job: each of A and B is an\n"
+      "                       algorithm or several joined by '+' (nvls+nvlstree), or 'all';\n"
+      "                       per size, each set's pick, time and busbw, where its time goes\n"
+      "                       (nvlink, network, reduce busy us; latency: the rest) and B/A\n"
+      "  --what-if topo=FILE  compare the job on --topo (A) with the same job on FILE (B)\n"
+      "Columns of nvls, nvlstree and pat are NCCL's GPU-kernel algorithms (marked *): priced\n"
+      "from their device schedules, chosen where they are fastest, but not run by Braid.\n");
 }
 
-struct Dtype {
-  const char* name;
-  braidDataType_t type;
-  size_t size;
-};
+using braid_sim::Dtype;
 const Dtype kDtypes[] = {{"float", braidFloat32, 4},     {"half", braidFloat16, 2},
                          {"bfloat16", braidBfloat16, 2}, {"double", braidFloat64, 8},
                          {"int32", braidInt32, 4},       {"int8", braidInt8, 1}};
@@ -70,7 +85,9 @@ int main(int argc, char** argv) {
   int hosts = 0, perHost = 0, nvswitch = 0;
   double nicGbps = 100;
   size_t minBytes = 8, maxBytes = 256u << 20, factor = 2;
-  bool json = false, simulate = false, mnnvl = false;
+  bool json = false, simulate = false, mnnvl = false, nvlsOff = false;
+  int domainHosts = 0, nvlsChannels = 0;
+  std::string whatIf;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -110,6 +127,18 @@ int main(int argc, char** argv) {
       ok = ok && factor >= 2;
     } else if ((a == "-d" || a == "--datatype") && hasValue) {
       dtypeName = argv[++i];
+    } else if (a == "--mnnvl-domain" && hasValue) {
+      ok = intArg(&domainHosts);
+    } else if (a == "--nvls" && hasValue) {
+      const std::string v = argv[++i];
+      ok = v == "on" || v == "off";
+      nvlsOff = v == "off";
+    } else if (a == "--nvls-channels" && hasValue) {
+      ok = intArg(&nvlsChannels) && nvlsChannels <= 64;
+    } else if (a == "--what-if" && hasValue) {
+      whatIf = argv[++i];
+      ok = (whatIf.rfind("algo=", 0) == 0 && whatIf.size() > 5) ||
+           (whatIf.rfind("topo=", 0) == 0 && whatIf.size() > 5);
     } else if (a == "--mnnvl") {
       mnnvl = true;
     } else if (a == "--json") {
@@ -133,6 +162,14 @@ int main(int argc, char** argv) {
   if (topoFile.empty() || hosts < 1) {
     std::fprintf(stderr, "braid-sim: --topo FILE and --hosts H are required\n");
     usage(stderr);
+    return 2;
+  }
+  if (domainHosts > 0 && !mnnvl) {
+    std::fprintf(stderr, "braid-sim: --mnnvl-domain needs --mnnvl (NVLink domains of hosts)\n");
+    return 2;
+  }
+  if (!whatIf.empty() && (json || simulate)) {
+    std::fprintf(stderr, "braid-sim: --what-if prints its own table: no --json or --simulate\n");
     return 2;
   }
   if (minBytes == 0) {
@@ -161,11 +198,6 @@ int main(int argc, char** argv) {
                  collName.c_str());
     return 2;
   }
-  braidTopology_t topo = nullptr;
-  if (braidTopologyLoad(&topo, topoFile.c_str(), nullptr) != braidSuccess) {
-    std::fprintf(stderr, "braid-sim: %s\n", braidGetLastError(nullptr));
-    return 1;
-  }
   braidModelConfig config = {};
   config.hosts = hosts;
   config.ranksPerHost = perHost;
@@ -173,12 +205,16 @@ int main(int argc, char** argv) {
   config.nvswitchLinks = nvswitch;
   config.mnnvl = mnnvl;
   config.calibration = calibration.c_str();
+  config.nvlsDisable = nvlsOff;
+  config.nvlsChannels = nvlsChannels;
+  config.mnnvlDomainHosts = domainHosts;
   braidModel_t model = nullptr;
-  const braidResult_t made = braidModelCreate(&model, topo, &config);
-  braidTopologyDestroy(topo);
-  if (made != braidSuccess) {
-    std::fprintf(stderr, "braid-sim: %s\n", braidGetLastError(nullptr));
-    return made == braidInvalidUsage ? 2 : 1;  // too many ranks: the flags' fault
+  if (int rc = makeModel(topoFile, config, &model)) return rc;
+  if (!whatIf.empty()) {
+    const int rc =
+        runWhatIf(model, whatIf, topoFile, config, colls, *dtype, minBytes, maxBytes, factor);
+    braidModelDestroy(model);
+    return rc;
   }
   braidModelInfo info;
   braidModelGetInfo(model, &info);
@@ -202,18 +238,23 @@ int main(int argc, char** argv) {
   bool firstJson = true;
   std::vector<braidModelEstimate> est;
   for (const char* coll : colls) {
+    // The columns: the table's algorithms, then NCCL's device algorithms (starred).
     int nalgos = 0;
-    braidListAlgorithms(coll, nullptr, 0, &nalgos);
-    std::vector<const char*> rows(nalgos);
-    braidListAlgorithms(coll, rows.data(), nalgos, &nalgos);
+    braidModelPredict(model, coll, 1, dtype->type, 0, nullptr, 0, &nalgos, nullptr, nullptr,
+                      nullptr, nullptr);
     est.resize(nalgos);
+    braidModelPredict(model, coll, 1, dtype->type, 0, est.data(), nalgos, &nalgos, nullptr, nullptr,
+                      nullptr, nullptr);
+    std::vector<std::string> rows;
+    for (const braidModelEstimate& e : est)
+      rows.push_back(std::string(e.algorithm) + (e.deviceOnly ? "*" : ""));
     if (!json) {
       std::printf(
           "\n# %s, %s: predicted time (us) and busbw (GB/s) per algorithm%s; piece: the chosen "
           "algorithm's pipelining grain in bytes\n",
           coll, dtype->name, simulate ? "; sim: the schedules played" : "");
       std::printf("#%11s %12s", "size", "count");
-      for (const char* a : rows) std::printf(" %*s", simulate ? 30 : 19, a);
+      for (const std::string& a : rows) std::printf(" %*s", simulate ? 30 : 19, a.c_str());
       std::printf(" %10s  %s\n", "piece", "chosen");
     }
     // Bytes of one element's call (nccl-tests' size column per count).
@@ -255,7 +296,8 @@ int main(int argc, char** argv) {
         const double busbw = t > 0 ? realBytes / (t * 1e3) * factorBus : 0;
         const double sim = c.simulatedUs;
         if (json) {
-          std::printf("%s\"%s\": {", firstAlgo ? "" : ", ", c.algorithm);
+          std::printf("%s\"%s\": {%s", firstAlgo ? "" : ", ", c.algorithm,
+                      c.deviceOnly ? "\"device_only\": true, " : "");
           if (!c.supported)
             std::printf("\"unsupported\": true}");
           else if (!std::isfinite(t) || !std::isfinite(busbw))
