@@ -1,4 +1,5 @@
-// InfiniBand tools into the model: `ibstat`, `ibstatus`, and /sys/class/infiniband snapshots.
+// InfiniBand tools into the model: `ibstat`, `ibstatus`, `ibv_devinfo` and
+// /sys/class/infiniband snapshots.
 
 #include "topology/text_util.h"
 
@@ -162,6 +163,111 @@ braidResult_t loadIbstatus(const std::string& text, const std::string& name, Sys
     return fail(braidInvalidArgument, "%s: no \"Infiniband device '...'\" line (ibstatus output)",
                 name.c_str());
   sys.notes.push_back("ibstatus gives no PCI or NUMA placement of the HCAs");
+  connectSystem(&sys);
+  *out = std::move(sys);
+  return braidSuccess;
+}
+
+// ibv_devinfo prints "hca_id:\tNAME", the device's "key: value" lines, then per port
+// "port:\tN" and the port's lines; -v adds active_width ("4X (2)") and active_speed
+// ("50.0 Gbps (64)"), whose product is the port's rate.
+braidResult_t loadIbvDevinfo(const std::string& text, const std::string& name, System* out) {
+  if (out == nullptr) return fail(braidInvalidArgument, "loadIbvDevinfo: out is null");
+  System sys;
+  sys.source = name;
+  std::map<std::string, int> nics;
+  std::string hca, nodeGuid, fw;
+  Net* net = nullptr;
+  double width = 0, speed = 0;
+  int lineNo = 0, skipped = 0, firstSkipped = 0;
+  std::vector<std::string> down;
+  auto finishPort = [&]() {
+    if (net != nullptr && width > 0 && speed > 0 && plausibleNetGbps(width * speed))
+      net->speed_gbps = width * speed;
+    width = speed = 0;
+  };
+  for (const std::string& raw : splitLines(text)) {
+    ++lineNo;
+    std::string l = trim(raw);
+    if (l.empty()) continue;
+    size_t colon = l.find(':');
+    std::string k = colon == std::string::npos ? "" : trim(l.substr(0, colon));
+    std::string v = colon == std::string::npos ? "" : trim(l.substr(colon + 1));
+    if (k == "hca_id") {
+      finishPort();
+      auto w = words(v);
+      if (w.size() != 1)
+        return fail(braidInvalidArgument, "%s:%d: '%s': expected 'hca_id: DEVICE' (ibv_devinfo)",
+                    name.c_str(), lineNo, l.substr(0, 120).c_str());
+      hca = w[0];
+      nicNamed(&sys, &nics, hca);
+      nodeGuid.clear(), fw.clear();
+      net = nullptr;
+      continue;
+    }
+    if (hca.empty()) {
+      if (l == "No IB devices found")
+        return fail(braidInvalidArgument, "%s:%d: ibv_devinfo found no RDMA device", name.c_str(),
+                    lineNo);
+      return fail(braidInvalidArgument,
+                  "%s:%d: '%s': expected 'hca_id: DEVICE', the first line of ibv_devinfo",
+                  name.c_str(), lineNo, l.substr(0, 120).c_str());
+    }
+    // Lines of a device are indented "key: value"; anything else ends its output.
+    if (colon == std::string::npos || k.empty() ||
+        !std::isspace(static_cast<unsigned char>(raw[0]))) {
+      if (skipped++ == 0) firstSkipped = lineNo;
+      continue;
+    }
+    if (k == "port") {
+      finishPort();
+      long p = 0;
+      if (!toLong(v, 10, &p) || p < 0 || p > 255)
+        return fail(braidInvalidArgument, "%s:%d: '%s': expected 'port: N' with N in 0..255",
+                    name.c_str(), lineNo, l.substr(0, 120).c_str());
+      Net n;
+      n.nic = nics[hca];
+      n.name = hca;
+      n.port = static_cast<int>(p);
+      n.dev = static_cast<int>(sys.nets.size());
+      n.guid = nodeGuid;
+      if (!fw.empty()) n.extra.push_back({"fw_ver", fw});
+      net = &sys.nets[addNet(&sys, n).index];
+    } else if (k == "fw_ver") {
+      fw = v;
+    } else if (k == "node_guid") {
+      // 0c42:a103:0065:ab6c -> 0x0c42a1030065ab6c, as ibstat writes it
+      std::string hex;
+      for (char c : v)
+        if (c != ':') hex += c;
+      nodeGuid = hex.size() == 16 ? "0x" + hex : v;
+    } else if (net != nullptr) {
+      if (k == "state") {
+        if (v.find("PORT_ACTIVE") == std::string::npos)
+          down.push_back(hca + " port " + std::to_string(net->port) + ": " + v);
+      } else if (k == "link_layer") {
+        net->link_layer = layerOf(v);
+      } else if (k == "active_width") {
+        double x = 0;
+        if (leadingDouble(v, &x) && x >= 1 && x <= 32) width = x;
+      } else if (k == "active_speed") {
+        double g = 0;
+        if (leadingDouble(v, &g) && g > 0) speed = g;
+      }
+    }
+  }
+  finishPort();
+  if (sys.nics.empty())
+    return fail(braidInvalidArgument, "%s: no 'hca_id:' line (ibv_devinfo output)", name.c_str());
+  for (const auto& d : down) sys.notes.push_back(d);
+  if (skipped)
+    sys.notes.push_back(name + ":" + std::to_string(firstSkipped) + ": " + std::to_string(skipped) +
+                        " line(s) not of ibv_devinfo skipped");
+  bool rated = false;
+  for (const Net& n : sys.nets) rated |= n.speed_gbps > 0;
+  if (!rated && !sys.nets.empty())
+    sys.notes.push_back("ibv_devinfo without -v gives no port rate (active_width, active_speed)");
+  sys.notes.push_back("ibv_devinfo gives no PCI or NUMA placement of the HCAs");
   connectSystem(&sys);
   *out = std::move(sys);
   return braidSuccess;
