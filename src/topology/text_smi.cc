@@ -317,6 +317,8 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
     if (isGpu[i]) continue;
     Nic nic;
     nic.parent = parent[i];
+    nic.pci.busid = nicPlaceholderBusId(static_cast<int>(sys->nics.size()));
+    nic.pci.class_code = 0x020000;
     ref[i] = addNic(sys, nic);
     Net net;
     net.nic = ref[i].index;

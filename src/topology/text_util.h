@@ -216,6 +216,14 @@ inline std::string gpuPlaceholderBusId(int dev) {
   return buf;
 }
 
+// A NIC known only by its column (nvidia-smi text): a placeholder beside the GPUs' (function 2),
+// so a dump places it in a <pci> of its own and loads again.
+inline std::string nicPlaceholderBusId(int k) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "ffff:%02x:%02x.2", 0xf0 + ((k >> 5) & 0x0f), k & 0x1f);
+  return buf;
+}
+
 // The one NVSwitch nvidia-smi text implies (all GPU pairs NV#): a placeholder bus id, so
 // the GPUs' NVLinks can name it in a dump.
 inline constexpr char kNvSwitchPlaceholderBusId[] = "ffff:ef:00.0";
