@@ -22,6 +22,19 @@ std::string quotedName(const std::string& l) {
   return l.substr(a + 1, b - a - 1);
 }
 
+// A text with no device line: the first line it has, and what was expected there.
+braidResult_t noDeviceLine(const std::string& text, const std::string& name, const char* want) {
+  std::vector<std::string> ls = splitLines(text);
+  size_t i = 0;
+  while (i < ls.size() && trim(ls[i]).empty()) ++i;
+  if (i == ls.size())
+    return fail(braidInvalidArgument,
+                "%s: no text besides blank and shell prompt lines; expected %s", name.c_str(),
+                want);
+  return fail(braidInvalidArgument, "%s:%zu: '%s': expected %s", name.c_str(), i + 1,
+              trim(ls[i]).substr(0, 120).c_str(), want);
+}
+
 int nicNamed(System* sys, std::map<std::string, int>* byName, const std::string& name) {
   auto it = byName->find(name);
   if (it != byName->end()) return it->second;
@@ -98,8 +111,7 @@ braidResult_t loadIbstat(const std::string& text, const std::string& name, Syste
       }
     }
   }
-  if (sys.nics.empty())
-    return fail(braidInvalidArgument, "%s: no \"CA '...'\" line (ibstat output)", name.c_str());
+  if (sys.nics.empty()) return noDeviceLine(text, name, "\"CA 'NAME'\", the first line of ibstat");
   for (const auto& d : down) sys.notes.push_back(d);
   sys.notes.push_back("ibstat gives no PCI or NUMA placement of the HCAs");
   connectSystem(&sys);
@@ -160,8 +172,8 @@ braidResult_t loadIbstatus(const std::string& text, const std::string& name, Sys
     }
   }
   if (sys.nics.empty())
-    return fail(braidInvalidArgument, "%s: no \"Infiniband device '...'\" line (ibstatus output)",
-                name.c_str());
+    return noDeviceLine(text, name,
+                        "\"Infiniband device 'NAME' port N status:\", the first line of ibstatus");
   sys.notes.push_back("ibstatus gives no PCI or NUMA placement of the HCAs");
   connectSystem(&sys);
   *out = std::move(sys);

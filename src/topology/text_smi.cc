@@ -25,7 +25,7 @@ int smiClass(const std::string& c);
 int nvCount(const std::string& c);
 bool isP2pCell(const std::string& c);
 bool knownSmiCell(const std::string& c) {
-  return c == "X" || nvCount(c) > 0 || smiClass(c) >= 0 || isP2pCell(c);
+  return c == "X" || c == "N/A" || nvCount(c) > 0 || smiClass(c) >= 0 || isP2pCell(c);
 }
 
 bool isGpuName(const std::string& s) {
@@ -126,7 +126,7 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
       if (!knownSmiCell(w[k]))
         return fail(braidInvalidArgument,
                     "%s:%zu: '%s': cell %zu (%s) is '%s', expected X, NV#, PIX, PXB, PHB, NODE, "
-                    "SYS or a topo -p2p status (OK, NS, CNS, GNS, TNS, U, NA)",
+                    "SYS or a topo -p2p status (OK, NS, CNS, GNS, TNS, DR, U, NA)",
                     name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), c + 1,
                     m->dev[c].c_str(), w[k].c_str());
       m->cell[r][c] = w[k];
@@ -405,7 +405,8 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
 }
 
 bool isP2pCell(const std::string& c) {
-  return c == "OK" || c == "NS" || c == "CNS" || c == "GNS" || c == "TNS" || c == "U" || c == "NA";
+  return c == "OK" || c == "NS" || c == "CNS" || c == "GNS" || c == "TNS" || c == "DR" ||
+         c == "U" || c == "NA";
 }
 
 }  // namespace

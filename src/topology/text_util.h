@@ -60,16 +60,37 @@ inline bool isPromptLine(const std::string& line) {
   return end == l.size() || l[end] == ' ' || l[end] == '\t';
 }
 
+// Whether `line` is a command line pasted without its prompt: "nvidia-smi topo -m",
+// "sudo ibstat", "/usr/sbin/lspci -tv" (a command of the tools read here, then options).
+inline bool isToolCommandLine(const std::string& line) {
+  std::istringstream in(line);
+  std::string w;
+  if (!(in >> w)) return false;
+  if (w == "sudo" && !(in >> w)) return false;
+  w = w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1);
+  static const char* const kTools[] = {"nvidia-smi", "ibstat", "ibstatus",          "ibv_devinfo",
+                                       "lspci",      "lstopo", "lstopo-no-graphics"};
+  if (std::find_if(std::begin(kTools), std::end(kTools), [&](const char* t) { return w == t; }) ==
+      std::end(kTools))
+    return false;
+  while (in >> w)
+    if (w[0] != '-' && !std::all_of(w.begin(), w.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ',' || c == '.';
+        }))
+      return false;
+  return true;
+}
+
 // Lines of a text as a terminal printed it and a user pasted it: CR LF or CR ends, a UTF-8 byte
-// order mark, and shell prompt lines (isPromptLine) read as blank lines, so line numbers stay
-// those of the text.
+// order mark, and shell prompt lines (isPromptLine) and the tool's command line without a prompt
+// (isToolCommandLine) read as blank lines, so line numbers stay those of the text.
 inline std::vector<std::string> splitLines(const std::string& text) {
   std::vector<std::string> out;
   std::string cur;
   size_t start = text.rfind("\xef\xbb\xbf", 0) == 0 ? 3 : 0;
   auto flush = [&]() {
     while (!cur.empty() && cur.back() == '\r') cur.pop_back();
-    if (isPromptLine(cur)) cur.clear();
+    if (isPromptLine(cur) || isToolCommandLine(cur)) cur.clear();
     out.push_back(cur);
     cur.clear();
   };

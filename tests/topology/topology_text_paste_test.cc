@@ -116,6 +116,54 @@ TEST(PastedText, PastedSmiTopoEqualsClean) {
   EXPECT_EQ(body(toText(clean)), body(toText(pasted)));
 }
 
+// The bare command line (no prompt) before the output is passed over too.
+TEST(PastedText, SmiTopoAfterABareCommandLine) {
+  std::ifstream in(fixture("smi_topo_m_clean.txt"), std::ios::binary);
+  std::stringstream clean;
+  clean << in.rdbuf();
+  System a, b;
+  ASSERT_EQ(loadTextTopology(clean.str(), "clean", &a), braidSuccess) << lastError();
+  ASSERT_EQ(loadTextTopology("sudo nvidia-smi topo -m\n" + clean.str(), "bare", &b), braidSuccess)
+      << lastError();
+  std::string xa, xb;
+  ASSERT_EQ(dumpNcclTopoXml(a, &xa), braidSuccess);
+  ASSERT_EQ(dumpNcclTopoXml(b, &xb), braidSuccess);
+  EXPECT_EQ(xa, xb);
+}
+
+// The model of a pasted matrix dumps as NCCL XML that loads again with its host bridges, so
+// NODE and PHB survive the round trip (GPUs and NICs found again by dev and name).
+TEST(PastedText, SmiTopoDumpLoadsAgainWithNode) {
+  System sys = load("smi_topo_m_pasted.txt");
+  std::string xml;
+  ASSERT_EQ(dumpNcclTopoXml(sys, &xml), braidSuccess) << lastError();
+  System re;
+  ASSERT_EQ(loadNcclTopoXmlString(xml, "dump", &re), braidSuccess) << lastError();
+  ASSERT_EQ(re.gpus.size(), 4u);
+  ASSERT_EQ(re.nics.size(), 3u);
+  EXPECT_EQ(numaIds(re), (std::vector<int>{0, 1}));
+  auto gpu = [&](int dev) {
+    for (size_t i = 0; i < re.gpus.size(); ++i)
+      if (re.gpus[i].dev == dev) return static_cast<int>(i);
+    return -1;
+  };
+  auto nic = [&](const std::string& name) {
+    for (size_t k = 0; k < re.nics.size(); ++k)
+      if (re.nets[re.nics[k].nets[0]].name == name) return static_cast<int>(k);
+    return -1;
+  };
+  Paths p = computePaths(re);
+  const std::vector<std::vector<PathClass>> gn = {
+      {PIX, NODE, SYS}, {PXB, NODE, SYS}, {SYS, SYS, PHB}, {SYS, SYS, PIX}};
+  for (int g = 0; g < 4; ++g)
+    for (int k = 0; k < 3; ++k)
+      EXPECT_EQ(pathClassName(p.gpu_nic[gpu(g)][nic("mlx5_" + std::to_string(k))].cls),
+                std::string(pathClassName(gn[g][k])))
+          << "GPU" << g << "-mlx5_" << k;
+  EXPECT_EQ(p.gpu_gpu[gpu(2)][gpu(3)].cls, PHB);
+  EXPECT_EQ(p.gpu_gpu[gpu(0)][gpu(1)].cls, NVL);
+}
+
 // 8 GPUs, NV18 between every pair (one NVSwitch), NIC columns named mlx5_N (no legend), each
 // NIC PXB to its two GPUs, NODE to the other two of its NUMA node, SYS to the rest.
 TEST(PastedText, SmiTopoNvswitchNamedNicColumns) {
@@ -276,6 +324,12 @@ TEST(PastedText, RefusalsNameLineTextAndExpectation) {
             std::string::npos)
       << e;
   System sys;
+  EXPECT_EQ(loadIbstat("$ ibstat\nibstat: command not found\n", "ib.txt", &sys),
+            braidInvalidArgument);
+  EXPECT_NE(std::string(lastError())
+                .find("ib.txt:2: 'ibstat: command not found': expected \"CA 'NAME'\""),
+            std::string::npos)
+      << lastError();
   EXPECT_EQ(loadIbvDevinfo("garbage\nhca_id:\tmlx5_0\n", "dev.txt", &sys), braidInvalidArgument);
   EXPECT_NE(std::string(lastError()).find("dev.txt:1: 'garbage': expected 'hca_id: DEVICE'"),
             std::string::npos)
