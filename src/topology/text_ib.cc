@@ -62,8 +62,10 @@ braidResult_t loadIbstat(const std::string& text, const std::string& name, Syste
     if (startsWith(l, "CA '")) {
       ca = quotedName(l);
       if (ca.empty())
-        return fail(braidInvalidArgument, "%s:%d: CA line without a quoted name", name.c_str(),
-                    lineNo);
+        return fail(braidInvalidArgument,
+                    "%s:%d: '%s': a CA line without a quoted name, expected "
+                    "CA 'NAME'",
+                    name.c_str(), lineNo, l.substr(0, 120).c_str());
       nicNamed(&sys, &nics, ca);
       nodeGuid.clear(), caType.clear(), fw.clear();
       net = nullptr;
@@ -80,8 +82,8 @@ braidResult_t loadIbstat(const std::string& text, const std::string& name, Syste
     if (startsWith(k, "Port ") && v.empty()) {
       long p = 0;
       if (!toLong(k.substr(5), 10, &p))
-        return fail(braidInvalidArgument, "%s:%d: bad port number '%s'", name.c_str(), lineNo,
-                    k.c_str());
+        return fail(braidInvalidArgument, "%s:%d: '%s': bad port number, expected 'Port N:'",
+                    name.c_str(), lineNo, l.substr(0, 120).c_str());
       Net n;
       n.nic = nics[ca];
       n.name = ca;
@@ -137,9 +139,8 @@ braidResult_t loadIbstatus(const std::string& text, const std::string& name, Sys
       if (dev.empty() || p == std::string::npos ||
           !toLong(words(l.substr(p + 6)).empty() ? "" : words(l.substr(p + 6))[0], 10, &port))
         return fail(braidInvalidArgument,
-                    "%s:%d: expected \"Infiniband device 'NAME' port N "
-                    "status:\"",
-                    name.c_str(), lineNo);
+                    "%s:%d: '%s': expected \"Infiniband device 'NAME' port N status:\"",
+                    name.c_str(), lineNo, l.substr(0, 120).c_str());
       Net n;
       n.nic = nicNamed(&sys, &nics, dev);
       n.name = dev;
