@@ -1,9 +1,9 @@
 // `lspci -t` / `lspci -tv` (and -tvnn) into the model. The tree draws each root bus as
-// "[DDDD:BB]", each device as "DD.F", a bridge's secondary bus range as "-[BB]" or "-[BB-CC]"
-// after it, and joins them by "-", "+-" (a child with siblings below), "\-" (the last child)
-// and "|" (a branch that goes on). A child's branch sign stands two columns left of it, so a
-// device that starts a line belongs to the device whose children branch from that column;
-// devices further along a line are children of the one before. -v puts the device's name
+// "[DDDD:BB]" ("[BB]" in older lspci), each device as "DD.F", a bridge's secondary bus range as
+// "-[BB]" or "-[BB-CC]" after it, and joins them by "-", "+-" (a child with siblings below), "\-"
+// (the last child) and "|" (a branch that goes on). A child's branch sign stands two columns left
+// of it, so a device that starts a line belongs to the device whose children branch from that
+// column; devices further along a line are children of the one before. -v puts the device's name
 // after two spaces; only devices printed last on their line have one.
 
 #include "topology/text_util.h"
@@ -51,7 +51,7 @@ bool treeHas(const std::string& s, const char* w) { return s.find(w) != std::str
 
 // Role by what -v names a device (lspci -t prints no class): NVIDIA parts other than bridges,
 // audio and USB are GPUs, NVSwitches by name or device id (1af1 A100, 22a3 H100 generation);
-// Mellanox parts and controllers named Ethernet, Infiniband or Network are NICs.
+// Mellanox parts and devices named Ethernet, Infiniband, Network or Fabric Adapter are NICs.
 TreeRole treeRole(const TreeDev& d) {
   const std::string& n = d.name;
   bool nvidia = d.vendor == 0x10de || treeHas(n, "NVIDIA");
@@ -65,7 +65,8 @@ TreeRole treeRole(const TreeDev& d) {
     return TreeRole::kGpu;
   }
   if (d.vendor == 0x15b3 || treeHas(n, "Mellanox") || treeHas(n, "Ethernet") ||
-      treeHas(n, "Infiniband") || treeHas(n, "InfiniBand") || treeHas(n, "Network controller"))
+      treeHas(n, "Infiniband") || treeHas(n, "InfiniBand") || treeHas(n, "Network") ||
+      treeHas(n, "Fabric Adapter"))
     return TreeRole::kNic;
   return TreeRole::kNone;
 }
@@ -91,6 +92,7 @@ bool text::isLspciTreeLine(const std::string& line) {
   size_t close = l.find(']', i);
   std::string in = close == std::string::npos ? "" : l.substr(i + 1, close - i - 1);
   long v = 0;
+  if (in.size() == 2) return toLong(in, 16, &v) && close + 1 < l.size() && l[close + 1] == '-';
   return in.size() == 7 && in[4] == ':' && toLong(in.substr(0, 4), 16, &v) &&
          toLong(in.substr(5), 16, &v);
 }
@@ -131,13 +133,16 @@ braidResult_t loadLspciTree(const std::string& text, const std::string& name, Sy
         if (close == std::string::npos) return treeError(name, lineNo, raw, "a '[' without ']'");
         std::string in = raw.substr(i + 1, close - i - 1);
         long a = 0, b = 0;
-        if (in.size() == 7 && in[4] == ':') {  // a root bus
-          if (prev >= 0 || !toLong(in.substr(0, 4), 16, &a) || !toLong(in.substr(5), 16, &b))
+        // A root bus: [DDDD:BB], or [BB] where older lspci leaves domain 0 out.
+        bool rootBus = (in.size() == 7 && in[4] == ':') || (prev < 0 && in.size() == 2);
+        if (rootBus) {
+          std::string dom = in.size() == 7 ? in.substr(0, 4) : "0000";
+          if (prev >= 0 || !toLong(dom, 16, &a) || !toLong(in.substr(in.size() - 2), 16, &b))
             return treeError(name, lineNo, raw, "a root bus after a device");
           TreeDev r;
           r.line = lineNo;
           r.root = true;
-          r.domain = in.substr(0, 4);
+          r.domain = dom;
           r.bus = static_cast<int>(b);
           devs.push_back(r);
           prev = static_cast<int>(devs.size()) - 1;

@@ -277,6 +277,21 @@ TEST(PastedText, LspciTreeRootsPasted) {
   EXPECT_TRUE(hasNote(sys, "3 root buses read as PCIe host bridges"));
 }
 
+// Older lspci -tv without the domain ("[00]"), after "$ /sbin/lspci -tv": a VM's two GPUs and
+// its network adapter straight on the root bus, PHB apart.
+TEST(PastedText, LspciTreeOldRootWithoutDomain) {
+  EXPECT_EQ(sniffTextTopology("-[00]-+-00.0  Intel Corporation 440FX\n"), "lspci-tree");
+  System sys = load("lspci_t_old_no_domain.txt");
+  ASSERT_EQ(sys.gpus.size(), 2u);
+  ASSERT_EQ(sys.nics.size(), 1u);
+  EXPECT_EQ(sys.cpus.size(), 1u);
+  EXPECT_EQ(sys.pcis.size(), 0u);
+  EXPECT_EQ(sys.gpus[0].pci.busid, "0000:00:04.0");
+  EXPECT_EQ(sys.gpus[1].sm, 75);
+  EXPECT_EQ(sys.nics[0].pci.busid, "0000:00:06.0");
+  expectClasses(sys, {{LOC, PHB}, {PHB, LOC}}, {{PHB}, {PHB}});
+}
+
 TEST(PastedText, PromptLines) {
   for (const char* p :
        {"$ ibstat", "$", "# lspci -tv", "alice@node:~$ nvidia-smi topo -m",
