@@ -270,6 +270,9 @@ braidResult_t loadLspciTree(const std::string& text, const std::string& name, Sy
   if (hostBridges)
     sys.notes.push_back(std::to_string(roots.size()) +
                         " root buses read as PCIe host bridges of that node (NODE between them)");
+  if (!sys.nvswitches.empty())
+    sys.notes.push_back(std::to_string(sys.nvswitches.size()) +
+                        " NVSwitch PCI device(s): NVLinks are not listed by lspci");
   if (unnamed)
     sys.notes.push_back(std::to_string(unnamed) +
                         " device(s) without a name (lspci -t without -v): roles unknown, ignored");

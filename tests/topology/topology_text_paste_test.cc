@@ -292,6 +292,20 @@ TEST(PastedText, LspciTreeOldRootWithoutDomain) {
   expectClasses(sys, {{LOC, PHB}, {PHB, LOC}}, {{PHB}, {PHB}});
 }
 
+// lspci -tv of an HGX board's corner: one GPU and two NVSwitches (device 22a3) behind one
+// PCIe switch; the NVSwitches' NVLinks are not in lspci (noted).
+TEST(PastedText, LspciTreeNvswitches) {
+  System sys = load("lspci_tv_nvswitch.txt");
+  ASSERT_EQ(sys.gpus.size(), 1u);
+  EXPECT_EQ(sys.nics.size(), 0u);
+  ASSERT_EQ(sys.nvswitches.size(), 2u);
+  EXPECT_EQ(sys.nvswitches[0].pci.busid, "0000:04:00.0");
+  EXPECT_EQ(sys.nvswitches[1].pci.busid, "0000:05:00.0");
+  EXPECT_EQ(sys.cpus.size(), 1u);
+  expectClasses(sys, {{LOC}}, {{}});
+  EXPECT_TRUE(hasNote(sys, "2 NVSwitch PCI device(s)"));
+}
+
 TEST(PastedText, PromptLines) {
   for (const char* p :
        {"$ ibstat", "$", "# lspci -tv", "alice@node:~$ nvidia-smi topo -m",
