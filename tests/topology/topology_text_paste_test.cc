@@ -198,6 +198,7 @@ TEST(PastedText, SmiP2pReadMatrix) {
 TEST(PastedText, IbstatPasted) {
   System sys = load("ibstat_pasted.txt");
   EXPECT_EQ(sys.gpus.size(), 0u);
+  EXPECT_EQ(sys.cpus.size(), 0u);  // ibstat says nothing of NUMA
   ASSERT_EQ(sys.nics.size(), 3u);
   ASSERT_EQ(sys.nets.size(), 3u);
   const double gbps[] = {400, 400, 100};
@@ -217,6 +218,7 @@ TEST(PastedText, IbvDevinfoVerbosePasted) {
   EXPECT_EQ(sniffTextTopology("$ ibv_devinfo\nhca_id:\tmlx5_0\n"), "ibv_devinfo");
   System sys = load("ibv_devinfo_v_pasted.txt");
   EXPECT_EQ(sys.gpus.size(), 0u);
+  EXPECT_EQ(sys.cpus.size(), 0u);
   ASSERT_EQ(sys.nics.size(), 3u);
   ASSERT_EQ(sys.nets.size(), 3u);
   const double gbps[] = {400, 200, 100};
@@ -235,6 +237,8 @@ TEST(PastedText, IbvDevinfoVerbosePasted) {
 // Plain ibv_devinfo: no rates (noted), link layers read.
 TEST(PastedText, IbvDevinfoPlain) {
   System sys = load("ibv_devinfo.txt");
+  EXPECT_EQ(sys.gpus.size(), 0u);
+  EXPECT_EQ(sys.cpus.size(), 0u);
   ASSERT_EQ(sys.nics.size(), 2u);
   ASSERT_EQ(sys.nets.size(), 2u);
   EXPECT_EQ(sys.nets[0].link_layer, LinkLayer::kInfiniBand);
