@@ -3,8 +3,10 @@
 // Paths follow NCCL's model (src/graph/paths.cc): among the paths with the fewest hops take the
 // widest (largest bottleneck bandwidth); its class is the worst class of its hops, where an
 // NVLink hop is NVL (NVB when it leaves an intermediate GPU), a PCIe hop between two PCI
-// switches is PXB, a PCIe hop touching a CPU is PHB, other PCIe hops PIX, and a CPU-to-CPU hop
-// SYS. Traffic never relays through a NIC, relays through a GPU only NVLink to NVLink, and
+// switches is PXB, a PCIe hop touching a CPU or a host bridge is PHB, except the hop from a
+// host bridge up to its CPU, which is NODE (nvidia-smi's class for a path that crosses host
+// bridges within one NUMA node; NCCL folds it into PHB), other PCIe hops PIX, and a CPU-to-CPU
+// hop SYS. Traffic never relays through a NIC, relays through a GPU only NVLink to NVLink, and
 // through an NVSwitch only NVLink to NVLink.
 #include <algorithm>
 #include <deque>
@@ -23,7 +25,11 @@ struct Edge {
 
 bool isNvl(const Link* l) { return l->type == LinkType::kNvLink || l->type == LinkType::kXgmi; }
 
-PathClass hopClass(NodeRef from, NodeRef to, const Link* l, NodeRef source) {
+bool isHostBridge(const System& sys, NodeRef r) {
+  return r.kind == NodeKind::kPci && sys.pcis[r.index].isHostBridge();
+}
+
+PathClass hopClass(const System& sys, NodeRef from, NodeRef to, const Link* l, NodeRef source) {
   switch (l->type) {
     case LinkType::kNvLink:
     case LinkType::kXgmi:
@@ -33,7 +39,10 @@ PathClass hopClass(NodeRef from, NodeRef to, const Link* l, NodeRef source) {
     case LinkType::kNet:
       return PathClass::kNet;
     case LinkType::kPcie:
-      if (from.kind == NodeKind::kCpu || to.kind == NodeKind::kCpu) return PathClass::kPhb;
+      if (from.kind == NodeKind::kCpu || to.kind == NodeKind::kCpu)
+        return isHostBridge(sys, from) || isHostBridge(sys, to) ? PathClass::kNode
+                                                                : PathClass::kPhb;
+      if (isHostBridge(sys, from) || isHostBridge(sys, to)) return PathClass::kPhb;
       if (from.kind == NodeKind::kPci && to.kind == NodeKind::kPci) return PathClass::kPxb;
       return PathClass::kPix;
   }
@@ -44,7 +53,7 @@ class Graph {
  public:
   // NVSwitches of a host act as one (NCCL keeps a single NVS node): a GPU's links into any
   // of them add up to one edge.
-  explicit Graph(const System& sys) {
+  explicit Graph(const System& sys) : sys_(sys) {
     std::map<int, int> firstSwitch;  // host -> NVSwitch index standing for all of them
     for (int i = 0; i < static_cast<int>(sys.nvswitches.size()); ++i)
       firstSwitch.emplace(sys.nvswitches[i].host, i);
@@ -111,7 +120,7 @@ class Graph {
               !(st.second && isNvl(e.link)))
             continue;
           Best cand{hops + 1, std::min(cur.bw, e.link->bw_gbs),
-                    std::max(cur.cls, hopClass(u, e.to, e.link, source))};
+                    std::max(cur.cls, hopClass(sys_, u, e.to, e.link, source))};
           State ns{e.to, isNvl(e.link)};
           if (best.count(ns)) continue;
           auto nx = next.find(ns);
@@ -136,6 +145,7 @@ class Graph {
   }
 
  private:
+  const System& sys_;
   std::deque<Link> links_;  // stable addresses for the edges
   std::map<NodeRef, std::vector<Edge>> adj_;
 };

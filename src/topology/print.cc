@@ -296,7 +296,9 @@ std::string toText(const System& sys) {
       o << paths.gpu_numa[i] << "\n";
     }
     o << "\nLegend: X self, NV# NVLinks, NVB NVLink via a GPU, PIX one PCIe switch, PXB several "
-         "PCIe switches, PHB a CPU host bridge, SYS across NUMA nodes, NET over the network\n";
+         "PCIe switches, PHB a CPU host bridge, NODE across host bridges of one NUMA node, SYS "
+         "across "
+         "NUMA nodes, NET over the network\n";
     for (const auto& r : modelRings(sys, paths)) {
       o << "Ring:";
       for (int g : r) o << " " << g;

@@ -180,8 +180,9 @@ braidResult_t loadLspci(const std::string& text, const std::string& name, System
       if (parseLspciHeader(raw, &r))
         recs.push_back(r);
       else if (recs.empty())
-        return fail(braidInvalidArgument, "%s:%d: not an lspci device line: '%s'", name.c_str(),
-                    lineNo, raw.substr(0, 80).c_str());
+        return fail(braidInvalidArgument,
+                    "%s:%d: '%s': expected an lspci device line (BB:DD.F class: name)",
+                    name.c_str(), lineNo, raw.substr(0, 80).c_str());
     } else if (!recs.empty()) {
       parseLspciDetail(raw, &recs.back());
     }

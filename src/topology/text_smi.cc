@@ -18,7 +18,15 @@ struct SmiMatrix {
   std::map<std::string, std::string> legend;   // NIC0 -> mlx5_0
   bool has_affinity = false;
   int truncated_rows = 0;
+  int later_matrix_line = 0;  // 1-based line of a second matrix's header, 0 when none
 };
+
+int smiClass(const std::string& c);
+int nvCount(const std::string& c);
+bool isP2pCell(const std::string& c);
+bool knownSmiCell(const std::string& c) {
+  return c == "X" || c == "N/A" || nvCount(c) > 0 || smiClass(c) >= 0 || isP2pCell(c);
+}
 
 bool isGpuName(const std::string& s) {
   // GPU0..GPU9999999: a longer index is no GPU (and would overflow atoi).
@@ -40,8 +48,15 @@ int smiHeaderLine(const std::vector<std::string>& ls) {
 braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::string& name,
                              SmiMatrix* m) {
   int h = smiHeaderLine(ls);
-  if (h < 0)
-    return fail(braidInvalidArgument, "%s: no nvidia-smi matrix header (GPU0 ...)", name.c_str());
+  if (h < 0) {
+    size_t first = 0;
+    while (first < ls.size() && trim(ls[first]).empty()) ++first;
+    return fail(braidInvalidArgument,
+                "%s:%zu: '%s': expected the header of an nvidia-smi matrix (column names GPU0 "
+                "GPU1 ... as topo -m or topo -p2p print them)",
+                name.c_str(), first + 1,
+                first < ls.size() ? trim(ls[first]).substr(0, 120).c_str() : "");
+  }
   auto hw = words(ls[h]);
   std::vector<int> trailing;  // 0 cpu affinity, 1 numa affinity, 2 gpu numa id, 3 other
   for (size_t i = 0; i < hw.size(); ++i) {
@@ -77,20 +92,43 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
   std::map<std::string, size_t> idx;
   for (size_t i = 0; i < n; ++i) idx[m->dev[i]] = i;
   std::vector<std::string> seen;  // devices whose row was read
+  // The rows follow the header up to the first line that is no row (a blank line, "Legend:",
+  // a second matrix such as topo -p2p's); after them only the NIC legend is read.
+  bool inRows = true;
   for (size_t li = h + 1; li < ls.size(); ++li) {
     auto w = words(ls[li]);
-    if (w.empty()) continue;
-    std::string first = w[0];
-    if (first.size() > 1 && first.back() == ':' && w.size() >= 2) {  // legend "NIC0: mlx5_0"
-      m->legend[first.substr(0, first.size() - 1)] = w[1];
+    if (w.empty()) {
+      inRows = inRows && seen.empty();
       continue;
     }
+    std::string first = w[0];
     auto it = idx.find(first);
-    if (it == idx.end()) continue;
+    if (inRows && it == idx.end() && seen.empty())
+      return fail(braidInvalidArgument,
+                  "%s:%zu: '%s': expected the row of a device of the header at line %d (%s ...)",
+                  name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), h + 1,
+                  m->dev.empty() ? "GPU0" : m->dev[0].c_str());
+    if (!inRows || it == idx.end()) {
+      inRows = false;
+      // NIC legend "  NIC0: mlx5_0"; a second matrix (topo -p2p r after topo -m) is noted.
+      if (first.size() > 1 && first.back() == ':' && w.size() >= 2 &&
+          idx.count(first.substr(0, first.size() - 1)))
+        m->legend[first.substr(0, first.size() - 1)] = w[1];
+      else if (smiHeaderLine({ls[li]}) == 0)
+        m->later_matrix_line =
+            m->later_matrix_line ? m->later_matrix_line : static_cast<int>(li + 1);
+      continue;
+    }
     size_t r = it->second;
     size_t k = 1;
     for (size_t c = 0; c < n; ++c, ++k) {
       if (k >= w.size()) break;
+      if (!knownSmiCell(w[k]))
+        return fail(braidInvalidArgument,
+                    "%s:%zu: '%s': cell %zu (%s) is '%s', expected X, NV#, PIX, PXB, PHB, NODE, "
+                    "SYS or a topo -p2p status (OK, NS, CNS, GNS, TNS, DR, U, NA)",
+                    name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), c + 1,
+                    m->dev[c].c_str(), w[k].c_str());
       m->cell[r][c] = w[k];
     }
     bool isGpuRow = isGpuName(first);
@@ -120,15 +158,11 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
 }
 
 // Path class of a topo -m cell, or -1 (X, NV#, unknown).
-int smiClass(const std::string& c, bool* node) {
-  if (node) *node = false;
+int smiClass(const std::string& c) {
   if (c == "PIX") return static_cast<int>(PathClass::kPix);
   if (c == "PXB") return static_cast<int>(PathClass::kPxb);
   if (c == "PHB") return static_cast<int>(PathClass::kPhb);
-  if (c == "NODE") {
-    if (node) *node = true;
-    return static_cast<int>(PathClass::kPhb);
-  }
+  if (c == "NODE") return static_cast<int>(PathClass::kNode);
   if (c == "SYS" || c == "SOC") return static_cast<int>(PathClass::kSys);
   return -1;
 }
@@ -203,7 +237,7 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
     int best = -1, bestCls = 100, sysGpu = -1;
     for (int j = 0; j < n; ++j) {
       if (!isGpu[j]) continue;
-      int c = smiClass(cellOf(i, j), nullptr);
+      int c = smiClass(cellOf(i, j));
       if (c < 0) continue;
       if (c == static_cast<int>(PathClass::kSys)) {
         sysGpu = j;
@@ -219,44 +253,54 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
       cpuOfDev[i] = 0;
     }
   }
-  // PCI switches from PIX (one switch) and PXB (switches under a common switch).
-  UnionFind pix(n), pxb(n);
-  bool sawNode = false;
+  // PCI switches from PIX (one switch) and PXB (switches under a common switch); host bridges
+  // from PHB (one bridge) where NODE pairs say a NUMA node has several.
+  UnionFind pix(n), pxb(n), phb(n);
+  std::set<int> cpusWithNode;
   int sysSameNuma = 0;
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j) {
-      bool node = false;
-      int c = smiClass(cellOf(i, j), &node);
-      sawNode |= node;
+      int c = smiClass(cellOf(i, j));
       if (c < 0) continue;
       if (cpuOfDev[i] != cpuOfDev[j]) continue;
       if (c == static_cast<int>(PathClass::kSys)) sysSameNuma++;
-      if (c == static_cast<int>(PathClass::kPix)) pix.unite(i, j), pxb.unite(i, j);
-      if (c == static_cast<int>(PathClass::kPxb)) pxb.unite(i, j);
+      if (c == static_cast<int>(PathClass::kNode)) cpusWithNode.insert(cpuOfDev[i]);
+      if (c == static_cast<int>(PathClass::kPix)) pix.unite(i, j);
+      if (c <= static_cast<int>(PathClass::kPxb)) pxb.unite(i, j);
+      if (c <= static_cast<int>(PathClass::kPhb)) phb.unite(i, j);
     }
   std::vector<NodeRef> parent(n);
-  int nextBus = 1;
-  auto newSwitch = [&](NodeRef up) {
+  int nextBus = 1, hostBridges = 0;
+  auto newSwitch = [&](NodeRef up, uint32_t cls) {
     Pci p;
     p.pci.busid = virtualBusId(nextBus++);
-    p.pci.class_code = 0x060400;
+    p.pci.class_code = cls;
     p.parent = up;
     return addPci(sys, p);
+  };
+  std::map<int, NodeRef> bridgeOf;  // phb root -> host bridge
+  auto upstream = [&](int i) {
+    NodeRef cpu{NodeKind::kCpu, cpuOfDev[i]};
+    if (!cpusWithNode.count(cpuOfDev[i])) return cpu;
+    auto it = bridgeOf.find(phb.find(i));
+    if (it != bridgeOf.end()) return it->second;
+    ++hostBridges;
+    return bridgeOf[phb.find(i)] = newSwitch(cpu, 0x060000);
   };
   std::map<int, std::vector<int>> pxbGroups;
   for (int i = 0; i < n; ++i) pxbGroups[pxb.find(i)].push_back(i);
   for (auto& [root, members] : pxbGroups) {
-    NodeRef cpu{NodeKind::kCpu, cpuOfDev[members[0]]};
+    NodeRef cpu = upstream(members[0]);
     std::map<int, std::vector<int>> units;
     for (int i : members) units[pix.find(i)].push_back(i);
     if (units.size() == 1) {
-      NodeRef up = members.size() > 1 ? newSwitch(cpu) : cpu;
+      NodeRef up = members.size() > 1 ? newSwitch(cpu, 0x060400) : cpu;
       for (int i : members) parent[i] = up;
       continue;
     }
-    NodeRef top = newSwitch(cpu);
+    NodeRef top = newSwitch(cpu, 0x060400);
     for (auto& [u, devs] : units) {
-      NodeRef leaf = newSwitch(top);
+      NodeRef leaf = newSwitch(top, 0x060400);
       for (int i : devs) parent[i] = leaf;
     }
   }
@@ -273,6 +317,8 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
     if (isGpu[i]) continue;
     Nic nic;
     nic.parent = parent[i];
+    nic.pci.busid = nicPlaceholderBusId(static_cast<int>(sys->nics.size()));
+    nic.pci.class_code = 0x020000;
     ref[i] = addNic(sys, nic);
     Net net;
     net.nic = ref[i].index;
@@ -312,6 +358,9 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
   if (nextBus > 1)
     sys->notes.push_back(
         "nvidia-smi topo -m gives no bus ids: PCI switches (ffff:xx) inferred from PIX/PXB");
+  if (hostBridges)
+    sys->notes.push_back(std::to_string(hostBridges) +
+                         " PCIe host bridge(s) inferred from NODE and PHB (placeholder bus ids)");
   if (!allSame && n > 0) {
     int nvPairs = 0;
     for (size_t a = 0; a < gpus.size(); ++a)
@@ -320,12 +369,14 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
   } else if (allSame) {
     sys->notes.push_back("NV# pairs hide their PCI relation: placed by NUMA only");
   }
-  if (sawNode) sys->notes.push_back("NODE read as PHB (the model has no NODE class)");
   if (sysSameNuma)
     sys->notes.push_back(std::to_string(sysSameNuma) +
                          " SYS pair(s) within one NUMA affinity: cannot be represented");
   if (m.truncated_rows)
     sys->notes.push_back(std::to_string(m.truncated_rows) + " truncated row(s) in " + name);
+  if (m.later_matrix_line)
+    sys->notes.push_back(name + ":" + std::to_string(m.later_matrix_line) +
+                         ": a second matrix (topo -p2p) after the first: not read");
   for (int i = 0; i < n; ++i)
     if (!m.gpu_numa[i].empty() && m.gpu_numa[i] != "N/A") sys->memory_numa_nodes++;
   // Compare the model's classes with the matrix.
@@ -336,7 +387,7 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
     if (!isGpu[i]) continue;
     for (int j = 0; j < n; ++j) {
       if (i == j) continue;
-      int want = smiClass(cellOf(i, j), nullptr);
+      int want = smiClass(cellOf(i, j));
       if (want < 0) continue;
       Path got = isGpu[j] ? paths.gpu_gpu[ref[i].index][ref[j].index]
                           : paths.gpu_nic[ref[i].index][ref[j].index];
@@ -354,7 +405,8 @@ braidResult_t loadSmiTopoMatrix(const SmiMatrix& m, const std::string& name, Sys
 }
 
 bool isP2pCell(const std::string& c) {
-  return c == "OK" || c == "NS" || c == "CNS" || c == "GNS" || c == "TNS" || c == "U" || c == "NA";
+  return c == "OK" || c == "NS" || c == "CNS" || c == "GNS" || c == "TNS" || c == "DR" ||
+         c == "U" || c == "NA";
 }
 
 }  // namespace
@@ -389,7 +441,7 @@ braidResult_t loadNvidiaSmiTopo(const std::string& text, const std::string& name
   for (const auto& row : m.cell)
     for (const auto& c : row) {
       p2pCell |= isP2pCell(c);
-      pathCell |= nvCount(c) > 0 || smiClass(c, nullptr) >= 0;
+      pathCell |= nvCount(c) > 0 || smiClass(c) >= 0;
     }
   bool p2p = p2pCell || (!m.has_affinity && !pathCell);
   System sys;

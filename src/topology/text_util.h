@@ -23,22 +23,88 @@
 
 namespace braid::topo::text {
 
+// Whether `line` is a shell prompt, with or without the command typed after it, as a terminal
+// shows it: "$ ibstat", "user@host:~$ nvidia-smi topo -m", "[user@host dir]# lspci -tv",
+// "(venv) user@host:~/x$ ", "PS C:\\> nvidia-smi topo -m". No tool output read here starts
+// a line like that, so a pasted text is read by its content, prompts and all.
+inline bool isPromptLine(const std::string& line) {
+  size_t b = line.find_first_not_of(" \t");
+  if (b == std::string::npos) return false;
+  std::string l = line.substr(b);
+  if (l[0] == '(') {  // a virtualenv or conda name before the prompt
+    size_t close = l.find(") ");
+    if (close == std::string::npos) return false;
+    l = l.substr(close + 2);
+  }
+  if (l == "$" || l == "#" || l == "%" || l == ">") return true;
+  if (l.size() >= 2 && (l[0] == '$' || l[0] == '#' || l[0] == '%' || l[0] == '>') && l[1] == ' ')
+    return true;
+  auto isSign = [](char c) { return c == '$' || c == '#' || c == '%' || c == '>'; };
+  size_t end = std::string::npos;                               // just past the prompt
+  if (l.rfind("PS ", 0) == 0 && l.size() > 5 && l[4] == ':') {  // PS C:\dir>
+    size_t gt = l.find('>');
+    if (gt != std::string::npos) end = gt + 1;
+  } else if (l[0] == '[') {  // [user@host dir]$
+    size_t close = l.find(']');
+    if (close != std::string::npos && close + 1 < l.size() && l.find('@') < close &&
+        isSign(l[close + 1]))
+      end = close + 2;
+  } else {  // user@host:~/dir$
+    size_t sp = l.find_first_of(" \t");
+    std::string token = l.substr(0, sp);
+    size_t at = token.find('@');
+    if (at != std::string::npos && at > 0 && token.size() > at + 1 && isSign(token.back()))
+      end = token.size();
+  }
+  if (end == std::string::npos) return false;
+  return end == l.size() || l[end] == ' ' || l[end] == '\t';
+}
+
+// Whether `line` is a command line pasted without its prompt: "nvidia-smi topo -m",
+// "sudo ibstat", "/usr/sbin/lspci -tv" (a command of the tools read here, then options).
+inline bool isToolCommandLine(const std::string& line) {
+  std::istringstream in(line);
+  std::string w;
+  if (!(in >> w)) return false;
+  if (w == "sudo" && !(in >> w)) return false;
+  w = w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1);
+  static const char* const kTools[] = {"nvidia-smi", "ibstat", "ibstatus",          "ibv_devinfo",
+                                       "lspci",      "lstopo", "lstopo-no-graphics"};
+  if (std::find_if(std::begin(kTools), std::end(kTools), [&](const char* t) { return w == t; }) ==
+      std::end(kTools))
+    return false;
+  while (in >> w)
+    if (w[0] != '-' && !std::all_of(w.begin(), w.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ',' || c == '.';
+        }))
+      return false;
+  return true;
+}
+
+// Lines of a text as a terminal printed it and a user pasted it: CR LF or CR ends, a UTF-8 byte
+// order mark, and shell prompt lines (isPromptLine) and the tool's command line without a prompt
+// (isToolCommandLine) read as blank lines, so line numbers stay those of the text.
 inline std::vector<std::string> splitLines(const std::string& text) {
   std::vector<std::string> out;
   std::string cur;
-  for (char c : text) {
+  size_t start = text.rfind("\xef\xbb\xbf", 0) == 0 ? 3 : 0;
+  auto flush = [&]() {
+    while (!cur.empty() && cur.back() == '\r') cur.pop_back();
+    if (isPromptLine(cur) || isToolCommandLine(cur)) cur.clear();
+    out.push_back(cur);
+    cur.clear();
+  };
+  for (size_t i = start; i < text.size(); ++i) {
+    char c = text[i];
     if (c == '\n') {
-      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
-      out.push_back(cur);
-      cur.clear();
+      flush();
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] != '\n' && text[i + 1] != '\r') {
+      flush();  // a lone CR ends a line too
     } else {
       cur += c;
     }
   }
-  if (!cur.empty()) {
-    if (cur.back() == '\r') cur.pop_back();
-    out.push_back(cur);
-  }
+  if (!cur.empty()) flush();
   return out;
 }
 
@@ -171,6 +237,14 @@ inline std::string gpuPlaceholderBusId(int dev) {
   return buf;
 }
 
+// A NIC known only by its column (nvidia-smi text): a placeholder beside the GPUs' (function 2),
+// so a dump places it in a <pci> of its own and loads again.
+inline std::string nicPlaceholderBusId(int k) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "ffff:%02x:%02x.2", 0xf0 + ((k >> 5) & 0x0f), k & 0x1f);
+  return buf;
+}
+
 // The one NVSwitch nvidia-smi text implies (all GPU pairs NV#): a placeholder bus id, so
 // the GPUs' NVLinks can name it in a dump.
 inline constexpr char kNvSwitchPlaceholderBusId[] = "ffff:ef:00.0";
@@ -180,5 +254,7 @@ inline constexpr char kNvSwitchPlaceholderBusId[] = "ffff:ef:00.0";
 // an lspci record (text_pci.cc).
 const char* sniffNvidiaSmi(const std::vector<std::string>& lines, const std::string& line);
 bool isLspciLine(const std::string& line);
+// Whether `line` (trimmed) starts an `lspci -t` tree: "-[0000:00]-+-00.0", "+-[0000:80]-".
+bool isLspciTreeLine(const std::string& line);
 
 }  // namespace braid::topo::text

@@ -71,6 +71,8 @@ const char* pathClassName(PathClass c) {
       return "PXB";
     case PathClass::kPhb:
       return "PHB";
+    case PathClass::kNode:
+      return "NODE";
     case PathClass::kSys:
       return "SYS";
     case PathClass::kNet:

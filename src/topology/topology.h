@@ -71,6 +71,9 @@ struct Pci {
   int seq = 0;
   // Virtual switches in cloud files use busids like ffff:ff:01.0.
   bool isBridge() const { return (pci.class_code >> 8) == 0x0604; }
+  // A PCIe host bridge (root complex) under a NUMA node: class 0x0600. Readers add one only
+  // where a source tells host bridges apart (nvidia-smi's NODE), so paths between them are NODE.
+  bool isHostBridge() const { return (pci.class_code >> 8) == 0x0600; }
 };
 
 struct Gpu {
@@ -141,8 +144,9 @@ struct Link {
 // NCCL's path classes (src/graph/topo.h), ordered from closest to farthest:
 //   LOC same device; NVL NVLink (directly or through NVSwitches); NVB NVLink through an
 //   intermediate GPU; PIX at most one PCIe switch; PXB several PCIe switches, no CPU;
-//   PHB through a CPU host bridge; SYS across the CPU interconnect; NET across the network.
-enum class PathClass : uint8_t { kLoc, kNvl, kNvb, kPix, kPxb, kPhb, kSys, kNet, kDis };
+//   PHB through a CPU host bridge; NODE across host bridges within one NUMA node (nvidia-smi's
+//   class, which NCCL counts as PHB); SYS across the CPU interconnect; NET across the network.
+enum class PathClass : uint8_t { kLoc, kNvl, kNvb, kPix, kPxb, kPhb, kNode, kSys, kNet, kDis };
 const char* pathClassName(PathClass c);
 
 struct Path {
@@ -318,12 +322,20 @@ braidResult_t loadNvidiaSmiNvlinkStatus(const std::string& text, const std::stri
 // ibstat / ibstatus: a NIC per CA, a Net per port (state, rate, link layer, GUID).
 braidResult_t loadIbstat(const std::string& text, const std::string& name, System* out);
 braidResult_t loadIbstatus(const std::string& text, const std::string& name, System* out);
+// ibv_devinfo (-v): a NIC per hca_id, a Net per port (state, link layer, rate from -v's
+// active_width x active_speed, node GUID).
+braidResult_t loadIbvDevinfo(const std::string& text, const std::string& name, System* out);
 // lspci -nn / -vvv: GPUs, NVSwitches, NICs by class; -vvv's bridges, NUMA and LnkSta.
 braidResult_t loadLspci(const std::string& text, const std::string& name, System* out);
+// lspci -tv (or -t): the PCI tree by domain and bus; GPUs, NVSwitches and NICs by name
+// (NVIDIA 3D/VGA, Mellanox/ConnectX/Broadcom/Intel Ethernet), PCI switches from nesting.
+braidResult_t loadLspciTree(const std::string& text, const std::string& name, System* out);
 // lstopo console output (-v): packages, NUMA nodes, cores, PUs, PCI GPUs and NICs.
 braidResult_t loadLstopoText(const std::string& text, const std::string& name, System* out);
 // Which of the text formats above text is ("nvidia-smi-topo", "nvidia-smi-p2p",
-// "nvlink-status", "ibstat", "ibstatus", "lspci", "lstopo"), "" when none; and a load by it.
+// "nvlink-status", "ibstat", "ibstatus", "ibv_devinfo", "lspci", "lspci-tree", "lstopo"), ""
+// when none; and a load by it. Text may be pasted from a terminal: prompt and command lines,
+// CR LF line ends and text after the tool's output are allowed.
 std::string sniffTextTopology(const std::string& text);
 braidResult_t loadTextTopology(const std::string& text, const std::string& name, System* out);
 // A /sys/class/infiniband snapshot directory, through detectIbFromSysfs.

@@ -1,6 +1,7 @@
 // loadTopologyFile: a topology file of any format, told by its content and handed to its reader:
 // a directory is a /sys/class/infiniband snapshot, a bzip2/gzip/xz/tar archive an hwloc fsroot
-// tarball, text is sniffed for the tool outputs (text_formats.cc), and XML goes by its root:
+// tarball, text not starting with '<' is one of the tool outputs (text_formats.cc), and XML goes
+// by its root:
 // <topology> hwloc, <graphs> or <graph> an NCCL graph file, anything else NCCL topology XML.
 #include <sys/stat.h>
 #include <tinyxml2.h>
@@ -35,9 +36,12 @@ braidResult_t loadTopologyFile(const std::string& path, System* out) {
       startsWithBytes(text, "\xfd\x37zXZ") ||
       (text.size() > 262 && text.compare(257, 5, "ustar") == 0))
     return loadFsrootArchive(path, out);
+  // XML starts with '<' (after a byte order mark); anything else is text, told by its content
+  // (a pasted terminal's prompts and command lines included), never parsed as XML.
   size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] != '<' && !sniffTextTopology(text).empty())
-    return loadTextTopology(text, path, out);
+  if (first == 0 && startsWithBytes(text, "\xef\xbb\xbf"))
+    first = text.find_first_not_of(" \t\r\n", 3);
+  if (first != std::string::npos && text[first] != '<') return loadTextTopology(text, path, out);
   XMLDocument doc;
   doc.Parse(text.data(), text.size());
   if (!doc.Error() && doc.RootElement() && std::strcmp(doc.RootElement()->Name(), "topology") == 0)

@@ -263,7 +263,7 @@ TEST(TextFormats, SmiTopoNumaAndAffinity) {
 }
 
 // A matrix with NIC rows, a NIC legend and every PCI class: the model reproduces each class
-// (NODE as PHB) and names the NICs from the legend.
+// (NODE through two host bridges of one NUMA node) and names the NICs from the legend.
 TEST(TextFormats, SmiTopoPciClassesAndNics) {
   const std::string text =
       "\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tNIC1\tNIC2\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
@@ -284,19 +284,20 @@ TEST(TextFormats, SmiTopoPciClassesAndNics) {
   for (int k = 0; k < 3; ++k)
     EXPECT_EQ(sys.nets[sys.nics[k].nets[0]].name, "mlx5_" + std::to_string(k));
   Paths p = computePaths(sys);
-  const PathClass PIX = PathClass::kPix, PXB = PathClass::kPxb, PHB = PathClass::kPhb,
+  const PathClass PIX = PathClass::kPix, PXB = PathClass::kPxb, NODE = PathClass::kNode,
                   SYS = PathClass::kSys, LOC = PathClass::kLoc;
   std::vector<std::vector<PathClass>> gg = {
       {LOC, PIX, PXB, SYS}, {PIX, LOC, PXB, SYS}, {PXB, PXB, LOC, SYS}, {SYS, SYS, SYS, LOC}};
   std::vector<std::vector<PathClass>> gn = {
-      {PIX, PHB, SYS}, {PIX, PHB, SYS}, {PXB, PHB, SYS}, {SYS, SYS, PIX}};
+      {PIX, NODE, SYS}, {PIX, NODE, SYS}, {PXB, NODE, SYS}, {SYS, SYS, PIX}};
   for (int a = 0; a < 4; ++a) {
     for (int b = 0; b < 4; ++b) EXPECT_EQ(p.gpu_gpu[a][b].cls, gg[a][b]) << a << "," << b;
     for (int k = 0; k < 3; ++k) EXPECT_EQ(p.gpu_nic[a][k].cls, gn[a][k]) << a << ",NIC" << k;
   }
   EXPECT_EQ(p.nearest_nic[3], 2);
   bool nodeNote = false;
-  for (const auto& n : sys.notes) nodeNote |= n.find("NODE read as PHB") != std::string::npos;
+  for (const auto& n : sys.notes)
+    nodeNote |= n.find("2 PCIe host bridge(s) inferred from NODE and PHB") != std::string::npos;
   EXPECT_TRUE(nodeNote);
 }
 
