@@ -90,8 +90,10 @@ braidResult_t shareCause(braidComm* comm, braidResult_t res) {
   if (res == braidSuccess) return res;
   int by = comm->revokedBy.load();
   if (by < 0 && res == braidInvalidUsage && comm->control && isMismatch(lastError())) {
-    const std::string reason = rankLabel(comm, comm->rank) + " on " + commLabel(comm) +
-                               " found misuse: " + withoutRankPrefix(lastError(), comm->rank);
+    std::string reason = rankLabel(comm, comm->rank) + " on " + commLabel(comm) +
+                         " found misuse: " + withoutRankPrefix(lastError(), comm->rank);
+    if (comm->blamed >= 0 && comm->blamed < comm->nranks)
+      reason += " [the rank in the other call: " + rankLabel(comm, comm->blamed) + "]";
     revokeLocally(comm, comm->rank, reason);
     return fail(res, "%s", reason.c_str());
   }

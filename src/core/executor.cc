@@ -343,6 +343,8 @@ class Run : WaitDiagnosis {
       const uint64_t seq = piece.seq;
       size_t total = s.count * ctx_.elemSize;
       const uint64_t want = frame(ctx_.recvSeq[queue.peer]);
+      // A peer in another call: the one to name, here and in the cause every rank reports.
+      if (seq != want && ctx_.blamed) *ctx_.blamed = queue.peer;
       if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want) &&
           ctx_.checkExchange)  // its count, datatype and op are the exchange's, not the user's
         return fail(braidInvalidUsage,
