@@ -153,6 +153,15 @@ Config configFrom(const EnvLookup& env, bool warn, SettingSources* from) {
       r.bad(var, v, "is not 0 or 1", "0");
     }
   }
+  if (const char* v = r.only("BRAID_CALL_CHECK")) {
+    const std::string s = v;
+    if (s == "1" || s == "0") {
+      c.callCheck = s == "1";
+      r.took("BRAID_CALL_CHECK", "BRAID_CALL_CHECK");
+    } else {
+      r.bad("BRAID_CALL_CHECK", v, "is not 0 or 1", "1");
+    }
+  }
   if (const char* v = r.only("BRAID_CUDA_IPC")) {
     const std::string s = v;
     if (s == "1" || s == "0") {
@@ -324,6 +333,12 @@ const Loaded& loaded() {
 
 const Config& config() { return loaded().config; }
 const SettingSources& configSources() { return loaded().from; }
+
+std::string settingVar(const std::string& setting) {
+  const SettingSources& from = configSources();
+  const auto it = from.find(setting);
+  return it == from.end() ? setting : it->second;
+}
 
 namespace {
 BRAID_STATIC_TLS thread_local double t_waitTimeout = 0;  // as error.cc's t_log_rank

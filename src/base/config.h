@@ -23,6 +23,7 @@ struct Config {
   // datatype, op, root) and all fail with braidInvalidUsage, listing them, where they
   // differ. Rank 0's setting applies.
   bool checkCalls = false;
+  bool callCheck = true;  // BRAID_CALL_CHECK: count-0 calls exchange their fingerprint
   // BRAID_CUDA_IPC (NCCL_P2P_DISABLE=1 is its 0): whether calls on device buffers of a
   // communicator whose ranks all share this host and each have a device go device to device
   // (the CUDA IPC transport) instead of through host memory. Off on any rank: off for all.
@@ -80,6 +81,9 @@ using SettingSources = std::map<std::string, std::string>;
 Config configFrom(const EnvLookup& env, bool warn = false, SettingSources* from = nullptr);
 // Where config()'s values came from (the environment as config() first read it).
 const SettingSources& configSources();
+// The variable the user set for `setting` ("NCCL_SOCKET_IFNAME" when only NCCL's name was set),
+// for messages about its value; the setting's own name when neither was set.
+std::string settingVar(const std::string& setting);
 
 // The bound of waits on this thread, in seconds: a communicator's own timeout while its init
 // runs here (WaitTimeoutScope), else BRAID_TIMEOUT.

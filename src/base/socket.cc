@@ -84,9 +84,9 @@ braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname) {
   if (!chosen) {
     freeifaddrs(list);
     return fail(braidSystemError,
-                "no IPv4 interface matches BRAID_SOCKET_IFNAME=\"%s\"; list interfaces with "
-                "`ip -4 addr` and set it to one of them",
-                spec.c_str());
+                "no IPv4 interface matches %s=\"%s\"; list interfaces with `ip -4 addr` and set "
+                "it to one of them",
+                settingVar("BRAID_SOCKET_IFNAME").c_str(), spec.c_str());
   }
   *addr = reinterpret_cast<const sockaddr_in*>(chosen->ifa_addr)->sin_addr;
   *ifname = chosen->ifa_name;

@@ -18,6 +18,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "core/call_check.h"
 #include "core/comm.h"
 #include "core/stream.h"
 #include "device/device.h"
@@ -115,18 +116,7 @@ uint32_t callTag(const CollArgs& a) {
 
 // After a failed exchange the connections hold partial messages: refuse later calls.
 braidResult_t markBroken(braidComm* comm, braidResult_t res) {
-  // A peer that saw a revocation first gives its connections up as its call ends; the
-  // revocation reaches this rank over the control plane moments later (its forwarding): wait
-  // that long for it, and say revoked rather than lost.
-  if (res == braidRemoteError && comm->control)
-    for (int i = 0; i < 50 && comm->revokedBy.load() < 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (const int by = comm->revokedBy.load();
-      by >= 0 && res != braidSuccess && std::strstr(lastError(), "revoked") == nullptr)
-    res = fail(braidInvalidUsage,
-               "the communicator was revoked (braidCommRevoke on rank %d) "
-               "during this call (%s)",
-               by, lastError());
+  res = shareCause(comm, res);
   if (res != braidSuccess && comm->broken.empty()) {
     comm->broken = lastError();
     comm->brokenCode = res;
@@ -206,7 +196,10 @@ ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype
 }
 
 braidResult_t checkUsable(const braidComm* comm) {
-  if (const int by = comm->revokedBy.load(std::memory_order_acquire); by >= 0)
+  // Revoked for misuse a rank found (shareCause): named below with its reason.
+  const int by = comm->revokedBy.load(std::memory_order_acquire);
+  const std::string reason = by >= 0 ? revokeReasonOf(comm) : std::string();
+  if (by >= 0 && reason.empty())
     return fail(braidInvalidUsage,
                 "this communicator was revoked (braidCommRevoke on rank %d): only "
                 "braidCommShrink, braidCommDestroy and braidCommAbort may follow",
@@ -220,6 +213,11 @@ braidResult_t checkUsable(const braidComm* comm) {
     return fail(braidInvalidUsage,
                 "this communicator was finalized (braidCommFinalize): only braidCommDestroy "
                 "and braidCommGetAsyncError may follow");
+  if (comm->broken.empty() && !reason.empty())
+    return fail(braidInvalidUsage,
+                "this communicator was revoked by rank %d and cannot be used again (destroy it): "
+                "%s",
+                by, reason.c_str());
   if (comm->broken.empty()) return braidSuccess;
   return fail(braidInvalidUsage,
               "this communicator failed earlier and cannot be used again (destroy it): %s",
@@ -373,7 +371,8 @@ const char* checkExchangeLabel(Collective c) {
 }  // namespace
 
 braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sendbuff,
-                            void* recvbuff, const CollArgs* userCall, bool device) {
+                            void* recvbuff, const CollArgs* userCall, bool device,
+                            uint32_t fingerprint) {
   std::lock_guard<std::mutex> lock(comm->mu);
   LogRankScope rankScope(comm->rank);
   BRAID_TRY(checkUsable(comm));
@@ -449,9 +448,12 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   BRAID_INFO("COLL", "%s #%llu count %zu %s %s root %d: algorithm %s", collectiveLabel(args.coll),
              static_cast<unsigned long long>(comm->opCount), args.count, braidTypeName(args.dtype),
              braidOpName(args.op), args.root, algo->name);
+  const char* what = !userCall     ? collectiveLabel(args.coll)
+                     : fingerprint ? fingerprintExchangeLabel(userCall->coll)
+                                   : checkExchangeLabel(userCall->coll);
   ExecContext ctx =
-      commContext(comm, userCall ? checkExchangeLabel(userCall->coll) : collectiveLabel(args.coll),
-                  args.dtype, args.op, plan->callTag);
+      commContext(comm, what, args.dtype, args.op, fingerprint ? fingerprint : plan->callTag);
+  if (!userCall) ++comm->collCount;
   ctx.checkExchange = userCall != nullptr;
   ctx.count = args.count;
   ctx.outgrowsCache = plan->outgrowsCache;

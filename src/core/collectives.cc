@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "braid/braid.h"
+#include "core/call_check.h"
 #include "core/comm.h"
 #include "core/device_staging.h"
 #include "core/entry_points.h"
@@ -214,11 +215,13 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
   const bool nothing =
       c.coll != Collective::kBarrier && c.coll != Collective::kAllToAllv && c.count == 0;
   // A refused no-op would have had no number (without BRAID_CHECK): nothing to publish.
+  // BRAID_CALL_CHECK=0 restores NCCL's silent no-op (which pairs a peer's call of another
+  // count with this rank's next call: a plausible wrong answer).
+  const bool meets = c.comm->checkCalls || c.comm->fingerprints;
   if (const braidResult_t res = checkCall(c, sendbuff, recvbuff); res != braidSuccess)
-    return nothing && !c.comm->checkCalls
-               ? record(c.comm, res)
-               : refuse(c.comm, res, static_cast<uint32_t>(c.coll) + 1, stream);
-  if (nothing && !c.comm->checkCalls) return braidSuccess;
+    return nothing && !meets ? record(c.comm, res)
+                             : refuse(c.comm, res, static_cast<uint32_t>(c.coll) + 1, stream);
+  if (nothing && !meets) return braidSuccess;
   braid::CollArgs args;
   args.coll = c.coll;
   args.count = c.count;
@@ -244,6 +247,8 @@ braidResult_t collective(const Call& c, const void* sendbuff, void* recvbuff, br
       a.recvCounts = arrays.data() + 2 * n;
       a.recvDispls = arrays.data() + 3 * n;
     }
+    // A count-0 call moves nothing; its fingerprint still meets the peers' calls.
+    if (nothing && !comm->checkCalls) return braid::exchangeFingerprint(comm, a);
     // PreMulSum scales a host copy of the input: such calls are staged.
     if (!pm.active && deviceDirect(comm, sendbuff, sendBytes, recvbuff, recvBytes)) {
       if (comm->checkCalls) BRAID_TRY(braid::checkCallsMatch(comm, a));

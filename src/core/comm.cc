@@ -222,8 +222,9 @@ braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string
         comm->peers[r].machineId != me.machineId)
       return fail(braidInvalidUsage,
                   "init: rank %d listens on loopback (%s) but runs on another machine (%s); set "
-                  "BRAID_SOCKET_IFNAME to an interface both hosts share",
-                  r, handles[r].c_str(), comm->peers[r].machineId.c_str());
+                  "%s to an interface both hosts share",
+                  r, handles[r].c_str(), comm->peers[r].machineId.c_str(),
+                  settingVar("BRAID_SOCKET_IFNAME").c_str());
   }
   BRAID_TRY(backend->connect(handles, remote, deadlineAfter(waitTimeoutSec())));
   const int slots = static_cast<int>(std::clamp<size_t>(
@@ -394,6 +395,7 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
       userConfig && userConfig->size == sizeof(braidConfig_t) && userConfig->checkCalls >= 0
           ? userConfig->checkCalls != 0
           : cfg.checkCalls;
+  mine.fingerprints = cfg.callCheck;
   mine.cudaIpc =
       cfg.cudaIpc && comm->cudaDevice >= 0 && device::runtime().busId(&mine.busId) == braidSuccess;
   mine.ring = cfg.ring;  // newlines would split the card; they separate like spaces
@@ -437,7 +439,9 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
   // connections.
   if (nranks > 1) {
     BRAID_TRY(ControlPlane::create(
-        idData.secret, rank, [comm](int from) { revokeLocally(comm, from); }, &comm->control));
+        idData.secret, rank,
+        [comm](int from, const std::string& reason) { revokeLocally(comm, from, reason); },
+        &comm->control));
     comm->control->setPutHandler([comm](int fd, int from, const std::vector<int32_t>& meta) {
       applyPut(comm, fd, from, meta);
     });
@@ -551,6 +555,7 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
   comm->oversubscribed = local * (comm->proxy ? 2 : 1) > sysconf(_SC_NPROCESSORS_ONLN);
   comm->localRanks = std::max(local, 1);
   comm->checkCalls = comm->peers[0].check;
+  comm->fingerprints = comm->peers[0].fingerprints;
   // Once every rank has mapped every segment, the names can go: nothing stays in /dev/shm.
   BRAID_TRY(boot->barrier());
   if (comm->segment) comm->segment->unlink();

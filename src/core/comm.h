@@ -38,6 +38,7 @@ struct PeerCard {
   std::string shmName;
   uint64_t shmAddr = 0;       // where this rank mapped its own segment (single copy's probe)
   bool check = false;         // this rank's BRAID_CHECK (rank 0's applies)
+  bool fingerprints = true;   // this rank's BRAID_CALL_CHECK (rank 0's applies)
   uint64_t procToken = 0;     // random per process: same pid and token = same process
   size_t chunkSize = 0;       // this rank's BRAID_CHUNKSIZE (or its default)
   bool chunkSizeSet = false;  // whether BRAID_CHUNKSIZE was given
@@ -111,9 +112,13 @@ struct braidComm {
   bool oversubscribed = false;  // more ranks on this host than online cores
   int localRanks = 1;           // ranks on this machine, this one included
   bool checkCalls = false;      // BRAID_CHECK (rank 0's): compare calls before each collective
-  double timeoutSec = 0;        // bound of every wait, s (braidConfig_t, else BRAID_TIMEOUT)
-  double stallWarnSec = 0;      // braidConfig_t's, else BRAID_STALL_WARN; 0: off
-  std::vector<int> peerPids;    // pids of peers on this machine (0 elsewhere), for liveness
+  bool fingerprints = true;     // BRAID_CALL_CHECK (rank 0's): count-0 calls exchange theirs
+  // Collectives this rank ran for its caller (runCollective; not sends and receives, which
+  // involve only some ranks): the call number in a count-0 call's fingerprint.
+  uint64_t collCount = 0;
+  double timeoutSec = 0;      // bound of every wait, s (braidConfig_t, else BRAID_TIMEOUT)
+  double stallWarnSec = 0;    // braidConfig_t's, else BRAID_STALL_WARN; 0: off
+  std::vector<int> peerPids;  // pids of peers on this machine (0 elsewhere), for liveness
   // Their positions (ShmSegment::position; null elsewhere), for stall and timeout messages.
   std::vector<const braid::CallPosition*> peerPositions;
   // Rank 0's stall summary, or the channel that reports to it (stall.h); null for one rank.
@@ -181,6 +186,10 @@ struct braidComm {
   // braidCommRevoke: the rank that revoked this communicator first (here or by a message to
   // its control plane), -1 while it is not revoked. Every wait and every later call fails.
   std::atomic<int> revokedBy{-1};
+  // Why it was revoked, where a rank found misuse or a failure (revokeWithReason); "" for
+  // braidCommRevoke. Set once, under revokeMu, before revokedBy.
+  mutable std::mutex revokeMu;
+  std::string revokeReason;
   // braidCommSuspend (under mu): calls fail until braidCommResume, which reserves the device
   // buffers again at these sizes (0: not released).
   bool suspended = false;
@@ -265,7 +274,9 @@ void applyPut(braidComm* comm, int fd, int from, const std::vector<int32_t>& met
 void freeWindows(braidComm* comm);
 // Marks comm revoked by rank `by` (once; later calls do nothing), wakes its waiting calls and
 // forwards the revocation to every peer but `by` (braidCommRevoke).
-void revokeLocally(braidComm* comm, int by);
+void revokeLocally(braidComm* comm, int by, const std::string& reason = "");
+// comm's revokeReason ("" when none).
+std::string revokeReasonOf(const braidComm* comm);
 // config may be null (the environment's settings); it has been checked.
 // True inside braidGroupStart/End on the calling thread (collectives are deferred there).
 bool insideGroup();
@@ -294,9 +305,11 @@ braidResult_t checkCallsMatch(braidComm* comm, const CollArgs& args);
 // userCall: set for BRAID_CHECK's exchange before that call, which then stands for it in the
 // rank's published position (its kind; not finished when the exchange is). device: the
 // buffers are device memory, on a communicator that is deviceDirect (ExecContext::device).
+// fingerprint (with userCall): the exchange is a count-0 call's (exchangeFingerprint), whose
+// messages carry this call tag.
 braidResult_t runCollective(braidComm* comm, const CollArgs& args, const void* sendbuff,
-                            void* recvbuff, const CollArgs* userCall = nullptr,
-                            bool device = false);
+                            void* recvbuff, const CollArgs* userCall = nullptr, bool device = false,
+                            uint32_t fingerprint = 0);
 
 // Publishes this rank's last error as the message of a call of `kind` (stallKindLabel) that
 // it refused before the call started (its own arguments), numbered as its next call, for the

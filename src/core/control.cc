@@ -27,7 +27,7 @@ constexpr double kHeaderReadSec = 0.2;
 }  // namespace
 
 braidResult_t ControlPlane::create(const uint8_t secret[32], int rank,
-                                   std::function<void(int from)> onRevoke,
+                                   std::function<void(int from, const std::string&)> onRevoke,
                                    std::unique_ptr<ControlPlane>* out) {
   std::unique_ptr<ControlPlane> p(new ControlPlane());
   in_addr addr{};
@@ -143,8 +143,13 @@ void ControlPlane::handle(int fd) {
   if (h.type == static_cast<uint32_t>(ControlType::kRevoke)) {
     ::close(fd);
     // The rank that revoked first travels in the body (a forwarder sends it on).
+    // Then the reason's length in bytes and its bytes, packed into the words after it.
     const int origin = ranks.empty() ? h.from : ranks[0];
-    if (onRevoke_ && origin >= 0 && origin < nranks()) onRevoke_(origin);
+    std::string reason;
+    if (ranks.size() >= 2 && ranks[1] > 0 &&
+        static_cast<size_t>(ranks[1]) <= (ranks.size() - 2) * sizeof(int32_t))
+      reason.assign(reinterpret_cast<const char*>(ranks.data() + 2), static_cast<size_t>(ranks[1]));
+    if (onRevoke_ && origin >= 0 && origin < nranks()) onRevoke_(origin, reason);
     return;
   }
   if (h.type == static_cast<uint32_t>(ControlType::kPut)) {
@@ -229,11 +234,16 @@ int ControlPlane::connectHeader(int rank, ControlType type, uint64_t epoch,
   return 0;
 }
 
-void ControlPlane::broadcastRevoke(int origin) {
+void ControlPlane::broadcastRevoke(int origin, const std::string& why) {
   if (revokeSent_.exchange(true)) return;
+  const std::string reason = why.substr(0, kMaxReasonBytes);
+  std::vector<int> body(2 + (reason.size() + sizeof(int32_t) - 1) / sizeof(int32_t), 0);
+  body[0] = origin;
+  body[1] = static_cast<int>(reason.size());
+  std::memcpy(body.data() + 2, reason.data(), reason.size());
   // Not cut short by the destructor, which waits for it: a rank that revokes and destroys at
   // once must still tell its peers.
-  revoker_ = std::thread([this, origin] {
+  revoker_ = std::thread([this, origin, body] {
     int n = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -242,7 +252,7 @@ void ControlPlane::broadcastRevoke(int origin) {
     for (int r = 0; r < n; ++r) {
       if (r == rank_ || r == origin) continue;
       int fd = -1;
-      if (connectHeader(r, ControlType::kRevoke, 0, {origin}, deadlineAfter(1.0), &fd) == 0)
+      if (connectHeader(r, ControlType::kRevoke, 0, body, deadlineAfter(1.0), &fd) == 0)
         ::close(fd);
     }
   });

@@ -71,9 +71,9 @@ enum class Liveness { kAlive, kGone, kUnknown };
 class ControlPlane {
  public:
   // Listens and starts the thread. onRevoke runs on that thread for each revocation received
-  // (the sender's rank).
+  // (the rank that revoked first, and the reason it gave: "" for braidCommRevoke).
   static braidResult_t create(const uint8_t secret[32], int rank,
-                              std::function<void(int from)> onRevoke,
+                              std::function<void(int from, const std::string& reason)> onRevoke,
                               std::unique_ptr<ControlPlane>* out);
   // Stops the thread (and a revocation still being sent), closes every socket.
   ~ControlPlane();
@@ -91,8 +91,10 @@ class ControlPlane {
 
   // Sends the revocation that rank `origin` made to every rank but this one and origin, from
   // a thread of its own, each within 1 s (a cut-off host costs that second, not a hang). Once
-  // per plane: later calls do nothing.
-  void broadcastRevoke(int origin);
+  // per plane: later calls do nothing. reason (at most kMaxReasonBytes of it) travels with it:
+  // the misuse or failure that made origin revoke, so that every rank reports the same cause.
+  void broadcastRevoke(int origin, const std::string& reason = "");
+  static constexpr size_t kMaxReasonBytes = 4000;
 
   // Where puts and signals land (window.cc): run on the control thread with the connection,
   // the sender and the put's description (PutMeta); it reads the data and answers. Set before
@@ -134,7 +136,7 @@ class ControlPlane {
   int rank_ = -1;
   std::string address_;
   std::vector<std::string> peers_;
-  std::function<void(int)> onRevoke_;
+  std::function<void(int, const std::string&)> onRevoke_;
   std::function<void(int, int, const std::vector<int32_t>&)> onPut_;
   std::thread thread_;
   std::thread revoker_;

@@ -343,6 +343,8 @@ class Run : WaitDiagnosis {
       const uint64_t seq = piece.seq;
       size_t total = s.count * ctx_.elemSize;
       const uint64_t want = frame(ctx_.recvSeq[queue.peer]);
+      // A peer in another call: the one to name, here and in the cause every rank reports.
+      if (seq != want && ctx_.blamed) *ctx_.blamed = queue.peer;
       if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want) &&
           ctx_.checkExchange)  // its count, datatype and op are the exchange's, not the user's
         return fail(braidInvalidUsage,
@@ -352,11 +354,10 @@ class Run : WaitDiagnosis {
       if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want))
         return fail(braidInvalidUsage,
                     "%s #%llu: rank %d is in a different call at this point (another collective, "
-                    "count, datatype, op or root); this rank called %s with count %zu per step "
-                    "group, datatype %s, op %s: every rank must make the same calls in the same "
-                    "order",
+                    "count, datatype, op or root); this rank called %s with count %zu, datatype "
+                    "%s, op %s: every rank must make the same calls in the same order",
                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), queue.peer, ctx_.what,
-                    s.count, braidTypeName(ctx_.dtype), braidOpName(ctx_.op));
+                    ctx_.count, braidTypeName(ctx_.dtype), braidOpName(ctx_.op));
       if (seq != want || bytes > total - cur.bytesDone || bytes % ctx_.elemSize != 0)
         return fail(braidInvalidUsage,
                     "%s #%llu: rank %d sent a piece of %zu bytes as message %llu, but this rank "

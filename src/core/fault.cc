@@ -27,14 +27,24 @@ braidResult_t checkNotRevoked(const braidComm* comm, const char* fn) {
               fn, by);
 }
 
-void revokeLocally(braidComm* comm, int by) {
-  int none = -1;
-  if (!comm->revokedBy.compare_exchange_strong(none, by, std::memory_order_acq_rel)) return;
+void revokeLocally(braidComm* comm, int by, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(comm->revokeMu);
+    int none = -1;
+    if (comm->revokedBy.load(std::memory_order_acquire) >= 0) return;
+    comm->revokeReason = reason;
+    if (!comm->revokedBy.compare_exchange_strong(none, by, std::memory_order_acq_rel)) return;
+  }
   BRAID_WARN("FAULT", "rank %d: communicator revoked by rank %d%s", comm->rank, by,
              by == comm->rank ? " (here)" : "");
   // Calls asleep on the doorbell wake now instead of at their 10 ms poll.
   if (comm->segment) comm->segment->doorbell()->ring();
-  if (comm->control) comm->control->broadcastRevoke(by);
+  if (comm->control) comm->control->broadcastRevoke(by, reason);
+}
+
+std::string revokeReasonOf(const braidComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->revokeMu);
+  return comm->revokeReason;
 }
 
 namespace {

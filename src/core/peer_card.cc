@@ -14,7 +14,8 @@ std::string PeerCard::encode() const {
   return hostId + "\n" + machineId + "\n" + std::to_string(pid) + "\n" + shmName + "\n" +
          std::to_string(chunkSize) + "\n" + (chunkSizeSet ? "1" : "0") + "\n" + transport + "\n" +
          std::to_string(nsocks) + "\n" + std::to_string(numa) + "\n" + tune + "\n" + table + "\n" +
-         ring + "\n" + std::to_string(shmAddr) + "\n" + (check ? "1" : "0") + "\n" +
+         ring + "\n" + std::to_string(shmAddr) + "\n" +
+         std::to_string((check ? 1 : 0) | (fingerprints ? 0 : 2)) + "\n" +
          std::to_string(procToken) + "\n" + stallAddr + "\n" + std::to_string(memProbe) + "\n" +
          (cudaIpc ? "1" : "0") + "\n" + busId + "\n" + algo + "\n" + ctrlAddr + "\n";
 }
@@ -34,7 +35,10 @@ bool PeerCard::decode(const std::string& text, PeerCard* out) {
   out->cudaIpc = ipc == "1";
   out->memProbe = std::atoi(probe.c_str());
   out->procToken = std::strtoull(token.c_str(), nullptr, 10);
-  out->check = check == "1";
+  // Bit 0: BRAID_CHECK; bit 1: BRAID_CALL_CHECK=0 (so a card without it reads as the default).
+  const int checks = std::atoi(check.c_str());
+  out->check = (checks & 1) != 0;
+  out->fingerprints = (checks & 2) == 0;
   out->shmAddr = std::strtoull(shmAddr.c_str(), nullptr, 10);
   out->numa = std::atoi(numa.c_str());
   out->nsocks = std::atoi(nsocks.c_str());

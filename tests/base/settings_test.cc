@@ -36,19 +36,24 @@ const Setting& get(const std::vector<Setting>& table, const std::string& key) {
 // kernels/dispatch.cc), each exactly once. A new variable gets a row in settings.cc and a name
 // here.
 TEST(Settings, EveryVariableOnce) {
-  const std::vector<std::string> names = {
-      "BRAID_DEBUG",          "BRAID_DEBUG_SUBSYS",   "BRAID_TIMEOUT",
-      "BRAID_STALL_WARN",     "BRAID_CHECK",          "BRAID_CUDA_IPC",
-      "BRAID_SOCKET_IFNAME",  "BRAID_HOST_ID",        "BRAID_ALGO",
-      "BRAID_RING",           "BRAID_TUNE_FILE",      "BRAID_TUNE_TABLE",
-      "BRAID_TOPO_FILE",      "BRAID_TOPO_DUMP_FILE", "BRAID_TRANSPORT",
-      "BRAID_NSOCKS_PERPEER", "BRAID_CHUNKSIZE",      "BRAID_SINGLE_COPY",
-      "BRAID_STREAM_STORES",  "BRAID_CACHE_BYTES",    "BRAID_SINGLE_COPY_BYTES",
-      "BRAID_BUFFSIZE",       "BRAID_KERNEL_ISA",     "BRAID_TRACE",
-      "BRAID_TRACE_BUFFER",   "BRAID_TRACE_DIR",      "BRAID_TRACE_JOB",
-      "BRAID_LAUNCHER_PID",   "BRAID_CONFIG_WARNED",  "BRAID_RANK",
-      "BRAID_NRANKS",         "BRAID_LOCAL_RANK",     "BRAID_UNIQUE_ID",
-      "BRAID_COMM_ID",        "BRAID_COMM_SECRET"};
+  const std::vector<std::string> names = {"BRAID_DEBUG",          "BRAID_DEBUG_SUBSYS",
+                                          "BRAID_TIMEOUT",        "BRAID_STALL_WARN",
+                                          "BRAID_CHECK",          "BRAID_CALL_CHECK",
+                                          "BRAID_CUDA_IPC",       "BRAID_SOCKET_IFNAME",
+                                          "BRAID_HOST_ID",        "BRAID_ALGO",
+                                          "BRAID_RING",           "BRAID_TUNE_FILE",
+                                          "BRAID_TUNE_TABLE",     "BRAID_TOPO_FILE",
+                                          "BRAID_TOPO_DUMP_FILE", "BRAID_TRANSPORT",
+                                          "BRAID_NSOCKS_PERPEER", "BRAID_CHUNKSIZE",
+                                          "BRAID_SINGLE_COPY",    "BRAID_STREAM_STORES",
+                                          "BRAID_CACHE_BYTES",    "BRAID_SINGLE_COPY_BYTES",
+                                          "BRAID_BUFFSIZE",       "BRAID_KERNEL_ISA",
+                                          "BRAID_TRACE",          "BRAID_TRACE_BUFFER",
+                                          "BRAID_TRACE_DIR",      "BRAID_TRACE_JOB",
+                                          "BRAID_LAUNCHER_PID",   "BRAID_CONFIG_WARNED",
+                                          "BRAID_RANK",           "BRAID_NRANKS",
+                                          "BRAID_LOCAL_RANK",     "BRAID_UNIQUE_ID",
+                                          "BRAID_COMM_ID",        "BRAID_COMM_SECRET"};
   const std::vector<Setting> table = from({});
   std::vector<std::string> listed;
   for (const Setting& s : table) listed.push_back(s.name);
@@ -112,6 +117,7 @@ TEST(Settings, Defaults) {
   EXPECT_EQ(get(t, "BRAID_DEBUG").value, "WARN");
   EXPECT_EQ(get(t, "BRAID_CUDA_IPC").value, "1");
   EXPECT_EQ(get(t, "BRAID_CHECK").value, "0");
+  EXPECT_EQ(get(t, "BRAID_CALL_CHECK").value, "1");
   EXPECT_EQ(get(t, "BRAID_NSOCKS_PERPEER").value, "2");
   EXPECT_EQ(get(t, "BRAID_SINGLE_COPY").value, "shared");
   EXPECT_EQ(get(t, "BRAID_STREAM_STORES").value, "auto");

@@ -488,12 +488,12 @@ static void params(void) {
   expectInvalid(ncclParamBind(NULL, "NCCL_DEBUG"), "Bind out NULL", "out is NULL");
   expectInvalid(ncclParamBind(&h, NULL), "Bind key NULL", "key is NULL");
 
-  /* Every key, once, each readable; 35 settings (tests/base/settings_test.cc lists them). */
+  /* Every key, once, each readable; 36 settings (tests/base/settings_test.cc lists them). */
   const char** keys = NULL;
   int count = 0, twinCount = 0;
   SAME(ncclParamGetAllParameterKeys, &keys, &twinCount);
   NCCLCHECK(ncclParamGetAllParameterKeys(&keys, &count));
-  EQ(count, 35);
+  EQ(count, 36);
   EQ(twinCount, count);
   const char* want[] = {"BRAID_BUFFSIZE", "BRAID_CHUNKSIZE", "BRAID_DEBUG", "BRAID_KERNEL_ISA",
                         "BRAID_COMM_SECRET"};
@@ -519,7 +519,7 @@ static void params(void) {
   for (size_t l = 0; l < sizeof lines / sizeof lines[0]; ++l)
     CHECK(occurrences(dump, lines[l]) == 2, "dump: %d times %s", occurrences(dump, lines[l]),
           lines[l]);
-  CHECK(occurrences(dump, "\nBRAID_") == 2 * 35, "dump: %d settings:\n%s",
+  CHECK(occurrences(dump, "\nBRAID_") == 2 * 36, "dump: %d settings:\n%s",
         occurrences(dump, "\nBRAID_"), dump);
 }
 

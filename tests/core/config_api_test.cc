@@ -61,7 +61,7 @@ TEST(ConfigApi, ListSurvivesGet) {
   const braidSetting_t* table = nullptr;
   int count = 0;
   ASSERT_EQ(braidConfigList(&table, &count), braidSuccess);
-  EXPECT_EQ(count, 35);
+  EXPECT_EQ(count, 36);
   std::set<std::string> names;
   for (int i = 0; i < count; ++i) names.insert(table[i].name);
   EXPECT_EQ(names.size(), static_cast<size_t>(count));
