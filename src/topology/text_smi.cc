@@ -79,9 +79,17 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
                       [](char c) { return std::isdigit((unsigned char)c); }))
         return fail(braidInvalidArgument, "%s:%d: column %s: a GPU index of more than 7 digits",
                     name.c_str(), h + 1, d.c_str());
+      if (std::find(m->dev.begin(), m->dev.end(), d) != m->dev.end())
+        return fail(braidInvalidArgument,
+                    "%s:%d: '%s': column %s given twice; expected each device's column once",
+                    name.c_str(), h + 1, trim(ls[h]).substr(0, 120).c_str(), d.c_str());
       m->dev.push_back(d);
     }
   }
+  if (m->dev.size() > static_cast<size_t>(kMaxTextDevices))
+    return fail(braidInvalidArgument,
+                "%s:%d: the header lists %zu devices, more than the %d a text topology may have",
+                name.c_str(), h + 1, m->dev.size(), kMaxTextDevices);
   m->has_affinity = std::find(trailing.begin(), trailing.end(), 0) != trailing.end() ||
                     std::find(trailing.begin(), trailing.end(), 1) != trailing.end();
   size_t n = m->dev.size();
@@ -91,7 +99,8 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
   m->gpu_numa.assign(n, "");
   std::map<std::string, size_t> idx;
   for (size_t i = 0; i < n; ++i) idx[m->dev[i]] = i;
-  std::vector<std::string> seen;  // devices whose row was read
+  std::vector<std::string> seen;      // devices whose row was read
+  std::vector<size_t> rowLine(n, 0);  // 1-based line of each device's row, 0 when none
   // The rows follow the header up to the first line that is no row (a blank line, "Legend:",
   // a second matrix such as topo -p2p's); after them only the NIC legend is read.
   bool inRows = true;
@@ -108,6 +117,12 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
                   "%s:%zu: '%s': expected the row of a device of the header at line %d (%s ...)",
                   name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), h + 1,
                   m->dev.empty() ? "GPU0" : m->dev[0].c_str());
+    // A GPU's row (or a row of matrix cells) whose device the header does not list.
+    if (inRows && it == idx.end() && (isGpuName(first) || (w.size() > 1 && knownSmiCell(w[1]))))
+      return fail(braidInvalidArgument,
+                  "%s:%zu: '%s': a row of %s, which the header at line %d does not list; "
+                  "expected the row of a device of the header",
+                  name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), first.c_str(), h + 1);
     if (!inRows || it == idx.end()) {
       inRows = false;
       // NIC legend "  NIC0: mlx5_0"; a second matrix (topo -p2p r after topo -m) is noted.
@@ -120,6 +135,18 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
       continue;
     }
     size_t r = it->second;
+    if (rowLine[r])
+      return fail(braidInvalidArgument,
+                  "%s:%zu: '%s': a second row of %s (the first at line %zu); expected each "
+                  "device's row once",
+                  name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), first.c_str(),
+                  rowLine[r]);
+    rowLine[r] = li + 1;
+    if (w.size() > n + 1 + trailing.size())
+      return fail(braidInvalidArgument,
+                  "%s:%zu: '%s': %zu cells after %s; expected at most %zu (the header's columns)",
+                  name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), w.size() - 1,
+                  first.c_str(), n + trailing.size());
     size_t k = 1;
     for (size_t c = 0; c < n; ++c, ++k) {
       if (k >= w.size()) break;
@@ -129,6 +156,21 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
                     "SYS or a topo -p2p status (OK, NS, CNS, GNS, TNS, DR, U, NA)",
                     name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), c + 1,
                     m->dev[c].c_str(), w[k].c_str());
+      if ((c == r) != (w[k] == "X"))
+        return fail(braidInvalidArgument, "%s:%zu: '%s': cell %zu (%s) is '%s', expected %s",
+                    name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), c + 1,
+                    m->dev[c].c_str(), w[k].c_str(),
+                    c == r ? "X (the device itself)" : "no X off the diagonal");
+      // topo -m is symmetric: a path class or NV# that differs from the other row's is refused.
+      const std::string& other = m->cell[c][r];
+      auto isPath = [](const std::string& x) { return nvCount(x) > 0 || smiClass(x) >= 0; };
+      if (c != r && !other.empty() && other != w[k] && (isPath(other) || isPath(w[k])))
+        return fail(braidInvalidArgument,
+                    "%s:%zu: '%s': cell %zu (%s) is '%s' but line %zu gives %s-%s as '%s'; "
+                    "expected a symmetric matrix",
+                    name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), c + 1,
+                    m->dev[c].c_str(), w[k].c_str(), rowLine[c], m->dev[c].c_str(), first.c_str(),
+                    other.c_str());
       m->cell[r][c] = w[k];
     }
     bool isGpuRow = isGpuName(first);
@@ -144,6 +186,19 @@ braidResult_t parseSmiMatrix(const std::vector<std::string>& ls, const std::stri
         m->truncated_rows++;
         break;
       }
+      long v = 0;
+      if (trailing[t] == 0 && w[k] != "N/A" && cpuListToMask(w[k]).empty())
+        return fail(braidInvalidArgument,
+                    "%s:%zu: '%s': CPU affinity '%s' of %s; expected a CPU list such as 0-7,16-23 "
+                    "(ascending ranges of CPUs 0..8191) or N/A",
+                    name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), w[k].c_str(),
+                    first.c_str());
+      if (trailing[t] == 1 && w[k] != "N/A" &&
+          (!toLong(w[k], 10, &v) || v < 0 || v > kMaxTextNumaId))
+        return fail(braidInvalidArgument,
+                    "%s:%zu: '%s': NUMA affinity '%s' of %s; expected a NUMA node 0..%d or N/A",
+                    name.c_str(), li + 1, trim(ls[li]).substr(0, 120).c_str(), w[k].c_str(),
+                    first.c_str(), kMaxTextNumaId);
       if (trailing[t] == 0) m->cpu_aff[r] = w[k];
       if (trailing[t] == 1) m->numa_aff[r] = w[k];
       if (trailing[t] == 2) m->gpu_numa[r] = w[k];

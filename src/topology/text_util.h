@@ -123,6 +123,14 @@ inline std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// The most devices (matrix columns, lspci tree devices) a text reader takes: the NCCL graph
+// reader allows device indexes up to 4095, but the model's paths are quadratic in the device
+// count (a 2000-GPU topo -m took over 3 s, 1000 under 1 s), so text stops at 1024, far above
+// any machine these tools print.
+inline constexpr int kMaxTextDevices = 1024;
+// The largest NUMA node id a text reader takes (Linux's NODES_SHIFT is at most 10).
+inline constexpr int kMaxTextNumaId = 1023;
+
 inline bool startsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
 // Whole string as an integer in base; false on anything else.
