@@ -35,6 +35,15 @@ braidResult_t noDeviceLine(const std::string& text, const std::string& name, con
               trim(ls[i]).substr(0, 120).c_str(), want);
 }
 
+// Noted after a port that is not active: its rate is not counted in the NIC's bandwidth.
+constexpr char kNoBandwidth[] = " (not active: no bandwidth counted)";
+
+// A rate line that gives no rate in (0, 10000] Gb/s: the port's rate stays unknown (0).
+std::string badRate(const std::string& name, int lineNo, const std::string& l) {
+  return name + ":" + std::to_string(lineNo) + ": '" + l.substr(0, 120) +
+         "': not a rate in (0, 10000] Gb/sec; the port's rate is unknown (0)";
+}
+
 int nicNamed(System* sys, std::map<std::string, int>* byName, const std::string& name) {
   auto it = byName->find(name);
   if (it != byName->end()) return it->second;
@@ -55,6 +64,7 @@ braidResult_t loadIbstat(const std::string& text, const std::string& name, Syste
   Net* net = nullptr;
   int lineNo = 0;
   std::vector<std::string> down;
+  std::vector<int> downNets;  // ports not Active: no bandwidth
   for (const std::string& raw : splitLines(text)) {
     ++lineNo;
     std::string l = trim(raw);
@@ -81,8 +91,9 @@ braidResult_t loadIbstat(const std::string& text, const std::string& name, Syste
     std::string k = trim(l.substr(0, colon)), v = trim(l.substr(colon + 1));
     if (startsWith(k, "Port ") && v.empty()) {
       long p = 0;
-      if (!toLong(k.substr(5), 10, &p))
-        return fail(braidInvalidArgument, "%s:%d: '%s': bad port number, expected 'Port N:'",
+      if (!toLong(k.substr(5), 10, &p) || p < 0 || p > 255)
+        return fail(braidInvalidArgument,
+                    "%s:%d: '%s': bad port number, expected 'Port N:' with N in 0..255",
                     name.c_str(), lineNo, l.substr(0, 120).c_str());
       Net n;
       n.nic = nics[ca];
@@ -101,10 +112,16 @@ braidResult_t loadIbstat(const std::string& text, const std::string& name, Syste
       nodeGuid = v;
     } else if (net != nullptr) {
       if (k == "State") {
-        if (v != "Active") down.push_back(ca + " port " + std::to_string(net->port) + ": " + v);
+        if (v != "Active") {
+          down.push_back(ca + " port " + std::to_string(net->port) + ": " + v + kNoBandwidth);
+          downNets.push_back(net->dev);
+        }
       } else if (k == "Rate") {
         double r = 0;
-        if (leadingDouble(v, &r) && plausibleNetGbps(r)) net->speed_gbps = r;
+        if (leadingDouble(v, &r) && plausibleNetGbps(r))
+          net->speed_gbps = r;
+        else
+          sys.notes.push_back(badRate(name, lineNo, l));
       } else if (k == "Link layer") {
         net->link_layer = layerOf(v);
       } else if (k == "Port GUID") {
@@ -114,6 +131,7 @@ braidResult_t loadIbstat(const std::string& text, const std::string& name, Syste
     }
   }
   if (sys.nics.empty()) return noDeviceLine(text, name, "\"CA 'NAME'\", the first line of ibstat");
+  for (int d : downNets) sys.nets[d].speed_gbps = 0;
   for (const auto& d : down) sys.notes.push_back(d);
   sys.notes.push_back("ibstat gives no PCI or NUMA placement of the HCAs");
   connectSystem(&sys);
@@ -128,6 +146,7 @@ braidResult_t loadIbstatus(const std::string& text, const std::string& name, Sys
   std::map<std::string, int> nics;
   Net* net = nullptr;
   int lineNo = 0;
+  std::vector<int> downNets;  // ports not ACTIVE: no bandwidth
   for (const std::string& raw : splitLines(text)) {
     ++lineNo;
     std::string l = trim(raw);
@@ -137,9 +156,11 @@ braidResult_t loadIbstatus(const std::string& text, const std::string& name, Sys
       size_t p = l.find(" port ");
       long port = -1;
       if (dev.empty() || p == std::string::npos ||
-          !toLong(words(l.substr(p + 6)).empty() ? "" : words(l.substr(p + 6))[0], 10, &port))
+          !toLong(words(l.substr(p + 6)).empty() ? "" : words(l.substr(p + 6))[0], 10, &port) ||
+          port < 0 || port > 255)
         return fail(braidInvalidArgument,
-                    "%s:%d: '%s': expected \"Infiniband device 'NAME' port N status:\"",
+                    "%s:%d: '%s': expected \"Infiniband device 'NAME' port N status:\" with N in "
+                    "0..255",
                     name.c_str(), lineNo, l.substr(0, 120).c_str());
       Net n;
       n.nic = nicNamed(&sys, &nics, dev);
@@ -157,12 +178,18 @@ braidResult_t loadIbstatus(const std::string& text, const std::string& name, Sys
     std::string k = trim(l.substr(0, colon)), v = trim(l.substr(colon + 1));
     if (k == "rate") {
       double r = 0;
-      if (leadingDouble(v, &r) && plausibleNetGbps(r)) net->speed_gbps = r;
+      if (leadingDouble(v, &r) && plausibleNetGbps(r))
+        net->speed_gbps = r;
+      else
+        sys.notes.push_back(badRate(name, lineNo, l));
     } else if (k == "link_layer") {
       net->link_layer = layerOf(v);
     } else if (k == "state") {
-      if (v.find("ACTIVE") == std::string::npos)
-        sys.notes.push_back(net->name + " port " + std::to_string(net->port) + ": " + v);
+      if (v.find("ACTIVE") == std::string::npos) {
+        sys.notes.push_back(net->name + " port " + std::to_string(net->port) + ": " + v +
+                            kNoBandwidth);
+        downNets.push_back(net->dev);
+      }
     } else if (k == "default gid") {
       // fe80:0000:0000:0000:0015:5dff:fd34:11eb -> port GUID 0x00155dfffd3411eb
       std::string hex;
@@ -175,6 +202,7 @@ braidResult_t loadIbstatus(const std::string& text, const std::string& name, Sys
   if (sys.nics.empty())
     return noDeviceLine(text, name,
                         "\"Infiniband device 'NAME' port N status:\", the first line of ibstatus");
+  for (int d : downNets) sys.nets[d].speed_gbps = 0;
   sys.notes.push_back("ibstatus gives no PCI or NUMA placement of the HCAs");
   connectSystem(&sys);
   *out = std::move(sys);
@@ -192,12 +220,14 @@ braidResult_t loadIbvDevinfo(const std::string& text, const std::string& name, S
   std::string hca, nodeGuid, fw;
   Net* net = nullptr;
   double width = 0, speed = 0;
+  bool portDown = false;  // a port not PORT_ACTIVE counts no bandwidth
   int lineNo = 0, skipped = 0, firstSkipped = 0;
   std::vector<std::string> down;
   auto finishPort = [&]() {
-    if (net != nullptr && width > 0 && speed > 0 && plausibleNetGbps(width * speed))
+    if (net != nullptr && !portDown && width > 0 && speed > 0 && plausibleNetGbps(width * speed))
       net->speed_gbps = width * speed;
     width = speed = 0;
+    portDown = false;
   };
   for (const std::string& raw : splitLines(text)) {
     ++lineNo;
@@ -256,8 +286,10 @@ braidResult_t loadIbvDevinfo(const std::string& text, const std::string& name, S
       nodeGuid = hex.size() == 16 ? "0x" + hex : v;
     } else if (net != nullptr) {
       if (k == "state") {
-        if (v.find("PORT_ACTIVE") == std::string::npos)
-          down.push_back(hca + " port " + std::to_string(net->port) + ": " + v);
+        if (v.find("PORT_ACTIVE") == std::string::npos) {
+          down.push_back(hca + " port " + std::to_string(net->port) + ": " + v + kNoBandwidth);
+          portDown = true;
+        }
       } else if (k == "link_layer") {
         net->link_layer = layerOf(v);
       } else if (k == "active_width") {

@@ -201,7 +201,7 @@ TEST(PastedText, IbstatPasted) {
   EXPECT_EQ(sys.cpus.size(), 0u);  // ibstat says nothing of NUMA
   ASSERT_EQ(sys.nics.size(), 3u);
   ASSERT_EQ(sys.nets.size(), 3u);
-  const double gbps[] = {400, 400, 100};
+  const double gbps[] = {400, 400, 0};  // mlx5_2 is Down: its 100 Gb/s not counted
   const LinkLayer layer[] = {LinkLayer::kInfiniBand, LinkLayer::kInfiniBand, LinkLayer::kEthernet};
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(sys.nets[i].name, "mlx5_" + std::to_string(i));
@@ -209,7 +209,7 @@ TEST(PastedText, IbstatPasted) {
     EXPECT_EQ(sys.nets[i].link_layer, layer[i]);
   }
   EXPECT_EQ(sys.nets[1].guid, "0x0002c90300aa0020");
-  EXPECT_TRUE(hasNote(sys, "mlx5_2 port 1: Down"));
+  EXPECT_TRUE(hasNote(sys, "mlx5_2 port 1: Down (not active: no bandwidth counted)"));
   for (const auto& n : sys.notes) EXPECT_EQ(n.find("skipped"), std::string::npos) << n;
 }
 
@@ -221,7 +221,7 @@ TEST(PastedText, IbvDevinfoVerbosePasted) {
   EXPECT_EQ(sys.cpus.size(), 0u);
   ASSERT_EQ(sys.nics.size(), 3u);
   ASSERT_EQ(sys.nets.size(), 3u);
-  const double gbps[] = {400, 200, 100};
+  const double gbps[] = {400, 200, 0};  // mlx5_2 is PORT_DOWN: its rate not counted
   const LinkLayer layer[] = {LinkLayer::kInfiniBand, LinkLayer::kInfiniBand, LinkLayer::kEthernet};
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(sys.nets[i].name, "mlx5_" + std::to_string(i));
@@ -230,7 +230,7 @@ TEST(PastedText, IbvDevinfoVerbosePasted) {
     EXPECT_EQ(sys.nets[i].link_layer, layer[i]);
   }
   EXPECT_EQ(sys.nets[0].guid, "0x0002c90300aa0010");
-  EXPECT_TRUE(hasNote(sys, "mlx5_2 port 1: PORT_DOWN (1)"));
+  EXPECT_TRUE(hasNote(sys, "mlx5_2 port 1: PORT_DOWN (1) (not active: no bandwidth counted)"));
   EXPECT_TRUE(hasNote(sys, "ibv_devinfo_v_pasted.txt:81: 1 line(s) not of ibv_devinfo skipped"));
 }
 

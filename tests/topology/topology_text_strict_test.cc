@@ -101,3 +101,82 @@ TEST(StrictText, SmiTooManyDevicesRefused) {
 
 }  // namespace
 }  // namespace braid::topo
+
+namespace braid::topo {
+namespace {
+
+double nicGbps(const System& sys, int nic) {
+  double s = 0;
+  for (int k : sys.nics[nic].nets) s += sys.nets[k].speed_gbps;
+  return s;
+}
+
+bool noted(const System& sys, const std::string& part) {
+  for (const auto& n : sys.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+TEST(StrictText, IbPortsNotActiveCountNoBandwidth) {
+  System sys;
+  ASSERT_EQ(loadIbstat("CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\t\tRate: 400\n"
+                       "\tPort 2:\n\t\tState: Polling\n\t\tRate: 10\n\tPort 3:\n\t\tRate: 10\n"
+                       "\t\tState: Down\n",
+                       "s.txt", &sys),
+            braidSuccess)
+      << lastError();
+  EXPECT_EQ(nicGbps(sys, 0), 400);
+  EXPECT_TRUE(noted(sys, "mlx5_0 port 2: Polling (not active: no bandwidth counted)"));
+  EXPECT_TRUE(noted(sys, "mlx5_0 port 3: Down (not active: no bandwidth counted)"));
+  ASSERT_EQ(loadIbvDevinfo("hca_id:\tmlx5_0\n\tport:\t1\n\t\tstate:\t\tPORT_ACTIVE (4)\n"
+                           "\t\tactive_width:\t4X (2)\n\t\tactive_speed:\t100.0 Gbps (128)\n"
+                           "\tport:\t2\n\t\tstate:\t\tPORT_DOWN (1)\n\t\tactive_width:\t4X (2)\n"
+                           "\t\tactive_speed:\t100.0 Gbps (128)\n",
+                           "v.txt", &sys),
+            braidSuccess)
+      << lastError();
+  EXPECT_EQ(nicGbps(sys, 0), 400);
+  EXPECT_TRUE(noted(sys, "mlx5_0 port 2: PORT_DOWN (1) (not active: no bandwidth counted)"));
+  ASSERT_EQ(loadIbstatus("Infiniband device 'mlx5_0' port 1 status:\n\tstate:\t 1: DOWN\n"
+                         "\trate:\t 400 Gb/sec (4X NDR)\n",
+                         "st.txt", &sys),
+            braidSuccess)
+      << lastError();
+  EXPECT_EQ(nicGbps(sys, 0), 0);
+}
+
+TEST(StrictText, IbPortNumberOutOfRangeRefused) {
+  System sys;
+  EXPECT_EQ(loadIbstat("CA 'mlx5_0'\n\tPort 4294967297:\n\t\tState: Active\n", "s.txt", &sys),
+            braidInvalidArgument);
+  EXPECT_HAS(std::string(lastError()),
+             "s.txt:2: 'Port 4294967297:': bad port number, expected 'Port N:' with N in 0..255");
+  EXPECT_EQ(loadIbstatus("Infiniband device 'mlx5_0' port 256 status:\n", "st.txt", &sys),
+            braidInvalidArgument);
+  EXPECT_HAS(std::string(lastError()), "st.txt:1: 'Infiniband device 'mlx5_0' port 256 status:'");
+}
+
+TEST(StrictText, IbRatesOutOfRangeNoted) {
+  System sys;
+  ASSERT_EQ(loadIbstat("CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n"
+                       "\t\tRate: 99999999999999999999\n"
+                       "CA 'mlx5_1'\n\tPort 1:\n\t\tState: Active\n\t\tRate: -400\n",
+                       "s.txt", &sys),
+            braidSuccess)
+      << lastError();
+  EXPECT_EQ(nicGbps(sys, 0), 0);
+  EXPECT_EQ(nicGbps(sys, 1), 0);
+  EXPECT_TRUE(noted(sys,
+                    "s.txt:4: 'Rate: 99999999999999999999': not a rate in (0, 10000] Gb/sec; "
+                    "the port's rate is unknown (0)"));
+  EXPECT_TRUE(noted(sys, "s.txt:8: 'Rate: -400': not a rate"));
+  ASSERT_EQ(loadIbstatus("Infiniband device 'mlx5_1' port 1 status:\n\tstate:\t 4: ACTIVE\n"
+                         "\trate:\t abc Gb/sec (4X NDR)\n",
+                         "st.txt", &sys),
+            braidSuccess)
+      << lastError();
+  EXPECT_TRUE(noted(sys, "st.txt:3: 'rate:\t abc Gb/sec (4X NDR)': not a rate"));
+}
+
+}  // namespace
+}  // namespace braid::topo

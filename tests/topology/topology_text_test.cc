@@ -468,8 +468,11 @@ TEST(TextFormats, IbstatTwoPortsOneDown) {
   EXPECT_EQ(sys.nets[1].port, 2);
   EXPECT_EQ(sys.nets[1].guid, "0x1");
   bool down = false;
-  for (const auto& n : sys.notes) down |= n == "mlx5_0 port 2: Down";
+  for (const auto& n : sys.notes)
+    down |= n == "mlx5_0 port 2: Down (not active: no bandwidth counted)";
   EXPECT_TRUE(down);
+  EXPECT_EQ(sys.nets[0].speed_gbps, 200);
+  EXPECT_EQ(sys.nets[1].speed_gbps, 0);  // Down: its Rate 10 is not counted
 }
 
 TEST(TextFormats, DirectoryWithoutInfinibandRefusedClearly) {
