@@ -102,6 +102,7 @@ braidResult_t loadLspciTree(const std::string& text, const std::string& name, Sy
   std::vector<TreeDev> devs;
   std::map<long, int> owner;  // branch column -> the device whose children branch there
   std::vector<std::string> ls = splitLines(text);
+  std::map<std::pair<std::string, int>, int> rootLine;  // root bus -> the line it starts
   bool ended = false;
   int lineNo = 0, trailing = 0;
   for (const std::string& raw : ls) {
@@ -139,6 +140,12 @@ braidResult_t loadLspciTree(const std::string& text, const std::string& name, Sy
           std::string dom = in.size() == 7 ? in.substr(0, 4) : "0000";
           if (prev >= 0 || !toLong(dom, 16, &a) || !toLong(in.substr(in.size() - 2), 16, &b))
             return treeError(name, lineNo, raw, "a root bus after a device");
+          auto [at, fresh] = rootLine.insert({{dom, static_cast<int>(b)}, lineNo});
+          if (!fresh) {
+            std::string what = "root bus [" + in + "] listed twice (first at line " +
+                               std::to_string(at->second) + ")";
+            return treeError(name, lineNo, raw, what.c_str());
+          }
           TreeDev r;
           r.line = lineNo;
           r.root = true;
@@ -188,6 +195,14 @@ braidResult_t loadLspciTree(const std::string& text, const std::string& name, Sy
     }
   }
   if (devs.empty()) return fail(braidInvalidArgument, "%s: no lspci -t tree", name.c_str());
+  int roleDevs = 0;
+  for (const TreeDev& d : devs)
+    roleDevs += !d.root && d.secondary < 0 && treeRole(d) != TreeRole::kNone;
+  if (roleDevs > kMaxTextDevices)
+    return fail(braidInvalidArgument,
+                "%s: the tree has %d GPUs, NVSwitches and NICs, more than the %d a text topology "
+                "may have",
+                name.c_str(), roleDevs, kMaxTextDevices);
   System sys;
   sys.source = name;
   std::map<std::string, int> cpuByKey;

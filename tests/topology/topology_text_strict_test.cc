@@ -5,6 +5,7 @@
 // text topology may have.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "base/error.h"
@@ -176,6 +177,40 @@ TEST(StrictText, IbRatesOutOfRangeNoted) {
             braidSuccess)
       << lastError();
   EXPECT_TRUE(noted(sys, "st.txt:3: 'rate:\t abc Gb/sec (4X NDR)': not a rate"));
+}
+
+}  // namespace
+}  // namespace braid::topo
+
+namespace braid::topo {
+namespace {
+
+TEST(StrictText, LspciTreeRootBusTwiceRefused) {
+  System sys;
+  EXPECT_EQ(loadLspciTree("-+-[0000:00]-+-01.0-[01]----00.0  NVIDIA Corporation GH100\n"
+                          " \\-[0000:00]-+-01.0-[01]----00.0  NVIDIA Corporation GH100\n",
+                          "t.txt", &sys),
+            braidInvalidArgument);
+  EXPECT_HAS(std::string(lastError()),
+             "t.txt:2: '\\-[0000:00]-+-01.0-[01]----00.0  NVIDIA Corporation GH100': root bus "
+             "[0000:00] listed twice (first at line 1)");
+}
+
+TEST(StrictText, LspciTreeTooManyDevicesRefused) {
+  std::string t = "-[0000:00]-+-00.0  Intel Corporation Device 09a2\n";
+  for (int b = 1; b <= 255; ++b)
+    for (int f = 0; f < 5; ++f) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf),
+                    "           +-%02x.%d-[%02x]----00.0  NVIDIA Corporation GH100\n", b & 0x1f, f,
+                    b);
+      t += buf;
+    }
+  System sys;
+  EXPECT_EQ(loadLspciTree(t, "t.txt", &sys), braidInvalidArgument);
+  EXPECT_HAS(std::string(lastError()),
+             "t.txt: the tree has 1275 GPUs, NVSwitches and NICs, more than the 1024 a text "
+             "topology may have");
 }
 
 }  // namespace
