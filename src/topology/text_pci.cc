@@ -247,6 +247,13 @@ braidResult_t loadLspci(const std::string& text, const std::string& name, System
     }
     return cpuFor(numa);
   };
+  int roleDevs = 0;
+  for (const PciRec& r : recs) roleDevs += roleOf(r) != kNone;
+  if (roleDevs > kMaxTextDevices)
+    return fail(braidInvalidArgument,
+                "%s: lspci lists %d GPUs, NVSwitches and NICs, more than the %d a text topology "
+                "may have",
+                name.c_str(), roleDevs, kMaxTextDevices);
   int ignored = 0, vga = 0;
   for (int i = 0; i < static_cast<int>(recs.size()); ++i) {
     const PciRec& r = recs[i];

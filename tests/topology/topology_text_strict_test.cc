@@ -215,3 +215,25 @@ TEST(StrictText, LspciTreeTooManyDevicesRefused) {
 
 }  // namespace
 }  // namespace braid::topo
+
+namespace braid::topo {
+namespace {
+
+TEST(StrictText, LspciTooManyDevicesRefused) {
+  std::string t;
+  for (int b = 1; b <= 255; ++b)
+    for (int d = 0; d < 5; ++d) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%02x:%02x.0 3D controller: NVIDIA Corporation GH100\n", b,
+                    d);
+      t += buf;
+    }
+  System sys;
+  EXPECT_EQ(loadLspci(t, "l.txt", &sys), braidInvalidArgument);
+  EXPECT_HAS(std::string(lastError()),
+             "l.txt: lspci lists 1275 GPUs, NVSwitches and NICs, more than the 1024 a text "
+             "topology may have");
+}
+
+}  // namespace
+}  // namespace braid::topo
