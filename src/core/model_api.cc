@@ -283,9 +283,9 @@ braidResult_t braidModelPredict(braidModel_t model, const char* collective, size
     int best = -1;
     const auto cands = braid::tuning::rankCandidates(args, elemSize, fabric, &best);
     const auto device = deviceCandidates(fabric, args, elemSize);
-    // The device algorithms are NCCL's: the job's pick is the least of every candidate, but
-    // the grain (pieceBytes) is Braid's own pick's.
-    const int tableBest = best;
+    // The device algorithms are NCCL's: the job's pick is the least of every candidate, and
+    // the grain (pieceBytes) is that pick's: PAT's chunk, NVLS's and NVLSTree's chunk times
+    // their channels, or what choosePieceBytes picks for a table algorithm.
     for (size_t i = 0; i < device.size(); ++i)
       if (!device[i].unsupported &&
           (best < 0 || device[i].us * (1 + braid::tuning::kTie) < bestUs(cands, device, best)))
@@ -299,7 +299,7 @@ braidResult_t braidModelPredict(braidModel_t model, const char* collective, size
               ? (std::strcmp(device[best - cands.size()].algo->name, "pat") == 0
                      ? fabric.chunk_bytes
                      : fabric.nvls_chunk_bytes * static_cast<size_t>(fabric.nvls_channels))
-              : braid::tuning::choosePieceBytes(*cands[tableBest].algo, args, elemSize, fabric);
+              : braid::tuning::choosePieceBytes(*cands[best].algo, args, elemSize, fabric);
     if (callBytes) *callBytes = braid::tuning::callBytes(args.coll, count, elemSize, n);
     if (busBwFactor) *busBwFactor = braid::tuning::busBwFactor(args.coll, n);
     *nestimates = static_cast<int>(cands.size() + device.size());

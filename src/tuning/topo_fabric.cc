@@ -65,12 +65,13 @@ braidResult_t fabricFromTopology(const topo::System& sys, int hosts, const TopoF
                 fileSm < 0
                     ? "of unknown capability"
                     : (std::to_string(fileSm / 10) + "." + std::to_string(fileSm % 10)).c_str());
-  const int domainHosts =
-      opts.mnnvl ? (opts.domainHosts > 0 ? std::min(opts.domainHosts, hosts) : hosts) : 1;
-  if (hosts % domainHosts != 0)
+  // Domains must be whole: K in 1..hosts dividing hosts (K above hosts is refused, not cut).
+  const int domainHosts = opts.mnnvl ? (opts.domainHosts > 0 ? opts.domainHosts : hosts) : 1;
+  if (domainHosts > hosts || hosts % domainHosts != 0)
     return fail(braidInvalidArgument,
-                "--mnnvl-domain %d: the %d hosts do not fill whole NVLink domains of %d hosts",
-                opts.domainHosts, hosts, domainHosts);
+                "--mnnvl-domain %d: the %d hosts do not fill whole NVLink domains of %d hosts "
+                "(K must be 1..%d and divide %d)",
+                opts.domainHosts, hosts, domainHosts, hosts, hosts);
   if (opts.mnnvl && ranksPerHost > gpus)
     return fail(braidInvalidArgument,
                 "%s: --mnnvl with --ranks-per-host %d: the file has %d GPUs per host",

@@ -160,6 +160,9 @@ TEST(DeviceSchedule, MnnvlDomainsFromTopology) {
   // Domains must be whole; NVLS can be turned off.
   o.domainHosts = 5;
   EXPECT_EQ(braid::tuning::fabricFromTopology(sys, 36, o, &f, &why), braidInvalidArgument);
+  // More hosts per domain than hosts: refused too, not cut down to the hosts.
+  o.domainHosts = 1000;
+  EXPECT_EQ(braid::tuning::fabricFromTopology(sys, 4, o, &f, &why), braidInvalidArgument);
   o.domainHosts = 0;
   o.nvls = false;
   ASSERT_EQ(braid::tuning::fabricFromTopology(sys, 2, o, &f, &why), braidSuccess);

@@ -29,8 +29,12 @@
 
 namespace {
 
+using braid_sim::checkSizes;
 using braid_sim::makeModel;
 using braid_sim::runWhatIf;
+
+// The largest call braidModelPredict prices (count x element x ranks), as any buffer.
+constexpr size_t kMaxBytes = size_t{1} << 48;
 
 // The collectives braid-sim predicts, as braidListAlgorithms names them.
 const char* const kCollectives[] = {"allreduce", "reducescatter", "allgather", "broadcast",
@@ -53,21 +57,27 @@ void usage(FILE* f) {
       "                       topology's)\n"
       "  --collective NAME    allreduce, reducescatter, allgather, broadcast, reduce, alltoall,\n"
       "                       gather, scatter, or all (default allreduce)\n"
-      "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G, T suffixes), times FACTOR (an\n"
-      "                       integer >= 2) each step (default 8, 256M, 2), as nccl-tests'\n"
+      "  -b, -e, -f           sizes MIN..MAX bytes (K, M, G, T suffixes; 1..2^48, and the call\n"
+      "                       on all ranks at most 2^48 bytes), times FACTOR (an integer >= 2)\n"
+      "                       each step (default 8, 256M, 2), as nccl-tests'\n"
       "  -d DTYPE             float (default), half, bfloat16, double, int32, int8\n"
       "  --json               one JSON array of {collective, bytes, chosen, piece_bytes,\n"
       "                       algorithms} (NCCL's device algorithms: device_only true)\n"
       "  --simulate           also play the schedules (at most 1024 ranks)\n"
       "  --mnnvl-domain K     with --mnnvl: K hosts per NVLink domain (an NVL72 rack: 18), the\n"
-      "                       domains joined by the NICs (default: all hosts one domain)\n"
+      "                       domains joined by the NICs (default: all hosts one domain); K must\n"
+      "                       be 1..H and divide H (whole domains): otherwise a usage error\n"
       "  --nvls on|off        NVLink SHARP on GPUs that have it (NCCL_NVLS_ENABLE; default on)\n"
       "  --nvls-channels C    NVLS channels, 1..64 (NCCL_NVLS_NCHANNELS; default 16)\n"
       "  --what-if algo=A,B   compare two algorithm sets on this job: each of A and B is an\n"
       "                       algorithm or several joined by '+' (nvls+nvlstree), or 'all';\n"
       "                       per size, each set's pick, time and busbw, where its time goes\n"
-      "                       (nvlink, network, reduce busy us; latency: the rest) and B/A\n"
-      "  --what-if topo=FILE  compare the job on --topo (A) with the same job on FILE (B)\n"
+      "                       and B/A; one --what-if per run\n"
+      "  --what-if topo=FILE  compare the job on --topo (A) with the same job on FILE (B), at\n"
+      "                       the same sizes (each side's count per rank from its own ranks)\n"
+      "  where the time goes: nvlink, network and reduce are each resource's busy time (us) on\n"
+      "                       the busiest rank; they overlap, so their sum may exceed time;\n"
+      "                       latency = time - max(nvlink, network, reduce)\n"
       "Columns of nvls, nvlstree and pat are NCCL's GPU-kernel algorithms (marked *): priced\n"
       "from their device schedules, chosen where they are fastest, but not run by Braid.\n");
 }
@@ -128,7 +138,13 @@ int main(int argc, char** argv) {
     } else if ((a == "-d" || a == "--datatype") && hasValue) {
       dtypeName = argv[++i];
     } else if (a == "--mnnvl-domain" && hasValue) {
-      ok = intArg(&domainHosts);
+      if (!intArg(&domainHosts)) {
+        std::fprintf(stderr,
+                     "braid-sim: bad value '%s' for --mnnvl-domain: K hosts per NVLink domain, "
+                     "1..H (--hosts) and dividing H\n",
+                     argv[i]);
+        return 2;
+      }
     } else if (a == "--nvls" && hasValue) {
       const std::string v = argv[++i];
       ok = v == "on" || v == "off";
@@ -136,6 +152,11 @@ int main(int argc, char** argv) {
     } else if (a == "--nvls-channels" && hasValue) {
       ok = intArg(&nvlsChannels) && nvlsChannels <= 64;
     } else if (a == "--what-if" && hasValue) {
+      if (!whatIf.empty()) {
+        std::fprintf(stderr, "braid-sim: --what-if given twice (%s, then %s): give one\n",
+                     whatIf.c_str(), argv[i + 1]);
+        return 2;
+      }
       whatIf = argv[++i];
       ok = (whatIf.rfind("algo=", 0) == 0 && whatIf.size() > 5) ||
            (whatIf.rfind("topo=", 0) == 0 && whatIf.size() > 5);
@@ -168,12 +189,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid-sim: --mnnvl-domain needs --mnnvl (NVLink domains of hosts)\n");
     return 2;
   }
+  if (domainHosts > 0 && (domainHosts > hosts || hosts % domainHosts != 0)) {
+    std::fprintf(stderr,
+                 "braid-sim: --mnnvl-domain %d: must be 1..%d (--hosts) and divide --hosts %d "
+                 "(whole NVLink domains)\n",
+                 domainHosts, hosts, hosts);
+    return 2;
+  }
   if (!whatIf.empty() && (json || simulate)) {
     std::fprintf(stderr, "braid-sim: --what-if prints its own table: no --json or --simulate\n");
     return 2;
   }
   if (minBytes == 0) {
     std::fprintf(stderr, "braid-sim: -b must be at least 1 byte\n");
+    return 2;
+  }
+  if (minBytes > kMaxBytes || maxBytes > kMaxBytes) {
+    std::fprintf(stderr, "braid-sim: %s %zu is more than 2^48 bytes (256T), the largest call\n",
+                 maxBytes > kMaxBytes ? "-e" : "-b", maxBytes > kMaxBytes ? maxBytes : minBytes);
     return 2;
   }
   if (minBytes > maxBytes) {
@@ -210,6 +243,10 @@ int main(int argc, char** argv) {
   config.mnnvlDomainHosts = domainHosts;
   braidModel_t model = nullptr;
   if (int rc = makeModel(topoFile, config, &model)) return rc;
+  if (int rc = checkSizes(model, colls, *dtype, minBytes, maxBytes)) {
+    braidModelDestroy(model);
+    return rc;
+  }
   if (!whatIf.empty()) {
     const int rc =
         runWhatIf(model, whatIf, topoFile, config, colls, *dtype, minBytes, maxBytes, factor);

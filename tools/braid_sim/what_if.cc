@@ -25,6 +25,32 @@ int makeModel(const std::string& topoFile, const braidModelConfig& config, braid
   return 0;
 }
 
+int checkSizes(braidModel_t model, const std::vector<const char*>& colls, const Dtype& dtype,
+               size_t minBytes, size_t maxBytes) {
+  for (const char* coll : colls) {
+    size_t div = 0;
+    int n = 0;
+    if (braidModelPredict(model, coll, 1, dtype.type, 0, nullptr, 0, &n, nullptr, nullptr, &div,
+                          nullptr) != braidSuccess ||
+        div == 0)
+      continue;  // the table says why
+    const size_t count = maxBytes / div;
+    if (count == 0) continue;
+    if (braidModelPredict(model, coll, count, dtype.type, 0, nullptr, 0, &n, nullptr, nullptr,
+                          nullptr, nullptr) != braidSuccess) {
+      braidModelInfo info;
+      braidModelGetInfo(model, &info);
+      std::fprintf(stderr,
+                   "braid-sim: %s %zu: %s of %zu bytes on %d ranks is more than 2^48 bytes in "
+                   "all (the largest size here: %zu)\n",
+                   minBytes > maxBytes / 2 ? "-b/-e" : "-e", maxBytes, coll, maxBytes, info.nranks,
+                   (size_t{1} << 48) / dtype.size / static_cast<size_t>(info.nranks) * div);
+      return 2;
+    }
+  }
+  return 0;
+}
+
 namespace {
 
 // One side of the comparison: a model and the algorithms it may pick (empty: all).
@@ -51,9 +77,10 @@ bool allowed(const Side& side, const char* algo) {
   return false;
 }
 
-// The side's pick for the call (least predicted time among its algorithms), or false.
+// The side's pick for the call (least predicted time among its algorithms), or false with
+// *why saying why none runs.
 bool pick(const Side& side, const char* coll, size_t count, const Dtype& dtype, std::string* algo,
-          braidModelTimeSplit* split, size_t* bytes, double* factorBus) {
+          braidModelTimeSplit* split, size_t* bytes, double* factorBus, std::string* why) {
   int n = 0;
   braidModelPredict(side.model, coll, count, dtype.type, 0, nullptr, 0, &n, nullptr, nullptr,
                     nullptr, nullptr);
@@ -66,7 +93,18 @@ bool pick(const Side& side, const char* coll, size_t count, const Dtype& dtype, 
     if (est[i].supported && allowed(side, est[i].algorithm) && std::isfinite(est[i].predictedUs) &&
         (best < 0 || est[i].predictedUs < est[best].predictedUs))
       best = i;
-  if (best < 0) return false;
+  if (best < 0) {
+    // Say why: each of the side's algorithms the call lists, and why it cannot run here.
+    for (int i = 0; i < n; ++i) {
+      if (!allowed(side, est[i].algorithm)) continue;
+      braidModelTimeSplit ignored{};
+      if (braidModelExplain(side.model, coll, count, dtype.type, est[i].algorithm, &ignored) !=
+          braidSuccess)
+        *why += std::string(why->empty() ? "" : "; ") + braidGetLastError(nullptr);
+    }
+    if (why->empty()) *why = std::string("none of its algorithms runs ") + coll + " on this job";
+    return false;
+  }
   *algo = est[best].algorithm;
   return braidModelExplain(side.model, coll, count, dtype.type, est[best].algorithm, split) ==
          braidSuccess;
@@ -131,6 +169,17 @@ int runWhatIf(braidModel_t model, const std::string& spec, const std::string& to
         both[i]->algos.push_back(name);
       }
       if (!checkNames(*both[i], colls, dtype)) return 2;
+      bool onlyNvls = config.nvlsDisable != 0;
+      for (const std::string& name : both[i]->algos)
+        onlyNvls = onlyNvls &&
+                   (!strcasecmp(name.c_str(), "nvls") || !strcasecmp(name.c_str(), "nvlstree"));
+      if (onlyNvls) {
+        std::fprintf(stderr,
+                     "braid-sim: --what-if algo=%s: side %s is NVLS only, but --nvls off takes "
+                     "NVLS out of the job\n",
+                     value.c_str(), both[i]->label);
+        return 2;
+      }
     }
   } else {
     if (makeModel(value, config, &other) != 0) {
@@ -140,6 +189,10 @@ int runWhatIf(braidModel_t model, const std::string& spec, const std::string& to
     }
     b.model = other;
     b.text = value;
+    if (const int rc = checkSizes(other, colls, dtype, minBytes, maxBytes)) {
+      braidModelDestroy(other);
+      return rc;
+    }
   }
   std::printf("# braid-sim --what-if %s\n#   A: %s\n#   B: %s\n", spec.c_str(), a.text.c_str(),
               b.text.c_str());
@@ -150,34 +203,48 @@ int runWhatIf(braidModel_t model, const std::string& spec, const std::string& to
   }
   std::printf(
       "# per side: the algorithm picked, time (us), busbw (GB/s); where the time goes (us): "
-      "nvlink, network and reduce are each resource's busy time on the busiest rank, latency "
-      "the rest of the time (latencies, pipeline fill, waits)\n");
+      "nvlink, network and reduce are each resource's busy time on the busiest rank (they "
+      "overlap: their sum may exceed time), latency = time - max(nvlink, network, reduce) "
+      "(latencies, pipeline fill, waits); both sides at the same size, each side's count per "
+      "rank from its own ranks\n");
   for (const char* coll : colls) {
     std::printf("\n# %s, %s\n#%11s %2s %-14s %11s %9s %10s %10s %10s %10s %8s\n", coll, dtype.name,
                 "size", "", "algorithm", "time", "busbw", "nvlink", "network", "reduce", "latency",
                 "B/A");
-    size_t div = 0;
-    int ignored = 0;
-    braidModelPredict(a.model, coll, 1, dtype.type, 0, nullptr, 0, &ignored, nullptr, nullptr, &div,
-                      nullptr);
+    // Bytes of one element's call per side (nccl-tests' size column per count): the sides
+    // may have different ranks, so each derives its own count from the same size.
+    size_t div[2] = {0, 0};
+    const Side* sides[2] = {&a, &b};
+    for (int i = 0; i < 2; ++i) {
+      int ignored = 0;
+      braidModelPredict(sides[i]->model, coll, 1, dtype.type, 0, nullptr, 0, &ignored, nullptr,
+                        nullptr, &div[i], nullptr);
+    }
     for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
-      const size_t count = bytes / div;
-      if (count > 0) {
+      if (bytes / div[0] > 0 || bytes / div[1] > 0) {
         double tA = -1;
-        for (const Side* s : {&a, &b}) {
-          std::string algo;
+        for (int i = 0; i < 2; ++i) {
+          const Side* s = sides[i];
+          const size_t count = bytes / div[i];
+          if (count == 0) {
+            std::printf("%12zu %2s %-14s %11s  # below one %s element per rank\n", bytes, s->label,
+                        "none", "n/a", dtype.name);
+            continue;
+          }
+          std::string algo, why;
           braidModelTimeSplit t{};
           size_t realBytes = 0;
           double fb = 0;
-          if (!pick(*s, coll, count, dtype, &algo, &t, &realBytes, &fb)) {
-            std::printf("%12zu %2s %-14s %11s\n", bytes, s->label, "none", "n/a");
+          if (!pick(*s, coll, count, dtype, &algo, &t, &realBytes, &fb, &why)) {
+            std::printf("%12zu %2s %-14s %11s  # %s\n", bytes, s->label, "none", "n/a",
+                        why.c_str());
             continue;
           }
           const double busbw = realBytes / (t.totalUs * 1e3) * fb;
           std::printf("%12zu %2s %-14s %11.1f %9.2f %10.1f %10.1f %10.1f %10.1f", realBytes,
                       s->label, algo.c_str(), t.totalUs, busbw, t.nvlinkUs, t.networkUs, t.reduceUs,
                       t.latencyUs);
-          if (s == &a)
+          if (i == 0)
             tA = t.totalUs;
           else if (tA > 0)
             std::printf(" %8.3f", t.totalUs / tA);
