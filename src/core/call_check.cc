@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/socket.h"
 
 namespace braid {
 
@@ -50,8 +51,9 @@ std::string rankLabel(const braidComm* comm, int r) {
   if (k < comm->worldRanks.size() && comm->worldRanks[k] >= 0 &&
       (comm->parentHash != 0 || comm->worldRanks[k] != r))
     beside = "world rank " + std::to_string(comm->worldRanks[k]);
-  if (k < comm->peers.size() && !comm->peers[k].hostId.empty())
-    beside += (beside.empty() ? "host " : ", host ") + comm->peers[k].hostId;
+  if (k < comm->peers.size() && !comm->peers[k].hostId.empty())  // "name/boot id": the name
+    beside += (beside.empty() ? "host " : ", host ") +
+              comm->peers[k].hostId.substr(0, comm->peers[k].hostId.find('/'));
   return beside.empty() ? s : s + " (" + beside + ")";
 }
 
@@ -60,8 +62,8 @@ std::string commLabel(const braidComm* comm) {
   std::snprintf(buf, sizeof buf, "communicator %016" PRIx64, comm->commHash);
   std::string s = buf;
   if (comm->parentHash != 0) {
-    std::snprintf(buf, sizeof buf, " (split from %016" PRIx64 ": colour %d, key %d)",
-                  comm->parentHash, comm->splitColor, comm->splitKey);
+    std::snprintf(buf, sizeof buf, " (split from %016" PRIx64 ": colour %d)", comm->parentHash,
+                  comm->splitColor);
     s += buf;
   }
   return s;
@@ -74,6 +76,172 @@ std::string callLabel(Collective coll, size_t count, braidDataType_t dtype, brai
   if (isReducing(coll)) s += std::string(" op ") + braidOpName(op);
   if (isRooted(coll)) s += " root " + std::to_string(root);
   return s;
+}
+
+void CallRecord::set(uint64_t n, const CollArgs& a) {
+  Slot& slot = slots[n & 1];
+  const uint64_t v = version.load(std::memory_order_relaxed);
+  version.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  slot.number.store(n, std::memory_order_relaxed);
+  // All-to-all-v's count is a per-rank maximum that may differ (as in callTag).
+  slot.count.store(a.coll == Collective::kAllToAllv ? 0 : a.count, std::memory_order_relaxed);
+  const uint64_t op = isReducing(a.coll) ? static_cast<uint64_t>(a.op) & 0xffff : 0;
+  slot.shape.store(
+      static_cast<uint64_t>(a.coll) | static_cast<uint64_t>(a.dtype & 0xff) << 8 | op << 16,
+      std::memory_order_relaxed);
+  slot.root.store(isRooted(a.coll) ? a.root : 0, std::memory_order_relaxed);
+  version.store(v + 2, std::memory_order_release);
+}
+
+CallWhere CallRecord::read(uint64_t n) const {
+  for (;;) {
+    const uint64_t v = version.load(std::memory_order_acquire);
+    if (v & 1) {
+      std::this_thread::yield();
+      continue;
+    }
+    CallWhere w[2];
+    uint64_t shape[2];
+    for (int k = 0; k < 2; ++k) {
+      w[k].number = slots[k].number.load(std::memory_order_relaxed);
+      w[k].count = slots[k].count.load(std::memory_order_relaxed);
+      shape[k] = slots[k].shape.load(std::memory_order_relaxed);
+      w[k].root = slots[k].root.load(std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (version.load(std::memory_order_relaxed) != v) continue;
+    for (int k = 0; k < 2; ++k) {
+      w[k].coll = static_cast<uint32_t>(shape[k] & 0xff);
+      w[k].dtype = static_cast<uint32_t>((shape[k] >> 8) & 0xff);
+      w[k].op = static_cast<int32_t>((shape[k] >> 16) & 0xffff);
+    }
+    const int latest = w[1].number > w[0].number ? 1 : 0;
+    if (n != 0 && w[1 - latest].number == n) return w[1 - latest];
+    return w[latest];
+  }
+}
+
+namespace {
+
+// "rank 2, key 5": this rank, with its key where a split made the communicator (keys differ
+// by rank, so the cause every rank shares leaves them out).
+std::string selfLabel(const braidComm* comm) {
+  std::string s = rankLabel(comm, comm->rank);
+  if (comm->parentHash != 0) s += ", split key " + std::to_string(comm->splitKey);
+  return s;
+}
+
+bool sameCall(const CallWhere& a, const CallWhere& b) {
+  return a.number == b.number && a.count == b.count && a.coll == b.coll && a.dtype == b.dtype &&
+         a.op == b.op && a.root == b.root;
+}
+
+std::string whereLabel(const CallWhere& w) {
+  if (w.coll >= static_cast<uint32_t>(kNumCollectives)) return "an unknown call";
+  return callLabel(static_cast<Collective>(w.coll), w.count, static_cast<braidDataType_t>(w.dtype),
+                   static_cast<braidRedOp_t>(w.op), w.root);
+}
+
+// "rank 1 (...)" or "ranks 0 (...), 2 (...)", at most kListed of them.
+std::string ranksLabel(const braidComm* comm, const std::vector<int>& ranks) {
+  if (ranks.size() == 1) return rankLabel(comm, ranks[0]);
+  constexpr size_t kListed = 16;
+  std::string s = "ranks ";
+  for (size_t i = 0; i < ranks.size() && i < kListed; ++i)
+    s += (i ? ", " : "") + rankLabel(comm, ranks[i]).substr(5);  // without "rank "
+  if (ranks.size() > kListed) s += ", and " + std::to_string(ranks.size() - kListed) + " more";
+  return s;
+}
+
+class AskPeer final : public PeerCallCheck {
+ public:
+  explicit AskPeer(braidComm* comm) : comm_(comm) {}
+  braidResult_t check(int peer) const override {
+    if (!comm_->control) return braidSuccess;
+    const CallWhere mine = comm_->callRecord.read();
+    CallWhere theirs;
+    const std::string saved = lastError();  // no answer is no finding: quietly
+    if (comm_->control->askWhere(peer, mine.number, deadlineAfter(0.5), &theirs) != braidSuccess) {
+      failVerbatim(braidSuccess, saved);
+      return braidSuccess;
+    }
+    if (mine.number == 0 || theirs.number != mine.number || sameCall(mine, theirs))
+      return braidSuccess;
+    return fail(braidInvalidUsage,
+                "rank %d is in a different call at this point (its collective #%llu is %s, this "
+                "rank's %s)",
+                peer, static_cast<unsigned long long>(mine.number), whereLabel(theirs).c_str(),
+                whereLabel(mine).c_str());
+  }
+
+ private:
+  braidComm* comm_;
+};
+
+}  // namespace
+
+std::unique_ptr<PeerCallCheck> makePeerCallCheck(braidComm* comm) {
+  return std::make_unique<AskPeer>(comm);
+}
+
+std::string misuseCause(braidComm* comm, bool* everyone) {
+  const CallWhere mine = comm->callRecord.read();
+  const size_t n = static_cast<size_t>(comm->nranks);
+  const auto self = static_cast<size_t>(comm->rank);
+  std::vector<CallWhere> at(n);
+  std::vector<char> answered(n, 0), asked(n, 0);
+  at[self] = mine;
+  answered[self] = asked[self] = 1;
+  const std::string saved = lastError();  // the asks below must not replace the caller's error
+  // Ranks behind this one may still be on their way to this call: asked again for a while.
+  const Deadline until = deadlineAfter(0.5);
+  for (bool behind = true; behind;) {
+    behind = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (asked[r] && !(answered[r] && at[r].number < mine.number)) continue;
+      asked[r] = 1;
+      if (comm->control && comm->control->askWhere(static_cast<int>(r), mine.number,
+                                                   deadlineAfter(0.25), &at[r]) == braidSuccess)
+        answered[r] = 1;
+      behind |= answered[r] && at[r].number < mine.number;
+    }
+    if (behind && Clock::now() >= until) break;
+    if (behind) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  failVerbatim(braidSuccess, saved);
+  struct Group {
+    CallWhere call;
+    std::vector<int> ranks;
+  };
+  std::vector<Group> groups;
+  std::string others;
+  for (size_t r = 0; r < n; ++r) {
+    const int rank = static_cast<int>(r);
+    if (!answered[r]) {
+      others += "; " + rankLabel(comm, rank) + " did not answer";
+    } else if (at[r].number != mine.number) {
+      others += "; " + rankLabel(comm, rank) + " was at collective #" +
+                std::to_string(at[r].number) + " (" + whereLabel(at[r]) + ")";
+    } else {
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [&](const Group& x) { return sameCall(x.call, at[r]); });
+      if (g != groups.end())
+        g->ranks.push_back(rank);
+      else
+        groups.push_back({at[r], {rank}});
+    }
+  }
+  if (everyone) *everyone = others.empty();
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const Group& a, const Group& b) { return a.ranks.size() < b.ranks.size(); });
+  std::string s = "misuse on " + commLabel(comm) + " at collective #" +
+                  std::to_string(mine.number) +
+                  " (every rank must make the same collective calls in the same order): ";
+  for (size_t i = 0; i < groups.size(); ++i)
+    s += (i ? "; " : "") + ranksLabel(comm, groups[i].ranks) + " called " +
+         whereLabel(groups[i].call);
+  return s + others;
 }
 
 namespace {
@@ -90,12 +258,24 @@ braidResult_t shareCause(braidComm* comm, braidResult_t res) {
   if (res == braidSuccess) return res;
   int by = comm->revokedBy.load();
   if (by < 0 && res == braidInvalidUsage && comm->control && isMismatch(lastError())) {
-    std::string reason = rankLabel(comm, comm->rank) + " on " + commLabel(comm) +
-                         " found misuse: " + withoutRankPrefix(lastError(), comm->rank);
-    if (comm->blamed >= 0 && comm->blamed < comm->nranks)
-      reason += " [the rank in the other call: " + rankLabel(comm, comm->blamed) + "]";
-    revokeLocally(comm, comm->rank, reason);
-    return fail(res, "%s", reason.c_str());
+    const std::string mine = withoutRankPrefix(lastError(), comm->rank);
+    bool everyone = false;
+    const std::string cause = misuseCause(comm, &everyone);
+    // A rank that did not answer, or had not reached the call, may be one that found the
+    // misuse first, revoked and left: its revocation (sent before its control plane closed)
+    // carries the cause every other rank reports. Wait a moment for it.
+    for (int i = 0; i < 200 && !everyone && comm->revokedBy.load() < 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    revokeLocally(comm, comm->rank, cause);
+    // A rank that found it first may have revoked already: its cause is the one every rank
+    // reports (the same words where each asked the same ranks).
+    by = comm->revokedBy.load();
+    const std::string who =
+        by == comm->rank
+            ? std::string("found here, which revoked the communicator")
+            : "found by " + rankLabel(comm, by) + ", which revoked the communicator for it";
+    return fail(res, "%s [%s; here (%s): %s]", revokeReasonOf(comm).c_str(), who.c_str(),
+                selfLabel(comm).c_str(), mine.c_str());
   }
   // A peer that saw a revocation first gives its connections up as its call ends; the
   // revocation reaches this rank over the control plane moments later (its forwarding): wait
@@ -108,8 +288,8 @@ braidResult_t shareCause(braidComm* comm, braidResult_t res) {
   const std::string mine = withoutRankPrefix(lastError(), comm->rank);
   if (!reason.empty() && by != comm->rank)
     return fail(braidInvalidUsage,
-                "%s (%s revoked the communicator for it; here the call failed with it: %s)",
-                reason.c_str(), rankLabel(comm, by).c_str(), mine.c_str());
+                "%s [found by %s, which revoked the communicator for it; here (%s): %s]",
+                reason.c_str(), rankLabel(comm, by).c_str(), selfLabel(comm).c_str(), mine.c_str());
   if (mine.find("revoked") != std::string::npos) return res;
   return fail(braidInvalidUsage,
               "the communicator was revoked (braidCommRevoke on rank %d) during this call (%s)", by,
@@ -136,16 +316,12 @@ braidResult_t exchangeFingerprint(braidComm* comm, const CollArgs& a) {
   g.count = kFields;
   g.dtype = braidUint64;
   g.op = braidSum;
-  const std::string what = callLabel(a.coll, a.count, a.dtype, a.op, a.root);
   const braidResult_t res =
       runCollective(comm, g, mine, all.data(), &a, false, fingerprintTag(a, calls));
   comm->opCount = opCount;
-  if (res != braidSuccess) {
-    const std::string why = withoutRankPrefix(lastError(), comm->rank);
-    return fail(res, "%s, this rank's %s after collective #%" PRIu64 " on %s: %s",
-                rankLabel(comm, comm->rank).c_str(), what.c_str(), calls, commLabel(comm).c_str(),
-                why.c_str());
-  }
+  // The executor's message names the exchange and, where a peer was in another call, the cause
+  // every rank reports (shareCause) leads it.
+  if (res != braidSuccess) return res;
   bool same = true;
   for (size_t r = 1; r < n && same; ++r)
     same = std::equal(all.begin(), all.begin() + kFields, all.begin() + r * kFields);

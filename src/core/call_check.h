@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "braid/braid.h"
@@ -35,11 +36,26 @@ const char* fingerprintExchangeLabel(Collective c);
 // failure. Returns the call's result.
 braidResult_t shareCause(braidComm* comm, braidResult_t res);
 
-// "rank 1 (world rank 3, host node-b)": rank r of comm as a message names it.
+// What misuse every rank reports, whichever rank found it: the collective number at which
+// this rank's call (comm->callRecord) met another, and every rank's call there, asked of each
+// over the control plane (ranks not yet at that number are asked again for up to half a
+// second), grouped by call, the smallest group first:
+//   misuse on communicator 1f2e3d4c5b6a7980 at collective #3 (every rank must make the same
+//   collective calls in the same order): rank 1 called all-reduce count 2 int64 op sum;
+//   ranks 0, 2 called all-reduce count 1 int64 op sum
+// Ranks as rankLabel names them. *everyone (if given): every rank answered, at this number.
+// Holds no lock the control thread takes.
+std::string misuseCause(braidComm* comm, bool* everyone = nullptr);
+
+// Asks the executor's waited-on peer where it is (ExecContext::peerCheck).
+std::unique_ptr<PeerCallCheck> makePeerCallCheck(braidComm* comm);
+
+// "rank 1 (world rank 3, host node-b)": rank r of comm as a message names it (the world rank
+// where it differs or the communicator was split, the host name without its boot id).
 std::string rankLabel(const braidComm* comm, int r);
 
-// "communicator 0x1f2e3d4c5b6a7980" and, for a split one, " (split from 0x...: colour 1,
-// key 0)".
+// "communicator 1f2e3d4c5b6a7980" and, for a split one, " (split from ...: colour 1)" (the
+// key differs by rank: the messages give this rank's beside its own part).
 std::string commLabel(const braidComm* comm);
 
 // "all-reduce count 1 float32 op sum" (root for rooted collectives): a call as its caller

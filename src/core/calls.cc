@@ -191,6 +191,7 @@ ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype
   ctx.stallWarnSec = comm->stallWarnSec;
   ctx.blamed = &comm->blamed;
   ctx.stall = comm->stallBoard.get();
+  ctx.peerCheck = comm->peerCallCheck.get();
   ctx.peerPositions = comm->peerPositions.empty() ? nullptr : comm->peerPositions.data();
   return ctx;
 }
@@ -453,7 +454,12 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
                                    : checkExchangeLabel(userCall->coll);
   ExecContext ctx =
       commContext(comm, what, args.dtype, args.op, fingerprint ? fingerprint : plan->callTag);
-  if (!userCall) ++comm->collCount;
+  // The user's collectives, count-0 ones' fingerprint exchanges included, are numbered alike
+  // on every rank; BRAID_CHECK's exchange is known by the number of the call it precedes.
+  const bool counted = !userCall || fingerprint != 0;
+  if (counted) ++comm->collCount;
+  comm->callRecord.set(counted ? comm->collCount : comm->collCount + 1,
+                       userCall ? *userCall : args);
   ctx.checkExchange = userCall != nullptr;
   ctx.count = args.count;
   ctx.outgrowsCache = plan->outgrowsCache;

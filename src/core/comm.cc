@@ -18,6 +18,7 @@
 #include "base/host_mem.h"
 #include "base/socket.h"
 #include "core/bootstrap.h"
+#include "core/call_check.h"
 #include "core/stream.h"
 #include "device/device.h"
 #include "topology/placement.h"
@@ -445,6 +446,8 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
     comm->control->setPutHandler([comm](int fd, int from, const std::vector<int32_t>& meta) {
       applyPut(comm, fd, from, meta);
     });
+    comm->control->setWhereHandler([comm](uint64_t n) { return comm->callRecord.read(n); });
+    comm->peerCallCheck = makePeerCallCheck(comm);
     mine.ctrlAddr = comm->control->address();
   }
   std::vector<std::string> cards;

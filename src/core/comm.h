@@ -59,6 +59,24 @@ struct PeerCard {
   static bool decode(const std::string& text, PeerCard* out);
 };
 
+// braidComm::callRecord: the collective a rank is in or made last, and the one before it.
+// Written by the rank's calling thread (under the communicator's lock), read by its control
+// thread to answer askWhere: a seqlock of atomics (version odd while a slot changes), a few
+// relaxed stores per call.
+struct CallRecord {
+  struct Slot {
+    std::atomic<uint64_t> number{0};
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> shape{0};  // coll | dtype << 8 | op << 16
+    std::atomic<int32_t> root{0};
+  };
+  std::atomic<uint64_t> version{0};
+  Slot slots[2];  // by number % 2
+  void set(uint64_t n, const CollArgs& call);
+  // The call of number n where a slot holds it, else the latest (n 0: the latest).
+  CallWhere read(uint64_t n = 0) const;
+};
+
 // This machine's identity: hostname plus boot id.
 std::string localMachineId();
 // This host's identity: BRAID_HOST_ID, else localMachineId().
@@ -113,9 +131,16 @@ struct braidComm {
   int localRanks = 1;           // ranks on this machine, this one included
   bool checkCalls = false;      // BRAID_CHECK (rank 0's): compare calls before each collective
   bool fingerprints = true;     // BRAID_CALL_CHECK (rank 0's): count-0 calls exchange theirs
-  // Collectives this rank ran for its caller (runCollective; not sends and receives, which
-  // involve only some ranks): the call number in a count-0 call's fingerprint.
+  // Collectives this rank ran for its caller (runCollective, count-0 ones that exchanged
+  // their fingerprint included; not sends and receives, which involve only some ranks): the
+  // call number in a count-0 call's fingerprint and in callRecord.
   uint64_t collCount = 0;
+  // The collective this rank is in or made last, as its caller passed it, numbered by
+  // collCount: what its control plane answers a peer that asks (ControlPlane::askWhere), so
+  // that a peer left waiting, or one that found misuse, can name both calls.
+  braid::CallRecord callRecord;
+  // Asks the peer a call waits on where it is (call_check.h), for the executor.
+  std::unique_ptr<braid::PeerCallCheck> peerCallCheck;
   double timeoutSec = 0;      // bound of every wait, s (braidConfig_t, else BRAID_TIMEOUT)
   double stallWarnSec = 0;    // braidConfig_t's, else BRAID_STALL_WARN; 0: off
   std::vector<int> peerPids;  // pids of peers on this machine (0 elsewhere), for liveness

@@ -157,6 +157,14 @@ void ControlPlane::handle(int fd) {
     ::close(fd);
     return;
   }
+  if (h.type == static_cast<uint32_t>(ControlType::kWhere)) {
+    const CallWhere where = onWhere_ ? onWhere_(h.epoch) : CallWhere{};
+    const std::string saved = lastError();  // this thread's; quietly, as a probe
+    if (sendAll(fd, &where, sizeof where, deadlineAfter(kHeaderReadSec)) != braidSuccess)
+      failVerbatim(braidSuccess, saved);
+    ::close(fd);
+    return;
+  }
   if (h.type != static_cast<uint32_t>(ControlType::kAgree)) {
     ::close(fd);
     return;
@@ -314,6 +322,17 @@ bool ControlPlane::takeAgree(uint64_t epoch, Deadline until, AgreeRequest* out) 
       return false;
     }
   }
+}
+
+braidResult_t ControlPlane::askWhere(int rank, uint64_t number, Deadline deadline, CallWhere* out) {
+  int fd = -1;
+  const int err = connectHeader(rank, ControlType::kWhere, number, {}, deadline, &fd);
+  if (err != 0)
+    return fail(braidRemoteError, "control plane: rank %d cannot be reached: %s", rank,
+                strerror(err));
+  const braidResult_t r = recvAll(fd, out, sizeof *out, deadline);
+  ::close(fd);
+  return r;
 }
 
 Liveness ControlPlane::probe(int rank, double sec) {

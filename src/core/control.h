@@ -29,16 +29,29 @@
 
 namespace braid {
 
-enum class ControlType : uint32_t { kRevoke = 1, kAgree = 2, kPut = 3 };
+enum class ControlType : uint32_t { kRevoke = 1, kAgree = 2, kPut = 3, kWhere = 4 };
+
+// What a rank answers to kWhere: its collective of the number asked for where it remembers it
+// (its current and previous one), else its latest (braidComm's CallRecord), in the caller's
+// terms. Plain numbers: the control plane knows no collectives.
+struct CallWhere {
+  uint64_t number = 0;  // its number among the communicator's collectives (1 the first); 0: none
+  uint64_t count = 0;   // as the caller passed it
+  uint32_t coll = 0;    // Collective
+  uint32_t dtype = 0;   // braidDataType_t
+  int32_t op = 0;       // braidRedOp_t
+  int32_t root = 0;
+};
 
 // A connection's first bytes.
 struct ControlHeader {
   static constexpr uint32_t kMagic = 0x4c544342;  // "BCTL"
   uint32_t magic;
   uint8_t secret[32];
-  uint32_t type;   // ControlType
-  uint64_t epoch;  // kAgree: which shrink of the communicator (its count of shrinks)
-  int32_t from;    // the sender's rank
+  uint32_t type;  // ControlType
+  // kAgree: which shrink of the communicator (its count of shrinks); kWhere: the number asked
+  uint64_t epoch;
+  int32_t from;  // the sender's rank
   // int32 ranks that follow, < 1<<20: kAgree, those the sender excludes; kRevoke, the rank
   // that revoked first
   int32_t count;
@@ -107,6 +120,12 @@ class ControlPlane {
   // peer refused it (no such window, out of range), braidRemoteError if it cannot be reached.
   braidResult_t sendPut(int rank, const std::vector<int>& meta, const void* data, size_t bytes,
                         Deadline deadline);
+  // What this rank answers to askWhere (run on the control thread: it must not block). Set
+  // before any peer knows this rank's address.
+  void setWhereHandler(std::function<CallWhere(uint64_t number)> fn) { onWhere_ = std::move(fn); }
+  // Which collective `rank` made as its number `number` (0: its latest): braidSuccess with
+  // *out, braidRemoteError when it cannot be reached or does not answer by deadline.
+  braidResult_t askWhere(int rank, uint64_t number, Deadline deadline, CallWhere* out);
   // Opens a connection to `rank` and sends an agreement request; *fd stays open for the
   // verdict. braidRemoteError when the rank refuses (gone) or cannot be reached by deadline.
   braidResult_t sendAgree(int rank, uint64_t epoch, const std::vector<int>& excluded,
@@ -138,6 +157,7 @@ class ControlPlane {
   std::vector<std::string> peers_;
   std::function<void(int, const std::string&)> onRevoke_;
   std::function<void(int, int, const std::vector<int32_t>&)> onPut_;
+  std::function<CallWhere(uint64_t)> onWhere_;
   std::thread thread_;
   std::thread revoker_;
   std::atomic<bool> revokeSent_{false};

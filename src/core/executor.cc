@@ -107,6 +107,7 @@ class Run : WaitDiagnosis {
     const unsigned spins = ctx_.oversubscribed ? 32 : 4096;
     unsigned yieldsEnd = spins + (ctx_.oversubscribed ? 1000 : 64);
     Clock::time_point idleSince{}, lastLivenessCheck{};
+    double nextPeerCheck = kPeerCheckSec;
     for (unsigned idle = 1;; ++idle) {
       if (ctx_.aborted && ctx_.aborted->load(std::memory_order_relaxed))
         return fail(braidInvalidUsage, "%s #%llu: aborted (braidCommAbort)", ctx_.what,
@@ -140,6 +141,18 @@ class Run : WaitDiagnosis {
         }
         Clock::time_point now = Clock::now();
         double waited = std::chrono::duration<double>(now - idleSince).count();
+        // A peer in another call that sends this rank nothing (mismatched roots): found by
+        // asking it, well within the timeout.
+        if (ctx_.peerCheck && ctx_.kind > 0 && (waited > nextPeerCheck || waited > timeout)) {
+          nextPeerCheck = waited + kPeerCheckSec;
+          const int peer = waitedPeer();
+          if (peer >= 0 && ctx_.peerCheck->check(peer) != braidSuccess) {
+            if (ctx_.blamed) *ctx_.blamed = peer;
+            return fail(braidInvalidUsage, "%s #%llu: %s", ctx_.what,
+                        static_cast<unsigned long long>(ctx_.opCount),
+                        withoutRankPrefix(lastError(), ctx_.rank));
+          }
+        }
         if (waited > timeout) return timeoutError(waited);
         if (stallWarn > 0 && waited > stallWarn && !stallWarned_) {
           stallWarned_ = true;  // once per call

@@ -86,6 +86,18 @@ struct Plan {
 
 void compilePlan(Plan* plan, size_t elemSize);
 
+// Asks a peer that a call has waited on for a while which collective it is in (core/
+// call_check.cc, over the control plane), so that ranks in different calls that send each
+// other nothing (mismatched roots) learn it long before the timeout.
+class PeerCallCheck {
+ public:
+  virtual ~PeerCallCheck() = default;
+  // braidInvalidUsage, its message saying that `peer` "is in a different call", where the
+  // peer is at this rank's collective number in another call; braidSuccess otherwise (the
+  // same call, another number, no answer).
+  virtual braidResult_t check(int peer) const = 0;
+};
+
 struct ExecContext {
   int rank;
   int nranks;
@@ -123,6 +135,9 @@ struct ExecContext {
   // null.
   const CallPosition* const* peerPositions = nullptr;
   uint32_t kind = 0;  // the call's kind in stall reports (stallKindLabel)
+  // Asked of the peer waited on after kPeerCheckSec of a collective's wait, each
+  // kPeerCheckSec after that, and before the timeout; may be null.
+  const PeerCallCheck* peerCheck = nullptr;
   // BRAID_CHECK's exchange before the user's call `kind` (its own count, datatype and op are
   // not the user's, so messages leave them out; `what` names the exchange).
   bool checkExchange = false;
@@ -159,6 +174,7 @@ struct ExecContext {
 };
 
 constexpr size_t kStreamMinBytes = 64 << 10;
+constexpr double kPeerCheckSec = 1.0;
 
 braidResult_t execute(Plan* plan, const ExecContext& ctx);
 

@@ -471,11 +471,12 @@ int survivorChild(int rank, int nranks) {
     if (!failed) failedAt = std::chrono::steady_clock::now();
     failed = true;
     ++round;
-    if (rank == secondRank && round == 1)
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        raise(SIGKILL);
-      }).detach();
+    // The second rank dies 5 ms into its peers' shrink, before it joins it: from a thread of
+    // its own it could outlive a quick shrink and die in a later call instead.
+    if (rank == secondRank && round == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      raise(SIGKILL);
+    }
     braidComm_t nc = nullptr;
     const braidResult_t s = braidCommShrink(comm, nullptr, 0, &nc, nullptr, BRAID_SHRINK_ABORT);
     if (s != braidSuccess || !nc) {
