@@ -23,7 +23,9 @@ struct Config {
   // datatype, op, root) and all fail with braidInvalidUsage, listing them, where they
   // differ. Rank 0's setting applies.
   bool checkCalls = false;
-  bool callCheck = true;  // BRAID_CALL_CHECK: count-0 calls exchange their fingerprint
+  // BRAID_CALL_CHECK: count-0 calls exchange their fingerprint; each rank keeps its calls'
+  // (CallRecord) for a peer that waits on it to ask, and for the cause of misuse
+  bool callCheck = true;
   // BRAID_CUDA_IPC (NCCL_P2P_DISABLE=1 is its 0): whether calls on device buffers of a
   // communicator whose ranks all share this host and each have a device go device to device
   // (the CUDA IPC transport) instead of through host memory. Off on any rank: off for all.

@@ -87,7 +87,8 @@ const Row kRows[] = {
     {"BRAID_CHECK", T::kBool, false, "NCCL_CHECK", [](C c) { return text(c.checkCalls); }, nullptr,
      "1: ranks compare their calls before each collective"},
     {"BRAID_CALL_CHECK", T::kBool, false, nullptr, [](C c) { return text(c.callCheck); }, nullptr,
-     "1: a count-0 call exchanges its fingerprint (0: NCCL's silent no-op)"},
+     "1: a count-0 call exchanges its fingerprint, a waiting call asks its peer's call "
+     "(0: NCCL's silent no-op)"},
     // NCCL_P2P_DISABLE=1 turns it off, but with the opposite sense: not an alias.
     {"BRAID_CUDA_IPC", T::kBool, false, nullptr, [](C c) { return text(c.cudaIpc); }, nullptr,
      "device buffers of one host go device to device (NCCL_P2P_DISABLE=1 is its 0)"},

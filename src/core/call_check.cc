@@ -259,8 +259,12 @@ braidResult_t shareCause(braidComm* comm, braidResult_t res) {
   int by = comm->revokedBy.load();
   if (by < 0 && res == braidInvalidUsage && comm->control && isMismatch(lastError())) {
     const std::string mine = withoutRankPrefix(lastError(), comm->rank);
-    bool everyone = false;
-    const std::string cause = misuseCause(comm, &everyone);
+    bool everyone = !comm->fingerprints;
+    // BRAID_CALL_CHECK=0 keeps no call records to ask for: the cause is this rank's finding.
+    const std::string cause = comm->fingerprints
+                                  ? misuseCause(comm, &everyone)
+                                  : "misuse on " + commLabel(comm) + ", found by " +
+                                        rankLabel(comm, comm->rank) + ": " + mine;
     // A rank that did not answer, or had not reached the call, may be one that found the
     // misuse first, revoked and left: its revocation (sent before its control plane closed)
     // carries the cause every other rank reports. Wait a moment for it.

@@ -191,7 +191,7 @@ ExecContext commContext(braidComm* comm, const char* what, braidDataType_t dtype
   ctx.stallWarnSec = comm->stallWarnSec;
   ctx.blamed = &comm->blamed;
   ctx.stall = comm->stallBoard.get();
-  ctx.peerCheck = comm->peerCallCheck.get();
+  ctx.peerCheck = comm->fingerprints ? comm->peerCallCheck.get() : nullptr;
   ctx.peerPositions = comm->peerPositions.empty() ? nullptr : comm->peerPositions.data();
   return ctx;
 }
@@ -458,8 +458,9 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   // on every rank; BRAID_CHECK's exchange is known by the number of the call it precedes.
   const bool counted = !userCall || fingerprint != 0;
   if (counted) ++comm->collCount;
-  comm->callRecord.set(counted ? comm->collCount : comm->collCount + 1,
-                       userCall ? *userCall : args);
+  if (comm->fingerprints)  // BRAID_CALL_CHECK=0: none kept (misuse is named as found)
+    comm->callRecord.set(counted ? comm->collCount : comm->collCount + 1,
+                         userCall ? *userCall : args);
   ctx.checkExchange = userCall != nullptr;
   ctx.count = args.count;
   ctx.outgrowsCache = plan->outgrowsCache;
