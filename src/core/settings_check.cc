@@ -1,8 +1,10 @@
 #include "core/settings_check.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "base/error.h"
 #include "base/socket.h"
 #include "core/comm.h"
+#include "core/trace.h"
 #include "topology/placement.h"
 #include "transport/net.h"
 #include "tuning/cost_model.h"
@@ -94,6 +97,28 @@ braidResult_t checkSettings(int nranks, tuning::Fabric* calibrated, tuning::Meas
       return fail(braidInvalidArgument, "%s=\"%s\": cannot write in %s: %s",
                   settingVar("BRAID_TOPO_DUMP_FILE").c_str(), cfg.topoDumpFile.c_str(), dir.c_str(),
                   strerror(errno));
+  }
+  // The flight recorder's: read where they are used (trace.cc), so their text is checked here.
+  // A folder that cannot be made would lose the dumps of the very failure they are for.
+  if (const char* dir = std::getenv("BRAID_TRACE_DIR"); dir && *dir) {
+    std::string existing = dir;  // the nearest folder that exists: dumps make the rest
+    struct stat st {};
+    while (stat(existing.c_str(), &st) != 0) {  // "." and "/" exist: it ends
+      while (existing.size() > 1 && existing.back() == '/') existing.pop_back();
+      const size_t slash = existing.rfind('/');
+      existing = slash == std::string::npos ? "." : slash == 0 ? "/" : existing.substr(0, slash);
+    }
+    if (!S_ISDIR(st.st_mode) || access(existing.c_str(), W_OK | X_OK) != 0)
+      return fail(braidInvalidArgument, "BRAID_TRACE_DIR=\"%s\": cannot make folders in %s%s", dir,
+                  existing.c_str(), S_ISDIR(st.st_mode) ? "" : " (not a folder)");
+  }
+  if (const char* v = std::getenv("BRAID_TRACE_BUFFER"); v && *v) {
+    size_t n = 0;
+    if (parseByteSize(v, &n) && (n < 1 || n > trace::Recorder::kMaxCapacity))
+      return fail(braidInvalidArgument,
+                  "BRAID_TRACE_BUFFER=\"%s\" is not a count of calls in "
+                  "[1, 16M]",
+                  v);
   }
   return braidSuccess;
 }

@@ -177,6 +177,9 @@ TEST(SettingsCheck, Files) {
                        "BRAID_TOPO_FILE=\"/nonexistent/topo.xml\"");
   expectEveryRankFails({"NCCL_TOPO_FILE=/nonexistent/topo.xml"},
                        "NCCL_TOPO_FILE=\"/nonexistent/topo.xml\"", "BRAID_TOPO_FILE");
+  expectEveryRankFails({"BRAID_TRACE_DIR=/dev/null/traces"},
+                       "BRAID_TRACE_DIR=\"/dev/null/traces\": cannot make folders in /dev/null "
+                       "(not a folder)");
   expectEveryRankFails(
       {"NCCL_TOPO_DUMP_FILE=/nonexistent/dump.xml"},
       "NCCL_TOPO_DUMP_FILE=\"/nonexistent/dump.xml\": cannot write in /nonexistent");
@@ -189,6 +192,7 @@ TEST(SettingsCheck, SizesOutOfRange) {
   expectEveryRankFails({"NCCL_CHUNKSIZE=1T"}, "NCCL_CHUNKSIZE=\"1T\" is not a byte count in",
                        "BRAID_CHUNKSIZE");
   expectEveryRankFails({"NCCL_BUFFSIZE=2G"}, "NCCL_BUFFSIZE=\"2G\"", "BRAID_BUFFSIZE");
+  expectEveryRankFails({"BRAID_TRACE_BUFFER=0"}, "BRAID_TRACE_BUFFER=\"0\" is not a count");
 }
 
 // A malformed value stays NCCL's warning: the default is kept and init succeeds.
