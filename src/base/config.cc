@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,8 +20,8 @@ namespace {
 // where taken ones came from.
 class Reader {
  public:
-  Reader(const EnvLookup& env, bool warn, SettingSources* from)
-      : env_(env), warn_(warn), from_(from) {}
+  Reader(const EnvLookup& env, bool warn, SettingSources* from, RefusedSettings* outOfRange)
+      : env_(env), warn_(warn), from_(from), outOfRange_(outOfRange) {}
 
   // One variable; nullptr when unset.
   const char* only(const char* var) { return env_(var); }
@@ -40,7 +41,10 @@ class Reader {
   // silently ignored setting is worse than a noisy one. Ranks that braidrun started do not
   // repeat what braidrun already said (it sets BRAID_CONFIG_WARNED=1 after reading the same
   // environment). var names the variable the user set: BRAID_X, or NCCL_X when only that one is.
-  void bad(const std::string& var, const char* value, const char* why, const std::string& used) {
+  // wellFormed: the value reads as the setting's type but is out of range (RefusedSetting).
+  void bad(const std::string& var, const char* value, const char* why, const std::string& used,
+           bool wellFormed = false) {
+    if (wellFormed && outOfRange_) outOfRange_->push_back({var, value, why});
     if (!warn_) return;
     const char* warned = env_("BRAID_CONFIG_WARNED");
     if (warned && std::strcmp(warned, "1") == 0) return;
@@ -52,6 +56,7 @@ class Reader {
   const EnvLookup& env_;
   bool warn_;
   SettingSources* from_;
+  RefusedSettings* outOfRange_;
 };
 
 // One of `words`, each naming its value; anything else warns and keeps *out. true: taken.
@@ -79,13 +84,14 @@ bool parseWord(Reader& r, const std::string& var, const char* v,
 size_t parseBytes(Reader& r, const std::string& var, const char* s, size_t fallback, size_t lo,
                   size_t hi, const char* zeroMeans = nullptr, bool* taken = nullptr) {
   size_t bytes = 0;
-  const bool ok = parseByteSize(s, &bytes) && bytes >= lo && bytes <= hi;
+  const bool parsed = parseByteSize(s, &bytes);
+  const bool ok = parsed && bytes >= lo && bytes <= hi;
   if (taken) *taken = ok;
   if (!ok) {
     r.bad(
         var, s,
         ("is not a byte count in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str(),
-        fallback == 0 && zeroMeans ? zeroMeans : std::to_string(fallback));
+        fallback == 0 && zeroMeans ? zeroMeans : std::to_string(fallback), parsed);
     return fallback;
   }
   return bytes;
@@ -97,19 +103,21 @@ double parseSeconds(Reader& r, const std::string& var, const char* v, double fal
                     bool zeroAllowed, bool* taken) {
   char* end = nullptr;
   const double t = std::strtod(v, &end);
-  *taken = end != v && *end == '\0' && (t > 0 || (zeroAllowed && t == 0)) && t < 1e9;
+  const bool parsed = end != v && *end == '\0' && std::isfinite(t);
+  *taken = parsed && (t > 0 || (zeroAllowed && t == 0)) && t < 1e9;
   if (*taken) return t;
   r.bad(var, v,
         zeroAllowed ? "is not a number of seconds in [0, 1e9) (0: off)"
                     : "is not a number of seconds in (0, 1e9)",
-        std::to_string(static_cast<long long>(fallback)));
+        std::to_string(static_cast<long long>(fallback)), parsed);
   return fallback;
 }
 
 }  // namespace
 
-Config configFrom(const EnvLookup& env, bool warn, SettingSources* from) {
-  Reader r(env, warn, from);
+Config configFrom(const EnvLookup& env, bool warn, SettingSources* from,
+                  RefusedSettings* outOfRange) {
+  Reader r(env, warn, from, outOfRange);
   Config c;
   std::string var;
   bool taken = false;
@@ -226,13 +234,15 @@ Config configFrom(const EnvLookup& env, bool warn, SettingSources* from) {
   }
   if (const char* v = r.only("BRAID_NSOCKS_PERPEER")) {
     char* end = nullptr;
+    errno = 0;
     long n = std::strtol(v, &end, 10);
-    if (end != v && *end == '\0' && n >= 1 && n <= 16) {
+    const bool parsed = end != v && *end == '\0' && errno == 0;
+    if (parsed && n >= 1 && n <= 16) {
       c.nsocksPerPeer = static_cast<int>(n);
       r.took("BRAID_NSOCKS_PERPEER", "BRAID_NSOCKS_PERPEER");
     } else {
       r.bad("BRAID_NSOCKS_PERPEER", v, "is not a whole number in [1, 16]",
-            std::to_string(c.nsocksPerPeer));
+            std::to_string(c.nsocksPerPeer), parsed);
     }
   }
   // A connection's FIFO holds buffSize / chunkSize slots: at least 2, at most 4096.
@@ -320,11 +330,13 @@ namespace {
 struct Loaded {
   Config config;
   SettingSources from;
+  RefusedSettings outOfRange;
 };
 const Loaded& loaded() {
   static const Loaded l = [] {
     Loaded out;
-    out.config = configFrom([](const char* name) { return std::getenv(name); }, true, &out.from);
+    out.config = configFrom([](const char* name) { return std::getenv(name); }, true, &out.from,
+                            &out.outOfRange);
     return out;
   }();
   return l;
@@ -333,6 +345,7 @@ const Loaded& loaded() {
 
 const Config& config() { return loaded().config; }
 const SettingSources& configSources() { return loaded().from; }
+const RefusedSettings& configOutOfRange() { return loaded().outOfRange; }
 
 std::string settingVar(const std::string& setting) {
   const SettingSources& from = configSources();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 
@@ -77,12 +78,27 @@ using EnvLookup = std::function<const char*(const char* name)>;
 // nothing was set, or what was set was refused (and warned about).
 using SettingSources = std::map<std::string, std::string>;
 
+// A value that reads as its setting's type but lies outside what Braid accepts
+// ("BRAID_NSOCKS_PERPEER=0", "NCCL_CHUNKSIZE=16", "BRAID_TIMEOUT=-1"). configFrom keeps the
+// default for it, as for a malformed one, and init refuses it (checkSettings): a typo is
+// NCCL's to forgive, but a number the user chose and Braid cannot honour would run every
+// layout with another value than the one asked for.
+struct RefusedSetting {
+  std::string var;    // as the user set it: BRAID_X, or NCCL_X when only that one was set
+  std::string value;  // the variable's text
+  std::string why;    // "is not a whole number in [1, 16]"
+};
+using RefusedSettings = std::vector<RefusedSetting>;
+
 // The configuration an environment gives, as config() reads the process's own. warn: report
 // refused values on stderr (config() does, once a process); from (if given): where each
-// taken value came from.
-Config configFrom(const EnvLookup& env, bool warn = false, SettingSources* from = nullptr);
+// taken value came from; outOfRange (if given): the values refused although well-formed.
+Config configFrom(const EnvLookup& env, bool warn = false, SettingSources* from = nullptr,
+                  RefusedSettings* outOfRange = nullptr);
 // Where config()'s values came from (the environment as config() first read it).
 const SettingSources& configSources();
+// The values config() refused although well-formed (configFrom's outOfRange).
+const RefusedSettings& configOutOfRange();
 // The variable the user set for `setting` ("NCCL_SOCKET_IFNAME" when only NCCL's name was set),
 // for messages about its value; the setting's own name when neither was set.
 std::string settingVar(const std::string& setting);

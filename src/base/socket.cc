@@ -61,6 +61,28 @@ Deadline deadlineAfter(double seconds) {
   return Clock::now() + std::chrono::microseconds(static_cast<long long>(seconds * 1e6));
 }
 
+braidResult_t checkSocketIfname() {
+  const std::string& spec = config().socketIfname;
+  if (spec.empty()) return braidSuccess;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0)
+    return fail(braidSystemError, "getifaddrs failed: %s", strerror(errno));
+  bool matched = false;
+  std::string up;
+  for (const ifaddrs* it = list; it; it = it->ifa_next) {
+    if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET || !(it->ifa_flags & IFF_UP)) continue;
+    matched = matched || ifnameMatches(spec, it->ifa_name);
+    up += (up.empty() ? "" : ", ") + std::string(it->ifa_name);
+  }
+  freeifaddrs(list);
+  if (matched) return braidSuccess;
+  return fail(braidInvalidArgument,
+              "%s=\"%s\": no interface matches (interfaces here: %s); set it to one of them "
+              "(`ip -4 addr` lists them), or unset it",
+              settingVar("BRAID_SOCKET_IFNAME").c_str(), spec.c_str(),
+              up.empty() ? "none with an IPv4 address up" : up.c_str());
+}
+
 braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname) {
   const std::string& spec = config().socketIfname;
   ifaddrs* list = nullptr;
@@ -83,10 +105,7 @@ braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname) {
   }
   if (!chosen) {
     freeifaddrs(list);
-    return fail(braidSystemError,
-                "no IPv4 interface matches %s=\"%s\"; list interfaces with `ip -4 addr` and set "
-                "it to one of them",
-                settingVar("BRAID_SOCKET_IFNAME").c_str(), spec.c_str());
+    return checkSocketIfname();
   }
   *addr = reinterpret_cast<const sockaddr_in*>(chosen->ifa_addr)->sin_addr;
   *ifname = chosen->ifa_name;

@@ -21,6 +21,10 @@ Deadline deadlineAfter(double seconds);
 // "^lo" excludes, "=eth0" exact), else the first up IPv4 interface that is neither loopback
 // nor docker*, else any. *ifname receives the interface's name.
 braidResult_t chooseListenAddress(in_addr* addr, std::string* ifname);
+// braidSuccess when an up IPv4 interface here passes BRAID_SOCKET_IFNAME (or it is unset): every
+// listening socket (bootstrap root, control plane, stall board, tcp transport) needs one. Else
+// braidInvalidArgument naming the variable as set, its value and the interfaces that are up.
+braidResult_t checkSocketIfname();
 // Whether interface `name` passes an NCCL_SOCKET_IFNAME-style spec: a comma list of
 // prefixes ("eth,ib"), exact names after "=" ("=eth0"), all negated by a leading "^"
 // ("^docker,lo"); an empty spec passes every name.

@@ -32,7 +32,12 @@ namespace {
 // "allreduce:tree;broadcast:ring" (2.24's per-collective form) or "^NVLS" (an exclusion).
 // Names Braid has are kept, lower-cased; the others, and exclusions, are dropped with one
 // warning, leaving those calls to the selector, as NCCL does with an algorithm it cannot use.
-std::string fromNcclAlgo(const std::string& text) {
+// A name that is neither Braid's nor NCCL's (a misspelling) goes to *unknown instead: NCCL
+// refuses it, and so does init (checkSettings).
+std::string fromNcclAlgo(const std::string& text, std::string* unknown) {
+  // NCCL's algorithm names (2.2x's ncclAlgoStr), lower-cased.
+  static const char* const kNcclAlgos[] = {
+      "tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat"};
   std::string lower = text, kept, dropped;
   for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   if (!lower.empty() && lower[0] == '^') {
@@ -63,7 +68,12 @@ std::string fromNcclAlgo(const std::string& text) {
       if (name.empty()) continue;
       const bool known = std::any_of(algorithms().begin(), algorithms().end(),
                                      [&](const AlgorithmInfo& a) { return name == a.name; });
-      (known ? list : dropped) += (known ? (list.empty() ? "" : ",") : " ") + name;
+      const bool nccls = std::any_of(std::begin(kNcclAlgos), std::end(kNcclAlgos),
+                                     [&](const char* a) { return name == a; });
+      if (!known && !nccls)
+        *unknown += (unknown->empty() ? "" : ", ") + name;
+      else
+        (known ? list : dropped) += (known ? (list.empty() ? "" : ",") : " ") + name;
     }
     if (!list.empty())
       kept += (kept.empty() ? "" : ";") + prefix + list;
@@ -86,15 +96,23 @@ std::string namesFor(Collective coll) {
 
 }  // namespace
 
-const std::string& envAlgoText() {
-  static std::string text;
+namespace {
+struct EnvAlgo {
+  std::string text, unknown;
+};
+const EnvAlgo& envAlgo() {
+  static EnvAlgo algo;
   static std::once_flag once;
   std::call_once(once, [] {
     const bool ncclName = !std::getenv("BRAID_ALGO") && std::getenv("NCCL_ALGO");
-    text = ncclName ? fromNcclAlgo(config().algo) : config().algo;
+    algo.text = ncclName ? fromNcclAlgo(config().algo, &algo.unknown) : config().algo;
   });
-  return text;
+  return algo;
 }
+}  // namespace
+
+const std::string& envAlgoText() { return envAlgo().text; }
+const std::string& envAlgoUnknown() { return envAlgo().unknown; }
 
 namespace {
 

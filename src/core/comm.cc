@@ -19,6 +19,7 @@
 #include "base/socket.h"
 #include "core/bootstrap.h"
 #include "core/call_check.h"
+#include "core/settings_check.h"
 #include "core/stream.h"
 #include "device/device.h"
 #include "topology/placement.h"
@@ -238,14 +239,19 @@ braidResult_t connectNetwork(braidComm* comm, Bootstrap* boot, const std::string
   return comm->proxy->start();
 }
 
-// BRAID_TOPO_FILE replaces detection: load it and say what it holds. BRAID_TOPO_DUMP_FILE:
-// rank 0 writes its view (the file's, else detection's) as NCCL XML.
-braidResult_t loadTopology(braidComm* comm) {
+// BRAID_TOPO_FILE replaces detection: load it and say what it holds; one that does not load is
+// a setting that fails (*settingsError, naming it), not an error of this call.
+// BRAID_TOPO_DUMP_FILE: rank 0 writes its view (the file's, else detection's) as NCCL XML.
+braidResult_t loadTopology(braidComm* comm, std::string* settingsError) {
   const Config& cfg = config();
   if (cfg.topoFile.empty() && (cfg.topoDumpFile.empty() || comm->rank != 0)) return braidSuccess;
   auto sys = std::make_unique<topo::System>();
   if (!cfg.topoFile.empty()) {
-    BRAID_TRY(topo::loadTopologyFile(cfg.topoFile, sys.get()));
+    if (topo::loadTopologyFile(cfg.topoFile, sys.get()) != braidSuccess) {
+      settingFailed("BRAID_TOPO_FILE", cfg.topoFile);
+      *settingsError = lastError();
+      return braidSuccess;
+    }
     BRAID_INFO("TOPO", "topology from BRAID_TOPO_FILE=%s: %zu NUMA nodes, %zu GPUs, %zu NICs",
                cfg.topoFile.c_str(), sys->cpus.size(), sys->gpus.size(), sys->nics.size());
   } else {
@@ -275,9 +281,6 @@ braidResult_t loadTopology(braidComm* comm) {
 // is loaded: shared memory moves a few GB/s per rank pair with microseconds of latency (two
 // copies through a FIFO; perf/ shows it), the network about a 10 Gb/s NIC with tens of
 // microseconds of latency through the proxy thread.
-// Marks a card field that carries rank 0's error instead of its value.
-constexpr char kCardError = '\x01';
-
 void setDefaultFigures(tuning::Fabric* f) {
   f->intra = {2.0, 5.0};
   f->inter = {40.0, 1.25};
@@ -298,9 +301,6 @@ braidResult_t commFabric(braidComm* comm) {
   // Every rank must predict alike, so only what all ranks share goes in: rank 0's chunk and
   // BRAID_BUFFSIZE's default (a rank's own BRAID_BUFFSIZE is not sent with the cards).
   f.fifo_slots = static_cast<int>(std::max<size_t>(2, (size_t{2} << 20) / comm->chunkSize));
-  for (const std::string* sent : {&comm->peers[0].tune, &comm->peers[0].table})
-    if (!sent->empty() && (*sent)[0] == kCardError)
-      return fail(braidInvalidArgument, "rank 0's tuning file: %s", sent->c_str() + 1);
   if (!tuning::MeasuredTable::decode(comm->peers[0].table, &comm->measured))
     return fail(braidInternalError, "rank 0's BRAID_TUNE_TABLE rows do not decode");
   if (comm->rank == 0 && !comm->measured.entries.empty())
@@ -375,7 +375,19 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
   WaitTimeoutScope initBound(comm->timeoutSec);
   UniqueIdData idData;
   BRAID_TRY(decodeUniqueId(id, &idData));
-  BRAID_TRY(loadTopology(comm));
+  // This rank's settings, checked whatever the layout (settings_check.h). A rank whose settings
+  // fail still joins, and its card carries the reason: every rank then fails with it after the
+  // exchange instead of waiting for one that left. Until then it opens nothing that the
+  // settings steer (segment, sockets).
+  tuning::Fabric calibrated;
+  setDefaultFigures(&calibrated);
+  tuning::MeasuredTable table;
+  std::string settingsError;
+  if (checkSettings(nranks, &calibrated, &table) != braidSuccess)
+    settingsError = lastError();
+  else
+    BRAID_TRY(loadTopology(comm, &settingsError));
+  const bool settingsOk = settingsError.empty();
   std::unique_ptr<Bootstrap> boot;
   BRAID_TRY(Bootstrap::join(id, rank, nranks, &boot));
 
@@ -403,34 +415,25 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
   std::replace(mine.ring.begin(), mine.ring.end(), '\n', ' ');
   mine.algo = envAlgoText();
   std::replace(mine.algo.begin(), mine.algo.end(), '\n', ' ');
-  // Rank 0's tuning files travel with its card. A file it cannot use travels as its error
-  // (kCardError first), so that every rank fails with the same message after the exchange
-  // rather than waiting for a rank 0 that left.
-  if (!cfg.tuneFile.empty() && rank == 0) {
-    tuning::Fabric calibrated;
-    setDefaultFigures(&calibrated);
-    if (tuning::loadCalibration(cfg.tuneFile, &calibrated) == braidSuccess)
-      mine.tune = tuning::formatCalibration(calibrated);
-    else
-      mine.tune = kCardError + std::string(lastError());
+  mine.settingsError = settingsError;
+  std::replace(mine.settingsError.begin(), mine.settingsError.end(), '\n', ' ');
+  // Rank 0's tuning files (loaded by checkSettings) travel with its card.
+  if (settingsOk && !cfg.tuneFile.empty() && rank == 0) {
+    mine.tune = tuning::formatCalibration(calibrated);
     std::replace(mine.tune.begin(), mine.tune.end(), '\n', ';');
   }
-  if (!cfg.tuneTable.empty() && rank == 0) {
-    tuning::MeasuredTable table;
-    if (tuning::loadMeasuredTable(cfg.tuneTable, nranks, &table) == braidSuccess)
-      mine.table = table.encode();
-    else
-      mine.table = kCardError + std::string(lastError());
+  if (settingsOk && !cfg.tuneTable.empty() && rank == 0) {
+    mine.table = table.encode();
     std::replace(mine.table.begin(), mine.table.end(), '\n', ' ');
   }
-  if (nranks > 1) {
+  if (nranks > 1 && settingsOk) {
     BRAID_TRY(ShmSegment::create(nranks, slots, cfg.chunkSize, mine.numa, &comm->segment));
     mine.shmName = comm->segment->name();
     mine.shmAddr = reinterpret_cast<uintptr_t>(comm->segment->base());
   }
   // Rank 0's stall board (stall.h): diagnosis only, so a rank 0 that cannot listen says so and
   // goes on without it; none (no listening socket) when its stall warnings are off.
-  if (rank == 0 && nranks > 1 && comm->stallWarnSec > 0) {
+  if (rank == 0 && nranks > 1 && comm->stallWarnSec > 0 && settingsOk) {
     if (StallBoard::createRoot(idData.secret, nranks, &comm->stallBoard) == braidSuccess)
       mine.stallAddr = comm->stallBoard->address();
     else
@@ -438,7 +441,7 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
   }
   // The control plane (control.h): revocation and shrink's agreement, apart from the data
   // connections.
-  if (nranks > 1) {
+  if (nranks > 1 && settingsOk) {
     BRAID_TRY(ControlPlane::create(
         idData.secret, rank,
         [comm](int from, const std::string& reason) { revokeLocally(comm, from, reason); },
@@ -458,6 +461,15 @@ braidResult_t commSetup(braidComm* comm, const braidUniqueId& id, const braidCon
     if (!PeerCard::decode(cards[r], &comm->peers[r]))
       return fail(braidInternalError, "init: malformed card from rank %d", r);
     ctrlAddrs[r] = comm->peers[r].ctrlAddr;
+  }
+  // A rank's settings that fail fail every rank: this rank's own reason first, else the first
+  // rank's that has one.
+  if (!settingsOk) return failVerbatim(braidInvalidArgument, settingsError);
+  for (int r = 0; r < nranks; ++r) {
+    const std::string& theirs = comm->peers[r].settingsError;
+    if (theirs.empty()) continue;
+    // Their text starts with their rank ("rank 2: "), as this rank's errors do.
+    return fail(braidInvalidArgument, "init: rank %d's settings fail: %s", r, theirs.c_str());
   }
   if (comm->control) comm->control->setPeers(ctrlAddrs);
 

@@ -54,6 +54,9 @@ struct PeerCard {
   std::string busId;      // that device's PCI bus id (device::Runtime::busId), "" for none
   std::string algo;       // this rank's BRAID_ALGO (NCCL_ALGO translated); rank 0's applies
   std::string ctrlAddr;   // where this rank's control plane listens (control.h), "" for none
+  // Why this rank's settings fail init (settings_check.h), "" when they pass: every rank
+  // fails with it after the exchange.
+  std::string settingsError;
 
   std::string encode() const;
   static bool decode(const std::string& text, PeerCard* out);
@@ -360,6 +363,8 @@ braidResult_t runP2P(braidComm* comm, const std::vector<P2POp>& ops, bool device
 // rank 0's on every rank (braidComm::algoSpec), so all ranks force alike, and a spec that
 // does not parse fails init on every rank with the same message.
 const std::string& envAlgoText();
+// NCCL_ALGO's names that are neither Braid's nor NCCL's (comma list; "" for none).
+const std::string& envAlgoUnknown();
 
 // The algorithm for args on comm: braidCommSetAlgorithm's, else BRAID_ALGO's (per size
 // range), else the cost model's least predicted time (tuning/cost_model.h). Fails, naming the

@@ -17,7 +17,8 @@ std::string PeerCard::encode() const {
          ring + "\n" + std::to_string(shmAddr) + "\n" +
          std::to_string((check ? 1 : 0) | (fingerprints ? 0 : 2)) + "\n" +
          std::to_string(procToken) + "\n" + stallAddr + "\n" + std::to_string(memProbe) + "\n" +
-         (cudaIpc ? "1" : "0") + "\n" + busId + "\n" + algo + "\n" + ctrlAddr + "\n";
+         (cudaIpc ? "1" : "0") + "\n" + busId + "\n" + algo + "\n" + ctrlAddr + "\n" +
+         settingsError + "\n";
 }
 
 bool PeerCard::decode(const std::string& text, PeerCard* out) {
@@ -30,7 +31,8 @@ bool PeerCard::decode(const std::string& text, PeerCard* out) {
       !std::getline(in, out->table) || !std::getline(in, out->ring) || !std::getline(in, shmAddr) ||
       !std::getline(in, check) || !std::getline(in, token) || !std::getline(in, out->stallAddr) ||
       !std::getline(in, probe) || !std::getline(in, ipc) || !std::getline(in, out->busId) ||
-      !std::getline(in, out->algo) || !std::getline(in, out->ctrlAddr))
+      !std::getline(in, out->algo) || !std::getline(in, out->ctrlAddr) ||
+      !std::getline(in, out->settingsError))
     return false;
   out->cudaIpc = ipc == "1";
   out->memProbe = std::atoi(probe.c_str());

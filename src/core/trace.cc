@@ -201,7 +201,7 @@ size_t Recorder::capacityFromEnv() {
   const char* v = std::getenv("BRAID_TRACE_BUFFER");
   if (!v || !*v) return kDefault;
   size_t n = 0;
-  if (parseByteSize(v, &n) && n >= 1 && n <= (size_t{1} << 24)) return n;
+  if (parseByteSize(v, &n) && n >= 1 && n <= kMaxCapacity) return n;
   static std::once_flag warned;
   std::call_once(warned, [v] {
     BRAID_WARN("INIT", "BRAID_TRACE_BUFFER=%s is not a count of calls in [1, 16M]: keeping %zu", v,

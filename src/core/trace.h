@@ -170,6 +170,7 @@ class Recorder {
   // BRAID_TRACE and BRAID_TRACE_BUFFER as this process reads them now.
   static Mode modeFromEnv();
   static size_t capacityFromEnv();
+  static constexpr size_t kMaxCapacity = size_t{1} << 24;  // BRAID_TRACE_BUFFER's bound
 
  private:
   std::string fileName() const;

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "base/config.h"
 #include "base/error.h"
 
 namespace braid::topo {
@@ -107,6 +108,8 @@ std::vector<int> commRing(const std::vector<int>& hostOf, const std::vector<int>
 
 braidResult_t parseRingSpec(const std::string& spec, int nranks, std::vector<int>* ring) {
   ring->clear();
+  // As the user set it: NCCL_RINGS where only NCCL's name was.
+  const std::string var = settingVar("BRAID_RING");
   std::vector<bool> seen(static_cast<size_t>(std::max(nranks, 0)), false);
   std::set<long> listed;  // every rank named, beyond the communicator too
   size_t i = 0;
@@ -118,20 +121,20 @@ braidResult_t parseRingSpec(const std::string& spec, int nranks, std::vector<int
     }
     if (!isdigit(static_cast<unsigned char>(c)))
       return fail(braidInvalidArgument,
-                  "BRAID_RING=\"%s\": '%c' at offset %zu is not a rank (expected ranks "
+                  "%s=\"%s\": '%c' at offset %zu is not a rank (expected ranks "
                   "separated by spaces or commas, e.g. \"0 2 1 3\")",
-                  spec.c_str(), c, i);
+                  var.c_str(), spec.c_str(), c, i);
     size_t j = i;
     long v = 0;
     while (j < spec.size() && isdigit(static_cast<unsigned char>(spec[j])) && v <= (1L << 30))
       v = v * 10 + (spec[j++] - '0');
     if (j < spec.size() && isdigit(static_cast<unsigned char>(spec[j])))
-      return fail(braidInvalidArgument, "BRAID_RING=\"%s\": rank at offset %zu is too large",
+      return fail(braidInvalidArgument, "%s=\"%s\": rank at offset %zu is too large", var.c_str(),
                   spec.c_str(), i);
     i = j;
     if (!listed.insert(v).second || (v < nranks && seen[v]))
-      return fail(braidInvalidArgument, "BRAID_RING=\"%s\": rank %ld appears twice", spec.c_str(),
-                  v);
+      return fail(braidInvalidArgument, "%s=\"%s\": rank %ld appears twice", var.c_str(),
+                  spec.c_str(), v);
     if (v >= nranks) continue;
     seen[v] = true;
     ring->push_back(static_cast<int>(v));
@@ -139,9 +142,9 @@ braidResult_t parseRingSpec(const std::string& spec, int nranks, std::vector<int
   for (int r = 0; r < nranks; ++r)
     if (!seen[r])
       return fail(braidInvalidArgument,
-                  "BRAID_RING=\"%s\": rank %d of this %d-rank communicator is missing; the "
+                  "%s=\"%s\": rank %d of this %d-rank communicator is missing; the "
                   "ring must list every rank once",
-                  spec.c_str(), r, nranks);
+                  var.c_str(), spec.c_str(), r, nranks);
   return braidSuccess;
 }
 

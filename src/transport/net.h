@@ -77,5 +77,7 @@ braidResult_t createTcpBackend(int rank, int nranks, const uint8_t secret[32],
 // UCX through UCP tag matching on one worker. braidInvalidUsage, naming the build option,
 // when Braid was built without UCX.
 braidResult_t createUcxBackend(int rank, int nranks, std::unique_ptr<NetBackend>* out);
+// Whether this Braid was built with UCX (createUcxBackend can succeed).
+bool ucxBuilt();
 
 }  // namespace braid

@@ -586,11 +586,15 @@ braidResult_t createUcxBackend(int rank, int nranks, std::unique_ptr<NetBackend>
   return braidSuccess;
 }
 
+bool ucxBuilt() { return true; }
+
 }  // namespace braid
 
 #else  // !BRAID_HAVE_UCX
 
 namespace braid {
+
+bool ucxBuilt() { return false; }
 
 braidResult_t createUcxBackend(int /*rank*/, int /*nranks*/, std::unique_ptr<NetBackend>* out) {
   out->reset();
