@@ -15,7 +15,9 @@
 /// *count to the total. braidInvalidArgument for an unknown collective.
 braidResult_t braidListAlgorithms(const char* collective, const char** names, int max, int* count);
 /// Braid extension: forces `algorithm` for `collective` on comm (NULL or "" restores the
-/// default rule). Overrides BRAID_ALGO. braidInvalidArgument if no such algorithm.
+/// default rule). Overrides BRAID_ALGO. braidInvalidArgument if no such algorithm. Every rank
+/// must make the same choice: a call whose ranks run different algorithms fails on every rank
+/// with braidInvalidUsage naming each rank's algorithm (with BRAID_CALL_CHECK=1, the default).
 braidResult_t braidCommSetAlgorithm(braidComm_t comm, const char* collective,
                                     const char* algorithm);
 

@@ -78,7 +78,7 @@ std::string callLabel(Collective coll, size_t count, braidDataType_t dtype, brai
   return s;
 }
 
-void CallRecord::set(uint64_t n, const CollArgs& a) {
+void CallRecord::set(uint64_t n, const CollArgs& a, int algo) {
   Slot& slot = slots[n & 1];
   const uint64_t v = version.load(std::memory_order_relaxed);
   version.store(v + 1, std::memory_order_relaxed);
@@ -87,9 +87,9 @@ void CallRecord::set(uint64_t n, const CollArgs& a) {
   // All-to-all-v's count is a per-rank maximum that may differ (as in callTag).
   slot.count.store(a.coll == Collective::kAllToAllv ? 0 : a.count, std::memory_order_relaxed);
   const uint64_t op = isReducing(a.coll) ? static_cast<uint64_t>(a.op) & 0xffff : 0;
-  slot.shape.store(
-      static_cast<uint64_t>(a.coll) | static_cast<uint64_t>(a.dtype & 0xff) << 8 | op << 16,
-      std::memory_order_relaxed);
+  slot.shape.store(static_cast<uint64_t>(a.coll) | static_cast<uint64_t>(a.dtype & 0xff) << 8 |
+                       op << 16 | (static_cast<uint64_t>(algo + 1) & 0xffff) << 32,
+                   std::memory_order_relaxed);
   slot.root.store(isRooted(a.coll) ? a.root : 0, std::memory_order_relaxed);
   version.store(v + 2, std::memory_order_release);
 }
@@ -115,6 +115,7 @@ CallWhere CallRecord::read(uint64_t n) const {
       w[k].coll = static_cast<uint32_t>(shape[k] & 0xff);
       w[k].dtype = static_cast<uint32_t>((shape[k] >> 8) & 0xff);
       w[k].op = static_cast<int32_t>((shape[k] >> 16) & 0xffff);
+      w[k].algo = static_cast<uint32_t>((shape[k] >> 32) & 0xffff);
     }
     const int latest = w[1].number > w[0].number ? 1 : 0;
     if (n != 0 && w[1 - latest].number == n) return w[1 - latest];
@@ -132,15 +133,25 @@ std::string selfLabel(const braidComm* comm) {
   return s;
 }
 
-bool sameCall(const CallWhere& a, const CallWhere& b) {
+// The same call as the caller passed it (an algorithm not said matches any).
+bool sameShape(const CallWhere& a, const CallWhere& b) {
   return a.number == b.number && a.count == b.count && a.coll == b.coll && a.dtype == b.dtype &&
          a.op == b.op && a.root == b.root;
 }
 
-std::string whereLabel(const CallWhere& w) {
+bool sameCall(const CallWhere& a, const CallWhere& b) {
+  return sameShape(a, b) && (a.algo == 0 || b.algo == 0 || a.algo == b.algo);
+}
+
+// The call as its caller passed it; with the algorithm where that is what differs.
+std::string whereLabel(const CallWhere& w, bool withAlgo = false) {
   if (w.coll >= static_cast<uint32_t>(kNumCollectives)) return "an unknown call";
-  return callLabel(static_cast<Collective>(w.coll), w.count, static_cast<braidDataType_t>(w.dtype),
-                   static_cast<braidRedOp_t>(w.op), w.root);
+  std::string s =
+      callLabel(static_cast<Collective>(w.coll), w.count, static_cast<braidDataType_t>(w.dtype),
+                static_cast<braidRedOp_t>(w.op), w.root);
+  if (withAlgo && w.algo > 0 && w.algo <= algorithms().size())
+    s += std::string(" with algorithm ") + algorithms()[w.algo - 1].name;
+  return s;
 }
 
 // "rank 1 (...)" or "ranks 0 (...), 2 (...)", at most kListed of them.
@@ -171,8 +182,9 @@ class AskPeer final : public PeerCallCheck {
     return fail(braidInvalidUsage,
                 "rank %d is in a different call at this point (its collective #%llu is %s, this "
                 "rank's %s)",
-                peer, static_cast<unsigned long long>(mine.number), whereLabel(theirs).c_str(),
-                whereLabel(mine).c_str());
+                peer, static_cast<unsigned long long>(mine.number),
+                whereLabel(theirs, sameShape(mine, theirs)).c_str(),
+                whereLabel(mine, sameShape(mine, theirs)).c_str());
   }
 
  private:
@@ -238,9 +250,15 @@ std::string misuseCause(braidComm* comm, bool* everyone) {
   std::string s = "misuse on " + commLabel(comm) + " at collective #" +
                   std::to_string(mine.number) +
                   " (every rank must make the same collective calls in the same order): ";
+  // The algorithm is said where two groups made the same call otherwise
+  // (braidCommSetAlgorithm on some ranks only).
+  bool algos = false;
+  for (size_t i = 0; i < groups.size(); ++i)
+    for (size_t j = i + 1; j < groups.size(); ++j)
+      algos |= sameShape(groups[i].call, groups[j].call);
   for (size_t i = 0; i < groups.size(); ++i)
     s += (i ? "; " : "") + ranksLabel(comm, groups[i].ranks) + " called " +
-         whereLabel(groups[i].call);
+         whereLabel(groups[i].call, algos);
   return s + others;
 }
 
@@ -261,10 +279,9 @@ braidResult_t shareCause(braidComm* comm, braidResult_t res) {
     const std::string mine = withoutRankPrefix(lastError(), comm->rank);
     bool everyone = !comm->fingerprints;
     // BRAID_CALL_CHECK=0 keeps no call records to ask for: the cause is this rank's finding.
-    const std::string cause = comm->fingerprints
-                                  ? misuseCause(comm, &everyone)
-                                  : "misuse on " + commLabel(comm) + ", found by " +
-                                        rankLabel(comm, comm->rank) + ": " + mine;
+    const std::string cause = comm->fingerprints ? misuseCause(comm, &everyone)
+                                                 : "misuse on " + commLabel(comm) + ", found by " +
+                                                       rankLabel(comm, comm->rank) + ": " + mine;
     // A rank that did not answer, or had not reached the call, may be one that found the
     // misuse first, revoked and left: its revocation (sent before its control plane closed)
     // carries the cause every other rank reports. Wait a moment for it.

@@ -130,6 +130,19 @@ uint32_t callTag(const CollArgs& a) {
   return tag == 0 ? 1 : tag;
 }
 
+// a's index in algorithms(), -1 for an algorithm not listed there.
+int algorithmIndex(const AlgorithmInfo* a) {
+  const auto& all = algorithms();
+  return a >= all.data() && a < all.data() + all.size() ? static_cast<int>(a - all.data()) : -1;
+}
+
+// tag mixed with n (never 0).
+uint32_t numberedTag(uint32_t tag, uint64_t n) {
+  const uint64_t h = (static_cast<uint64_t>(tag) ^ (n * 0x9e3779b97f4a7c15ull)) * 1099511628211ull;
+  const auto t = static_cast<uint32_t>(h ^ (h >> 32));
+  return t == 0 ? 1 : t;
+}
+
 }  // namespace
 
 // After a failed exchange the connections hold partial messages: refuse later calls.
@@ -428,7 +441,8 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
     p->inPlace = args.inPlace;
     compilePlan(p, elemSize);
     setCacheChoices(comm, elemSize, p);
-    p->callTag = callTag(args);
+    // Ranks whose algorithms differ (braidCommSetAlgorithm on one rank) meet as different calls.
+    p->callTag = numberedTag(callTag(args), static_cast<uint64_t>(2 + algorithmIndex(p->algo)));
     return braidSuccess;
   };
   if (args.coll == Collective::kAllToAllv) {
@@ -470,15 +484,18 @@ braidResult_t runCollective(braidComm* comm, const CollArgs& in, const void* sen
   const char* what = !userCall     ? collectiveLabel(args.coll)
                      : fingerprint ? fingerprintExchangeLabel(userCall->coll)
                                    : checkExchangeLabel(userCall->coll);
-  ExecContext ctx =
-      commContext(comm, what, args.dtype, args.op, fingerprint ? fingerprint : plan->callTag);
   // The user's collectives, count-0 ones' fingerprint exchanges included, are numbered alike
-  // on every rank; BRAID_CHECK's exchange is known by the number of the call it precedes.
+  // on every rank; BRAID_CHECK's exchange is known by the number of the call it precedes. A
+  // call refused before it started takes no number (as in NCCL, it did not happen: the rank
+  // may make it again, fixed).
   const bool counted = !userCall || fingerprint != 0;
-  if (counted) ++comm->collCount;
+  const uint64_t number = counted ? ++comm->collCount : comm->collCount + 1;
+  // The number goes into the messages' tag: a rank a call ahead of its peers meets theirs as
+  // another call even where the two calls have the same shape.
+  ExecContext ctx = commContext(comm, what, args.dtype, args.op,
+                                fingerprint ? fingerprint : numberedTag(plan->callTag, number));
   if (comm->fingerprints)  // BRAID_CALL_CHECK=0: none kept (misuse is named as found)
-    comm->callRecord.set(counted ? comm->collCount : comm->collCount + 1,
-                         userCall ? *userCall : args);
+    comm->callRecord.set(number, userCall ? *userCall : args, userCall ? -1 : algorithmIndex(algo));
   ctx.checkExchange = userCall != nullptr;
   ctx.count = args.count;
   ctx.outgrowsCache = plan->outgrowsCache;

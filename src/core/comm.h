@@ -70,12 +70,14 @@ struct CallRecord {
   struct Slot {
     std::atomic<uint64_t> number{0};
     std::atomic<uint64_t> count{0};
-    std::atomic<uint64_t> shape{0};  // coll | dtype << 8 | op << 16
+    // coll | dtype << 8 | op << 16 | (algorithm index + 1) << 32
+    std::atomic<uint64_t> shape{0};
     std::atomic<int32_t> root{0};
   };
   std::atomic<uint64_t> version{0};
   Slot slots[2];  // by number % 2
-  void set(uint64_t n, const CollArgs& call);
+  // algo: the call's index in algorithms() (-1: none, as for an exchange).
+  void set(uint64_t n, const CollArgs& call, int algo = -1);
   // The call of number n where a slot holds it, else the latest (n 0: the latest).
   CallWhere read(uint64_t n = 0) const;
 };

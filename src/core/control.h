@@ -41,6 +41,8 @@ struct CallWhere {
   uint32_t dtype = 0;   // braidDataType_t
   int32_t op = 0;       // braidRedOp_t
   int32_t root = 0;
+  uint32_t algo = 0;  // its algorithm's index in algorithms() + 1; 0: not said
+  uint32_t reserved = 0;
 };
 
 // A connection's first bytes.
@@ -124,7 +126,8 @@ class ControlPlane {
   // before any peer knows this rank's address.
   void setWhereHandler(std::function<CallWhere(uint64_t number)> fn) { onWhere_ = std::move(fn); }
   // Which collective `rank` made as its number `number` (0: its latest): braidSuccess with
-  // *out, braidRemoteError when it cannot be reached or does not answer by deadline.
+  // *out, braidRemoteError when it cannot be reached or does not answer by deadline (without
+  // a message where it cannot be reached).
   braidResult_t askWhere(int rank, uint64_t number, Deadline deadline, CallWhere* out);
   // Opens a connection to `rank` and sends an agreement request; *fd stays open for the
   // verdict. braidRemoteError when the rank refuses (gone) or cannot be reached by deadline.

@@ -107,7 +107,7 @@ class Run : WaitDiagnosis {
     const unsigned spins = ctx_.oversubscribed ? 32 : 4096;
     unsigned yieldsEnd = spins + (ctx_.oversubscribed ? 1000 : 64);
     Clock::time_point idleSince{}, lastLivenessCheck{};
-    double nextPeerCheck = kPeerCheckSec;
+    double nextPeerCheck = kFirstPeerCheckSec;
     for (unsigned idle = 1;; ++idle) {
       if (ctx_.aborted && ctx_.aborted->load(std::memory_order_relaxed))
         return fail(braidInvalidUsage, "%s #%llu: aborted (braidCommAbort)", ctx_.what,
@@ -364,13 +364,17 @@ class Run : WaitDiagnosis {
                     "%s #%llu: rank %d is in a different call at this point (not in this "
                     "exchange): every rank must make the same calls in the same order",
                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), queue.peer);
-      if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want))
+      if (seq != want && static_cast<uint32_t>(seq) == static_cast<uint32_t>(want)) {
+        const bool reducing = ctx_.kind > 0 && isReducing(static_cast<Collective>(ctx_.kind - 1));
         return fail(braidInvalidUsage,
                     "%s #%llu: rank %d is in a different call at this point (another collective, "
-                    "count, datatype, op or root); this rank called %s with count %zu, datatype "
-                    "%s, op %s: every rank must make the same calls in the same order",
+                    "count, datatype, op, root, algorithm or call number); this rank called %s "
+                    "with count %zu, datatype %s%s%s: every rank must make the same calls in the "
+                    "same order",
                     ctx_.what, static_cast<unsigned long long>(ctx_.opCount), queue.peer, ctx_.what,
-                    ctx_.count, braidTypeName(ctx_.dtype), braidOpName(ctx_.op));
+                    ctx_.count, braidTypeName(ctx_.dtype), reducing ? ", op " : "",
+                    reducing ? braidOpName(ctx_.op) : "");
+      }
       if (seq != want || bytes > total - cur.bytesDone || bytes % ctx_.elemSize != 0)
         return fail(braidInvalidUsage,
                     "%s #%llu: rank %d sent a piece of %zu bytes as message %llu, but this rank "

@@ -64,17 +64,19 @@ bool MeasuredTable::decode(const std::string& text, MeasuredTable* out) {
 braidResult_t loadMeasuredTable(const std::string& path, int nranks, MeasuredTable* out) {
   std::ifstream in(path);
   if (!in)
-    return fail(braidSystemError, "BRAID_TUNE_TABLE=%s: cannot read: %s", path.c_str(),
+    return fail(braidSystemError, "BRAID_TUNE_TABLE=\"%s\": cannot read: %s", path.c_str(),
                 strerror(errno));
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    return fail(braidInvalidArgument, "BRAID_TUNE_TABLE=%s: not JSON: %s", path.c_str(), e.what());
+    return fail(braidInvalidArgument, "BRAID_TUNE_TABLE=\"%s\": not JSON: %s", path.c_str(),
+                e.what());
   }
   if (!doc.is_array())
     return fail(braidInvalidArgument,
-                "BRAID_TUNE_TABLE=%s: expected braid-tune --json's array of rows", path.c_str());
+                "BRAID_TUNE_TABLE=\"%s\": expected braid-tune --json's array of rows",
+                path.c_str());
   out->entries.clear();
   size_t row = 0;
   for (const nlohmann::json& r : doc) {
@@ -83,25 +85,27 @@ braidResult_t loadMeasuredTable(const std::string& path, int nranks, MeasuredTab
         !r.contains("bytes") || !r["bytes"].is_number_unsigned() || !r.contains("ranks") ||
         !r["ranks"].is_number_integer() || !r.contains("best") || !r["best"].is_string())
       return fail(braidInvalidArgument,
-                  "BRAID_TUNE_TABLE=%s: row %zu lacks collective, bytes, ranks or best",
+                  "BRAID_TUNE_TABLE=\"%s\": row %zu lacks collective, bytes, ranks or best",
                   path.c_str(), row);
     if (r["ranks"].get<int>() != nranks) continue;
     MeasuredEntry e;
     const std::string coll = r["collective"].get<std::string>();
     if (!collectiveByName(coll, &e.coll))
-      return fail(braidInvalidArgument, "BRAID_TUNE_TABLE=%s: row %zu: unknown collective \"%s\"",
-                  path.c_str(), row, coll.c_str());
+      return fail(braidInvalidArgument,
+                  "BRAID_TUNE_TABLE=\"%s\": row %zu: unknown collective \"%s\"", path.c_str(), row,
+                  coll.c_str());
     e.bytes = r["bytes"].get<size_t>();
     e.best = r["best"].get<std::string>();
     if (e.best.empty()) continue;  // nothing could run that size
     if (!findAlgorithm(e.coll, e.best))
-      return fail(braidInvalidArgument, "BRAID_TUNE_TABLE=%s: row %zu: %s has no algorithm \"%s\"",
-                  path.c_str(), row, coll.c_str(), e.best.c_str());
+      return fail(braidInvalidArgument,
+                  "BRAID_TUNE_TABLE=\"%s\": row %zu: %s has no algorithm \"%s\"", path.c_str(), row,
+                  coll.c_str(), e.best.c_str());
     out->entries.push_back(e);
   }
   if (out->entries.empty())
     return fail(braidInvalidArgument,
-                "BRAID_TUNE_TABLE=%s: no row was measured on %d ranks (run braid-tune on a job "
+                "BRAID_TUNE_TABLE=\"%s\": no row was measured on %d ranks (run braid-tune on a job "
                 "of this size)",
                 path.c_str(), nranks);
   return braidSuccess;

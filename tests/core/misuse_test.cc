@@ -29,7 +29,11 @@ struct Outcome {
   std::string error;       // the first failed call's text
 };
 
-const char* const kCases[] = {"count0", "count", "dtype", "op", "root", "skip", "split", "same0"};
+// algo: the odd rank set another algorithm (braidCommSetAlgorithm) than its peers. (A call
+// refused on one rank before it starts is not a case: as in NCCL it did not happen, and the
+// rank's next call, a retry or not, pairs with its peers' call; diagnosis_test pins that.)
+const char* const kCases[] = {"count0", "count", "dtype", "op",  "root",
+                              "skip",   "split", "same0", "algo"};
 
 long long triangle(int n) { return static_cast<long long>(n) * (n + 1) / 2; }
 
@@ -40,8 +44,18 @@ Outcome playOn(braidComm_t comm, const std::string& kind, const std::string& alg
   braidCommUserRank(comm, &rank);
   braidCommCount(comm, &n);
   Outcome o;
-  if (!algo.empty()) braidCommSetAlgorithm(comm, "allreduce", algo.c_str());
   const bool odd = rank == kOdd;
+  std::string mine = algo;
+  if (kind == "algo") {  // the peers' algorithm (the first where none is given), and the next
+    const char* list[32];
+    int count = 0;
+    braidListAlgorithms("allreduce", list, 32, &count);
+    int at = 0;
+    while (at < count && algo != list[at]) ++at;
+    at %= count;
+    mine = list[odd ? (at + 1) % count : at];
+  }
+  if (!mine.empty()) braidCommSetAlgorithm(comm, "allreduce", mine.c_str());
   auto note = [&](braidResult_t r) {
     if (r != braidSuccess && o.error.empty()) o.error = braidGetLastError(comm);
     return r;

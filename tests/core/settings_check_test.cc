@@ -172,7 +172,7 @@ TEST(SettingsCheck, Ring) {
 TEST(SettingsCheck, Files) {
   expectEveryRankFails({"BRAID_TUNE_FILE=/nonexistent/tune.txt"},
                        "BRAID_TUNE_FILE=\"/nonexistent/tune.txt\"");
-  expectEveryRankFails({"BRAID_TUNE_TABLE=/dev/null"}, "BRAID_TUNE_TABLE=/dev/null");
+  expectEveryRankFails({"BRAID_TUNE_TABLE=/dev/null"}, "BRAID_TUNE_TABLE=\"/dev/null\"");
   expectEveryRankFails({"BRAID_TOPO_FILE=/nonexistent/topo.xml"},
                        "BRAID_TOPO_FILE=\"/nonexistent/topo.xml\"");
   expectEveryRankFails({"NCCL_TOPO_FILE=/nonexistent/topo.xml"},
