@@ -80,17 +80,28 @@ std::string callLabel(Collective coll, size_t count, braidDataType_t dtype, brai
 
 void CallRecord::set(uint64_t n, const CollArgs& a, int algo) {
   Slot& slot = slots[n & 1];
+  // All-to-all-v's count is a per-rank maximum that may differ (as in callTag).
+  const uint64_t count = a.coll == Collective::kAllToAllv ? 0 : a.count;
+  const uint64_t op = isReducing(a.coll) ? static_cast<uint64_t>(a.op) & 0xffff : 0;
+  const uint64_t shape = static_cast<uint64_t>(a.coll) |
+                         static_cast<uint64_t>(a.dtype & 0xff) << 8 | op << 16 |
+                         (static_cast<uint64_t>(algo + 1) & 0xffff) << 32;
+  const int32_t root = isRooted(a.coll) ? a.root : 0;
+  // A loop of one call shape (the common case) changes only the number: one store, and a
+  // reader that sees the new number with the slot's other fields sees the same call.
+  if (slot.count.load(std::memory_order_relaxed) == count &&
+      slot.shape.load(std::memory_order_relaxed) == shape &&
+      slot.root.load(std::memory_order_relaxed) == root) {
+    slot.number.store(n, std::memory_order_release);
+    return;
+  }
   const uint64_t v = version.load(std::memory_order_relaxed);
   version.store(v + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   slot.number.store(n, std::memory_order_relaxed);
-  // All-to-all-v's count is a per-rank maximum that may differ (as in callTag).
-  slot.count.store(a.coll == Collective::kAllToAllv ? 0 : a.count, std::memory_order_relaxed);
-  const uint64_t op = isReducing(a.coll) ? static_cast<uint64_t>(a.op) & 0xffff : 0;
-  slot.shape.store(static_cast<uint64_t>(a.coll) | static_cast<uint64_t>(a.dtype & 0xff) << 8 |
-                       op << 16 | (static_cast<uint64_t>(algo + 1) & 0xffff) << 32,
-                   std::memory_order_relaxed);
-  slot.root.store(isRooted(a.coll) ? a.root : 0, std::memory_order_relaxed);
+  slot.count.store(count, std::memory_order_relaxed);
+  slot.shape.store(shape, std::memory_order_relaxed);
+  slot.root.store(root, std::memory_order_relaxed);
   version.store(v + 2, std::memory_order_release);
 }
 
