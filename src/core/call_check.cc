@@ -224,9 +224,12 @@ std::string misuseCause(braidComm* comm, bool* everyone) {
     for (size_t r = 0; r < n; ++r) {
       if (asked[r] && !(answered[r] && at[r].number < mine.number)) continue;
       asked[r] = 1;
+      CallWhere answer;  // a failed ask may have written part of it
       if (comm->control && comm->control->askWhere(static_cast<int>(r), mine.number,
-                                                   deadlineAfter(0.25), &at[r]) == braidSuccess)
+                                                   deadlineAfter(0.25), &answer) == braidSuccess) {
+        at[r] = answer;
         answered[r] = 1;
+      }
       behind |= answered[r] && at[r].number < mine.number;
     }
     if (behind && Clock::now() >= until) break;
