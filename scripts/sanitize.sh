@@ -109,8 +109,13 @@ for t in chosen + by_suite:
         seen.add(t["name"])
         print(t["name"])
         continue
-    for f in t["cmd"][:1] + t.get("depends", []):
-        tgt = by_file.get(f) or next((x for x in targets if x["id"] == f), None)
+    wants = [by_file.get(f) or next((x for x in targets if x["id"] == f), None)
+             for f in t["cmd"][:1] + t.get("depends", [])]
+    # nccl_install installs the build (meson install): every installed target, whichever
+    # share's other tests happen to build some of them.
+    if t["name"] == "nccl_install":
+        wants += [x for x in targets if x.get("installed")]
+    for tgt in wants:
         if tgt is None:
             continue
         rel = os.path.relpath(tgt["filename"][0], d)
